@@ -1,0 +1,170 @@
+// example_trainer: a stand-in for a training loop fed by stokerd.
+//
+// Creates a job on an ImageFolder, consumes it for --epochs epochs and prints
+// per-epoch sample counts and images/s. With a CUDA device (and an SDK built
+// with CUDA) each batch is copied to the GPU asynchronously on the trainer's
+// own stream; otherwise the "training step" reads every pixel on the CPU.
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/strings/str_format.h"
+#include "stoker/client.h"
+#include "stoker/cuda.h"
+
+#ifdef STOKER_HAVE_CUDA
+#include <cuda_runtime_api.h>
+#endif
+
+ABSL_FLAG(std::string, target, stoker::kDefaultTarget, "stokerd address");
+ABSL_FLAG(std::string, data, "", "ImageFolder root");
+ABSL_FLAG(uint32_t, epochs, 2, "epochs to train");
+ABSL_FLAG(uint32_t, batch_size, 32, "batch size");
+ABSL_FLAG(uint32_t, size, 224, "output height and width");
+ABSL_FLAG(uint32_t, slots, 8, "ring slots");
+ABSL_FLAG(uint64_t, seed, 1, "shuffle seed");
+ABSL_FLAG(bool, gpu, true, "copy batches to the GPU when one is available");
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct EpochTally {
+  uint64_t samples = 0;
+  std::set<int64_t> distinct;
+  Clock::time_point start = Clock::now();
+};
+
+// The CPU "training step": touch every byte like a real consumer would.
+uint64_t CpuStep(const stoker::Batch& batch) {
+  uint64_t sum = 0;
+  for (uint8_t v : batch.images().span()) sum += v;
+  return sum;
+}
+
+struct GpuSink {
+  std::unique_ptr<stoker::CudaCopier> copier;
+#ifdef STOKER_HAVE_CUDA
+  void* images = nullptr;
+  void* labels = nullptr;
+  cudaStream_t stream = nullptr;
+  ~GpuSink() {
+    if (copier) copier->Drain().IgnoreError();
+    if (stream) cudaStreamDestroy(stream);
+    cudaFree(images);
+    cudaFree(labels);
+  }
+#endif
+};
+
+std::unique_ptr<GpuSink> MaybeGpu(stoker::Consumer& consumer,
+                                  const stoker::JobSpec& spec) {
+  if (!absl::GetFlag(FLAGS_gpu)) return nullptr;
+  auto copier = stoker::CudaCopier::Create(consumer);
+  if (!copier.ok()) {
+    std::printf("GPU path off: %s\n",
+                std::string(copier.status().message()).c_str());
+    return nullptr;
+  }
+  auto sink = std::make_unique<GpuSink>();
+  sink->copier = *std::move(copier);
+#ifdef STOKER_HAVE_CUDA
+  cudaMalloc(&sink->images, size_t{spec.batch_size} * spec.height *
+                                spec.width * 3);
+  cudaMalloc(&sink->labels, size_t{spec.batch_size} * sizeof(int64_t));
+  cudaStreamCreateWithFlags(&sink->stream, cudaStreamNonBlocking);
+#endif
+  std::printf("GPU path on (ring %s)\n",
+              sink->copier->pinned() ? "page-locked" : "pageable");
+  return sink;
+}
+
+// Copies the batch to the GPU (released once copied) or reads it on the CPU.
+absl::Status TrainStep(stoker::Batch batch, GpuSink* gpu, uint64_t* checksum) {
+#ifdef STOKER_HAVE_CUDA
+  if (gpu != nullptr) {
+    return gpu->copier->CopyAsync(std::move(batch), gpu->images, gpu->labels,
+                                  gpu->stream);
+  }
+#endif
+  *checksum += CpuStep(batch);
+  return batch.CheckIntact();
+}
+
+int Fail(const absl::Status& status) {
+  std::fprintf(stderr, "example_trainer: %s\n", status.ToString().c_str());
+  return 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  absl::ParseCommandLine(argc, argv);
+  auto client = stoker::Client::Connect(absl::GetFlag(FLAGS_target));
+  if (!client.ok()) return Fail(client.status());
+  stoker::JobSpec spec{.dataset_path = absl::GetFlag(FLAGS_data),
+                       .batch_size = absl::GetFlag(FLAGS_batch_size),
+                       .slots = absl::GetFlag(FLAGS_slots),
+                       .height = absl::GetFlag(FLAGS_size),
+                       .width = absl::GetFlag(FLAGS_size),
+                       .seed = absl::GetFlag(FLAGS_seed),
+                       .epochs = absl::GetFlag(FLAGS_epochs),
+                       .name = "example_trainer"};
+  auto job = (*client)->CreateJob(spec);
+  if (!job.ok()) return Fail(job.status());
+  std::printf("job %s: %lu samples in %zu classes, %lu batches per epoch\n",
+              job->id.c_str(), job->num_samples, job->class_names.size(),
+              job->batches_per_epoch);
+  auto consumer = (*client)->Attach(job->id);
+  if (!consumer.ok()) return Fail(consumer.status());
+  auto gpu = MaybeGpu(**consumer, spec);
+
+  std::vector<EpochTally> epochs(spec.epochs);
+  uint64_t checksum = 0;
+  const Clock::time_point start = Clock::now();
+  for (;;) {
+    absl::StatusOr<stoker::Batch> batch = (*consumer)->Next();
+    if (absl::IsOutOfRange(batch.status())) break;
+    if (!batch.ok()) return Fail(batch.status());
+    const uint64_t epoch = batch->epoch();
+    const uint64_t index = batch->index();
+    EpochTally& tally = epochs.at(epoch);
+    tally.samples += batch->size();
+    for (int64_t sample : batch->indices()) tally.distinct.insert(sample);
+    if (absl::Status step = TrainStep(*std::move(batch), gpu.get(), &checksum);
+        !step.ok()) {
+      return Fail(step);
+    }
+    if (index + 1 == job->batches_per_epoch) {
+      const double seconds =
+          std::chrono::duration<double>(Clock::now() - tally.start).count();
+      std::printf("epoch %lu: %lu samples (%zu distinct) in %.2f s, %.0f "
+                  "images/s\n",
+                  epoch, tally.samples, tally.distinct.size(), seconds,
+                  tally.samples / seconds);
+      if (epoch + 1 < epochs.size()) epochs[epoch + 1].start = Clock::now();
+    }
+  }
+  if (gpu) {
+    if (auto s = gpu->copier->Drain(); !s.ok()) return Fail(s);
+  }
+  const double seconds =
+      std::chrono::duration<double>(Clock::now() - start).count();
+  uint64_t total = 0;
+  for (const EpochTally& t : epochs) total += t.samples;
+  auto stats = (*client)->GetStats();
+  std::printf("total: %lu samples in %.2f s: %.0f images/s (%s, checksum %lu, "
+              "decode errors %lu)\n",
+              total, seconds, total / seconds, gpu ? "GPU copy" : "CPU read",
+              checksum, stats.ok() ? stats->decode_errors : 0);
+  consumer->reset();
+  if (auto deleted = (*client)->DeleteJob(job->id); !deleted.ok()) {
+    return Fail(deleted);
+  }
+  return 0;
+}

@@ -1,0 +1,63 @@
+// Client: a connection to a stokerd.
+//
+// Creates, inspects and deletes jobs, and attaches consumers to them. All
+// calls are synchronous; errors come back as absl::Status with the daemon's
+// code and message (INVALID_ARGUMENT naming the bad field, NOT_FOUND, ...).
+//
+//   auto client = stoker::Client::Connect("unix:///run/stoker/stoker.sock");
+//   if (!client.ok()) return client.status();  // UNAVAILABLE: no daemon
+//   stoker::JobSpec spec{.dataset_path = "/data/imagenet/train",
+//                        .batch_size = 256, .epochs = 90};
+//   auto job = (*client)->CreateJob(spec);
+//   auto consumer = (*client)->Attach(job->id);
+//
+// Thread-safety: thread-safe. The Client must outlive its Consumers.
+#ifndef STOKER_CLIENT_H_
+#define STOKER_CLIENT_H_
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "stoker/consumer.h"
+#include "stoker/types.h"
+
+namespace stoker {
+
+class Client {
+ public:
+  // Connects to the daemon at `target` (unix:///path/to/socket), waiting up
+  // to `timeout` for it; UNAVAILABLE if it does not answer.
+  static absl::StatusOr<std::unique_ptr<Client>> Connect(
+      std::string_view target = kDefaultTarget,
+      std::chrono::milliseconds timeout = std::chrono::seconds(5));
+
+  ~Client();
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+
+  absl::StatusOr<JobInfo> CreateJob(const JobSpec& spec);
+  absl::StatusOr<JobInfo> GetJob(std::string_view job_id);
+  absl::StatusOr<std::vector<JobInfo>> ListJobs();
+  absl::Status DeleteJob(std::string_view job_id);
+  absl::StatusOr<DaemonStats> GetStats();
+
+  // Attaches to the job and maps its ring read-only. FAILED_PRECONDITION if
+  // the job already has a consumer.
+  absl::StatusOr<std::unique_ptr<Consumer>> Attach(
+      std::string_view job_id, const ConsumerOptions& options = {});
+
+  class Impl;  // internal
+
+ private:
+  explicit Client(std::unique_ptr<Impl> impl);
+  friend std::unique_ptr<Client> MakeClient(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace stoker
+
+#endif  // STOKER_CLIENT_H_

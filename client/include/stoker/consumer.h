@@ -1,0 +1,122 @@
+// Consumer and Batch: receiving a job's batches.
+//
+// A Consumer is one attachment to a job (one Consume stream). Next() blocks
+// until the next batch is ready and returns it as a Batch: a lease on one
+// slot of the job's ring, which the SDK maps read-only once per job. The
+// tensors of a Batch point straight into shared memory; nothing is copied.
+// Destroying (or Release()-ing) the Batch gives the slot back to the daemon,
+// which refills it.
+//
+//   auto consumer = client->Attach(job.id);
+//   while (true) {
+//     absl::StatusOr<stoker::Batch> batch = (*consumer)->Next();
+//     if (absl::IsOutOfRange(batch.status())) break;  // end of job
+//     if (!batch.ok()) return batch.status();
+//     Train(batch->images(), batch->labels());
+//     if (auto intact = batch->CheckIntact(); !intact.ok()) return intact;
+//   }  // each Batch releases its slot when it goes out of scope
+//
+// The slot's generation is checked when Next() hands a batch out; call
+// CheckIntact() after reading to prove the slot was not reclaimed meanwhile
+// (it can be, if the consumer's stream broke): a reclaimed slot is an error,
+// never silently different data.
+//
+// Thread-safety: Next() from one thread at a time. Batches may be released
+// from any thread, also after their Consumer is gone (then it is a no-op).
+#ifndef STOKER_CONSUMER_H_
+#define STOKER_CONSUMER_H_
+
+#include <cstdint>
+#include <memory>
+#include <span>
+
+#include "absl/status/statusor.h"
+#include "stoker/types.h"
+
+namespace stoker {
+
+namespace internal {
+class ConsumerCore;
+}  // namespace internal
+
+class Batch {
+ public:
+  Batch() = default;
+  Batch(Batch&& other) noexcept;
+  Batch& operator=(Batch&& other) noexcept;
+  Batch(const Batch&) = delete;
+  Batch& operator=(const Batch&) = delete;
+  ~Batch();  // Release()
+
+  // False for a default-constructed, moved-from or released Batch.
+  bool valid() const { return core_ != nullptr; }
+
+  uint64_t epoch() const { return epoch_; }
+  uint64_t index() const { return index_; }  // batch index within the epoch
+  uint32_t size() const { return size_; }    // samples in this batch
+  uint32_t slot() const { return slot_; }
+  uint64_t generation() const { return generation_; }
+
+  // [size, height, width, 3] uint8, RGB, row-major (NHWC).
+  TensorView<uint8_t> images() const;
+  // [size] class index of each row.
+  std::span<const int64_t> labels() const { return {labels_, size_}; }
+  // [size] dataset index of each row (see JobInfo::num_samples).
+  std::span<const int64_t> indices() const { return {indices_, size_}; }
+
+  // OK if the slot still holds this batch; DATA_LOSS if it was reclaimed.
+  absl::Status CheckIntact() const;
+
+  // Gives the slot back to the daemon. Idempotent.
+  void Release();
+
+ private:
+  friend class Consumer;
+  friend class CudaCopier;
+
+  std::shared_ptr<internal::ConsumerCore> core_;
+  uint32_t slot_ = 0;
+  uint64_t generation_ = 0;
+  uint64_t epoch_ = 0;
+  uint64_t index_ = 0;
+  uint32_t size_ = 0;
+  int64_t height_ = 0;
+  int64_t width_ = 0;
+  const uint8_t* images_ = nullptr;
+  const int64_t* labels_ = nullptr;
+  const int64_t* indices_ = nullptr;
+};
+
+struct ConsumerOptions {
+  // Handles the daemon may send ahead of Next() calls (credit).
+  uint32_t prefetch = 2;
+};
+
+class Consumer {
+ public:
+  Consumer(const Consumer&) = delete;
+  Consumer& operator=(const Consumer&) = delete;
+  // Half-closes the stream and waits for the daemon to end it. Batches still
+  // held stay readable; their releases are dropped, and the daemon hands
+  // their batches to the next consumer of the job.
+  ~Consumer();
+
+  // The next batch, in order. OUT_OF_RANGE after the last batch of the last
+  // epoch; otherwise the stream's error: UNAVAILABLE (daemon stopping or
+  // gone), CANCELLED (job deleted), DATA_LOSS (on_error=FAIL and a file could
+  // not be decoded; the message names it).
+  absl::StatusOr<Batch> Next();
+
+  const JobInfo& job() const;
+
+ private:
+  friend class Client;
+  friend class CudaCopier;
+  explicit Consumer(std::shared_ptr<internal::ConsumerCore> core);
+
+  std::shared_ptr<internal::ConsumerCore> core_;
+};
+
+}  // namespace stoker
+
+#endif  // STOKER_CONSUMER_H_

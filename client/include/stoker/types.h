@@ -1,0 +1,106 @@
+// Plain value types of the stoker client API.
+#ifndef STOKER_TYPES_H_
+#define STOKER_TYPES_H_
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace stoker {
+
+inline constexpr char kDefaultTarget[] = "unix:///run/stoker/stoker.sock";
+
+// What the daemon does with a file it cannot read or decode.
+enum class OnError {
+  kReplace,  // substitute the next readable sample (deterministic)
+  kFail,     // fail the job; Consumer::Next() returns DATA_LOSS naming the file
+};
+
+// What a trainer asks for. Defaults give a 224x224 ImageNet-style stream.
+struct JobSpec {
+  std::string dataset_path;  // ImageFolder root: <root>/<class>/<file>.jpg
+  uint32_t batch_size = 64;  // 1..4096
+  uint32_t slots = 8;        // ring depth, 1..256
+  uint32_t height = 224;     // every image is resized to height x width
+  uint32_t width = 224;
+  uint64_t seed = 0;         // same seed, same order
+  bool shuffle = true;
+  bool drop_last = false;
+  uint32_t epochs = 1;       // 0: until the job is deleted
+  OnError on_error = OnError::kReplace;
+  std::string name;          // a label for humans
+};
+
+enum class JobState { kRunning, kFinished, kFailed };
+
+struct JobInfo {
+  std::string id;
+  JobSpec spec;  // as the daemon applies it
+  JobState state = JobState::kRunning;
+  std::string error;  // why the job failed
+  uint64_t num_samples = 0;
+  std::vector<std::string> class_names;  // label i is class_names[i]
+  uint64_t batches_per_epoch = 0;
+  std::string segment_name;
+  uint64_t segment_bytes = 0;
+};
+
+struct SampleError {
+  std::string path;
+  std::string reason;
+};
+
+struct JobStats {
+  std::string job_id;
+  JobState state = JobState::kRunning;
+  uint64_t samples_decoded = 0;
+  uint64_t batches_delivered = 0;
+  uint64_t batches_released = 0;
+  uint64_t decode_errors = 0;
+  std::vector<SampleError> errors;  // first distinct failing files
+  uint32_t ready_slots = 0;
+  uint32_t leased_slots = 0;
+  uint32_t consumers = 0;
+};
+
+struct DaemonStats {
+  std::string version;
+  uint32_t workers = 0;
+  uint64_t uptime_ms = 0;
+  uint64_t shm_bytes = 0;
+  uint64_t samples_decoded = 0;
+  uint64_t decode_errors = 0;
+  std::vector<JobStats> jobs;
+};
+
+// A read-only view of one tensor of a batch, in the job's shared memory.
+template <typename T>
+class TensorView {
+ public:
+  TensorView() = default;
+  TensorView(const T* data, std::array<int64_t, 4> shape, int rank)
+      : data_(data), shape_(shape), rank_(rank) {}
+
+  const T* data() const { return data_; }
+  int rank() const { return rank_; }
+  int64_t dim(int i) const { return shape_[i]; }
+  size_t size() const {
+    size_t n = rank_ > 0 ? 1 : 0;
+    for (int i = 0; i < rank_; ++i) n *= static_cast<size_t>(shape_[i]);
+    return n;
+  }
+  size_t bytes() const { return size() * sizeof(T); }
+  std::span<const T> span() const { return {data_, size()}; }
+
+ private:
+  const T* data_ = nullptr;
+  std::array<int64_t, 4> shape_ = {};
+  int rank_ = 0;
+};
+
+}  // namespace stoker
+
+#endif  // STOKER_TYPES_H_

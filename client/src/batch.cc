@@ -1,0 +1,132 @@
+// Batch and Consumer: leases on ring slots.
+#include <atomic>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "client/src/consumer_core.h"
+#include "stoker/consumer.h"
+
+namespace stoker {
+namespace {
+
+const v1::TensorLayout* FindTensor(const v1::BatchHandle& handle,
+                                   absl::string_view name) {
+  for (const v1::TensorLayout& t : handle.tensors()) {
+    if (t.name() == name) return &t;
+  }
+  return nullptr;
+}
+
+// The tensor `name`, checked to be `bytes` long and inside the handle's slot.
+absl::StatusOr<const uint8_t*> Locate(const internal::RingMapping& ring,
+                                      const v1::BatchHandle& handle,
+                                      absl::string_view name, uint64_t bytes) {
+  const v1::TensorLayout* t = FindTensor(handle, name);
+  if (t == nullptr || t->bytes() != bytes ||
+      !ring.InSlot(handle.slot(), t->offset(), t->bytes())) {
+    return absl::InternalError(absl::StrCat(
+        "the daemon sent a batch handle whose '", name,
+        "' tensor does not fit slot ", handle.slot(), " of the ring"));
+  }
+  return ring.data() + t->offset();
+}
+
+}  // namespace
+
+Batch::Batch(Batch&& other) noexcept { *this = std::move(other); }
+
+Batch& Batch::operator=(Batch&& other) noexcept {
+  if (this != &other) {
+    Release();
+    core_ = std::move(other.core_);
+    slot_ = other.slot_;
+    generation_ = other.generation_;
+    epoch_ = other.epoch_;
+    index_ = other.index_;
+    size_ = other.size_;
+    height_ = other.height_;
+    width_ = other.width_;
+    images_ = other.images_;
+    labels_ = other.labels_;
+    indices_ = other.indices_;
+  }
+  return *this;
+}
+
+Batch::~Batch() { Release(); }
+
+TensorView<uint8_t> Batch::images() const {
+  return TensorView<uint8_t>(images_, {size_, height_, width_, 3}, 4);
+}
+
+absl::Status Batch::CheckIntact() const {
+  if (core_ == nullptr) {
+    return absl::FailedPreconditionError("the batch was released");
+  }
+  // Order the caller's reads of the slot before the generation load.
+  std::atomic_thread_fence(std::memory_order_acquire);
+  const uint64_t now = core_->ring().Generation(slot_);
+  if (now != generation_) {
+    return absl::DataLossError(absl::StrCat(
+        "slot ", slot_, " was reclaimed while batch ", index_, " of epoch ",
+        epoch_, " was read (generation ", generation_, ", now ", now,
+        "): its data must not be used"));
+  }
+  return absl::OkStatus();
+}
+
+void Batch::Release() {
+  if (core_ == nullptr) return;
+  core_->Release(slot_, generation_);
+  core_.reset();
+}
+
+Consumer::Consumer(std::shared_ptr<internal::ConsumerCore> core)
+    : core_(std::move(core)) {}
+
+Consumer::~Consumer() { core_->Close(); }
+
+const JobInfo& Consumer::job() const { return core_->job(); }
+
+absl::StatusOr<Batch> Consumer::Next() {
+  absl::StatusOr<v1::BatchHandle> handle = core_->NextHandle();
+  if (!handle.ok()) return handle.status();
+  const internal::RingMapping& ring = core_->ring();
+  const JobSpec& spec = core_->job().spec;
+  const uint64_t n = handle->sample_count();
+  if (n == 0 || n > spec.batch_size) {
+    return absl::InternalError(
+        absl::StrCat("the daemon sent a batch of ", n, " samples"));
+  }
+  auto images = Locate(ring, *handle, "images",
+                       n * spec.height * spec.width * 3);
+  auto labels = Locate(ring, *handle, "labels", n * sizeof(int64_t));
+  auto indices = Locate(ring, *handle, "indices", n * sizeof(int64_t));
+  for (const auto* located : {&images, &labels, &indices}) {
+    if (!located->ok()) return located->status();
+  }
+  Batch batch;
+  batch.core_ = core_;
+  batch.slot_ = handle->slot();
+  batch.generation_ = handle->generation();
+  batch.epoch_ = handle->epoch();
+  batch.index_ = handle->batch();
+  batch.size_ = static_cast<uint32_t>(n);
+  batch.height_ = spec.height;
+  batch.width_ = spec.width;
+  batch.images_ = *images;
+  batch.labels_ = reinterpret_cast<const int64_t*>(*labels);
+  batch.indices_ = reinterpret_cast<const int64_t*>(*indices);
+  const uint64_t now = ring.Generation(batch.slot_);
+  if (now != batch.generation_) {
+    const absl::Status stale = absl::DataLossError(absl::StrCat(
+        "slot ", batch.slot_, " was reclaimed before batch ", batch.index_,
+        " of epoch ", batch.epoch_, " could be read (generation ",
+        batch.generation_, ", now ", now, ")"));
+    batch.core_.reset();  // not ours to release any more
+    return stale;
+  }
+  return batch;
+}
+
+}  // namespace stoker

@@ -1,0 +1,95 @@
+#include "stoker/client.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include "absl/strings/str_cat.h"
+#include "client/src/client_impl.h"
+#include "client/src/consumer_core.h"
+#include "client/src/convert.h"
+#include "common/grpc_status.h"
+
+namespace stoker {
+
+std::unique_ptr<Client> MakeClient(std::unique_ptr<Client::Impl> impl) {
+  return std::unique_ptr<Client>(new Client(std::move(impl)));
+}
+
+Client::Client(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Client::~Client() = default;
+
+absl::StatusOr<std::unique_ptr<Client>> Client::Connect(
+    std::string_view target, std::chrono::milliseconds timeout) {
+  grpc::ChannelArguments args;
+  // Unix sockets: do not let a missing daemon make calls hang on backoff.
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+  auto channel = grpc::CreateCustomChannel(
+      std::string(target), grpc::InsecureChannelCredentials(), args);
+  if (!channel->WaitForConnected(std::chrono::system_clock::now() + timeout)) {
+    return absl::UnavailableError(absl::StrCat(
+        "cannot reach stokerd at ", std::string(target),
+        ": is the daemon running and is the socket readable by you?"));
+  }
+  return MakeClient(
+      std::make_unique<Impl>(v1::Loader::NewStub(std::move(channel))));
+}
+
+absl::StatusOr<JobInfo> Client::CreateJob(const JobSpec& spec) {
+  grpc::ClientContext context;
+  v1::CreateJobRequest request;
+  *request.mutable_spec() = internal::ToProto(spec);
+  v1::Job job;
+  grpc::Status status = impl_->stub()->CreateJob(&context, request, &job);
+  if (!status.ok()) return FromGrpcStatus(status);
+  return internal::FromProto(job);
+}
+
+absl::StatusOr<JobInfo> Client::GetJob(std::string_view job_id) {
+  grpc::ClientContext context;
+  v1::GetJobRequest request;
+  request.set_job_id(std::string(job_id));
+  v1::Job job;
+  grpc::Status status = impl_->stub()->GetJob(&context, request, &job);
+  if (!status.ok()) return FromGrpcStatus(status);
+  return internal::FromProto(job);
+}
+
+absl::StatusOr<std::vector<JobInfo>> Client::ListJobs() {
+  grpc::ClientContext context;
+  v1::ListJobsResponse response;
+  grpc::Status status =
+      impl_->stub()->ListJobs(&context, v1::ListJobsRequest(), &response);
+  if (!status.ok()) return FromGrpcStatus(status);
+  std::vector<JobInfo> jobs;
+  for (const v1::Job& job : response.jobs()) {
+    jobs.push_back(internal::FromProto(job));
+  }
+  return jobs;
+}
+
+absl::Status Client::DeleteJob(std::string_view job_id) {
+  grpc::ClientContext context;
+  v1::DeleteJobRequest request;
+  request.set_job_id(std::string(job_id));
+  v1::DeleteJobResponse response;
+  return FromGrpcStatus(
+      impl_->stub()->DeleteJob(&context, request, &response));
+}
+
+absl::StatusOr<DaemonStats> Client::GetStats() {
+  grpc::ClientContext context;
+  v1::Stats stats;
+  grpc::Status status =
+      impl_->stub()->GetStats(&context, v1::GetStatsRequest(), &stats);
+  if (!status.ok()) return FromGrpcStatus(status);
+  return internal::FromProto(stats);
+}
+
+absl::StatusOr<std::unique_ptr<Consumer>> Client::Attach(
+    std::string_view job_id, const ConsumerOptions& options) {
+  auto core = internal::ConsumerCore::Open(impl_->stub(), std::string(job_id),
+                                           options);
+  if (!core.ok()) return core.status();
+  return std::unique_ptr<Consumer>(new Consumer(*std::move(core)));
+}
+
+}  // namespace stoker

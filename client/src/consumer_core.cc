@@ -1,0 +1,154 @@
+#include "client/src/consumer_core.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
+#include "client/src/convert.h"
+#include "common/grpc_status.h"
+
+namespace stoker::internal {
+namespace {
+
+// How long Close() waits for the daemon to end a half-closed stream before
+// cancelling it.
+constexpr absl::Duration kCloseGrace = absl::Seconds(5);
+
+}  // namespace
+
+absl::StatusOr<std::shared_ptr<ConsumerCore>> ConsumerCore::Open(
+    v1::Loader::StubInterface* stub, const std::string& job_id,
+    const ConsumerOptions& options) {
+  std::shared_ptr<ConsumerCore> core(new ConsumerCore());
+  core->stream_ = stub->Consume(&core->context_);
+  v1::ConsumeRequest attach;
+  attach.mutable_attach()->set_job_id(job_id);
+  attach.mutable_attach()->set_credits(options.prefetch);
+  v1::ConsumeResponse reply;
+  if (!core->stream_->Write(attach) || !core->stream_->Read(&reply)) {
+    const grpc::Status status = core->stream_->Finish();
+    return status.ok() ? absl::UnavailableError("the daemon closed the stream")
+                       : FromGrpcStatus(status);
+  }
+  if (!reply.has_attached()) {
+    core->context_.TryCancel();
+    core->stream_->Finish();
+    return absl::InternalError("the daemon did not answer attach first");
+  }
+  core->job_ = FromProto(reply.attached().job());
+  auto ring = RingMapping::Open(reply.attached().job().segment().name());
+  if (!ring.ok()) {
+    core->context_.TryCancel();
+    while (core->stream_->Read(&reply)) {
+    }
+    core->stream_->Finish();
+    return ring.status();
+  }
+  core->ring_ = *std::move(ring);
+  core->reader_ = std::thread([c = core.get()] { c->ReadLoop(); });
+  core->writer_ = std::thread([c = core.get()] { c->WriteLoop(); });
+  return core;
+}
+
+ConsumerCore::~ConsumerCore() { Close(); }
+
+void ConsumerCore::ReadLoop() {
+  v1::ConsumeResponse response;
+  while (stream_->Read(&response)) {
+    absl::MutexLock lock(&mu_);
+    if (response.has_batch()) {
+      handles_.push_back(std::move(*response.mutable_batch()));
+    } else if (response.has_end_of_job()) {
+      end_of_job_ = true;
+    }
+  }
+  absl::MutexLock lock(&mu_);
+  read_done_ = true;
+}
+
+void ConsumerCore::WriteLoop() {
+  for (;;) {
+    v1::ConsumeRequest request;
+    {
+      absl::MutexLock lock(&mu_);
+      mu_.Await(absl::Condition(
+          +[](ConsumerCore* c) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+            return !c->outbox_.empty() || c->closing_ || c->read_done_;
+          },
+          this));
+      if (read_done_ || outbox_.empty()) break;  // closing, all flushed
+      request = std::move(outbox_.front());
+      outbox_.pop_front();
+    }
+    stream_->Write(request);
+  }
+  bool read_done;
+  {
+    absl::MutexLock lock(&mu_);
+    read_done = read_done_;
+  }
+  if (!read_done) {
+    stream_->WritesDone();
+    absl::MutexLock lock(&mu_);
+    if (!mu_.AwaitWithTimeout(absl::Condition(&read_done_), kCloseGrace)) {
+      context_.TryCancel();
+      mu_.Await(absl::Condition(&read_done_));
+    }
+  }
+  const grpc::Status status = stream_->Finish();
+  absl::MutexLock lock(&mu_);
+  final_status_ = FromGrpcStatus(status);
+  finished_ = true;
+}
+
+void ConsumerCore::Send(v1::ConsumeRequest request) {
+  absl::MutexLock lock(&mu_);
+  if (closing_ || read_done_) return;
+  outbox_.push_back(std::move(request));
+}
+
+absl::StatusOr<v1::BatchHandle> ConsumerCore::NextHandle() {
+  absl::MutexLock lock(&mu_);
+  mu_.Await(absl::Condition(
+      +[](ConsumerCore* c) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+        return !c->handles_.empty() || c->end_of_job_ || c->finished_;
+      },
+      this));
+  if (!handles_.empty()) {
+    v1::BatchHandle handle = std::move(handles_.front());
+    handles_.pop_front();
+    if (!closing_ && !read_done_) {
+      v1::ConsumeRequest credit;
+      credit.mutable_credit()->set_credits(1);
+      outbox_.push_back(std::move(credit));
+    }
+    return handle;
+  }
+  if (end_of_job_) {
+    return absl::OutOfRangeError(absl::StrCat(
+        "end of job ", job_.id, ": every batch of every epoch was delivered"));
+  }
+  if (final_status_.ok()) {
+    return absl::UnavailableError(
+        absl::StrCat("the daemon closed the stream of job ", job_.id));
+  }
+  return final_status_;
+}
+
+void ConsumerCore::Release(uint32_t slot, uint64_t generation) {
+  v1::ConsumeRequest release;
+  release.mutable_release()->set_slot(slot);
+  release.mutable_release()->set_generation(generation);
+  Send(std::move(release));
+}
+
+void ConsumerCore::Close() {
+  {
+    absl::MutexLock lock(&mu_);
+    if (closed_) return;
+    closed_ = true;
+    closing_ = true;
+  }
+  if (writer_.joinable()) writer_.join();
+  if (reader_.joinable()) reader_.join();
+}
+
+}  // namespace stoker::internal

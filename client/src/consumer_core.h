@@ -1,0 +1,74 @@
+// ConsumerCore: the machinery behind a Consumer: one Consume stream, a reader
+// thread that queues incoming handles, a writer thread that sends credits and
+// releases (so releasing never blocks on the socket, and a CUDA host function
+// may release), and the job's read-only ring mapping.
+//
+// Thread-safety: thread-safe. Shared by the Consumer and every Batch it
+// handed out; Close() is idempotent.
+#ifndef STOKER_CLIENT_SRC_CONSUMER_CORE_H_
+#define STOKER_CLIENT_SRC_CONSUMER_CORE_H_
+
+#include <grpcpp/grpcpp.h>
+
+#include <deque>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "client/src/ring_mapping.h"
+#include "stoker/consumer.h"
+#include "stoker/types.h"
+#include "stoker/v1/loader.grpc.pb.h"
+
+namespace stoker::internal {
+
+class ConsumerCore {
+ public:
+  // Attaches to `job_id` through `stub` and maps the job's ring.
+  static absl::StatusOr<std::shared_ptr<ConsumerCore>> Open(
+      v1::Loader::StubInterface* stub, const std::string& job_id,
+      const ConsumerOptions& options);
+  ~ConsumerCore();  // Close()
+
+  // Blocks for the next handle; see Consumer::Next() for the errors.
+  absl::StatusOr<v1::BatchHandle> NextHandle();
+  // Queues the release of a slot; a no-op once the stream is closed.
+  void Release(uint32_t slot, uint64_t generation);
+  // Half-closes the stream, waits for the daemon's status, joins threads.
+  void Close();
+
+  const JobInfo& job() const { return job_; }
+  const RingMapping& ring() const { return *ring_; }
+
+ private:
+  ConsumerCore() = default;
+  void ReadLoop();
+  void WriteLoop();
+  void Send(v1::ConsumeRequest request);
+
+  JobInfo job_;
+  std::unique_ptr<RingMapping> ring_;
+  grpc::ClientContext context_;
+  std::unique_ptr<grpc::ClientReaderWriterInterface<v1::ConsumeRequest,
+                                                    v1::ConsumeResponse>>
+      stream_;
+  std::thread reader_;
+  std::thread writer_;
+
+  absl::Mutex mu_;
+  std::deque<v1::BatchHandle> handles_ ABSL_GUARDED_BY(mu_);
+  std::deque<v1::ConsumeRequest> outbox_ ABSL_GUARDED_BY(mu_);
+  bool end_of_job_ ABSL_GUARDED_BY(mu_) = false;
+  bool read_done_ ABSL_GUARDED_BY(mu_) = false;
+  bool closing_ ABSL_GUARDED_BY(mu_) = false;
+  bool finished_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Status final_status_ ABSL_GUARDED_BY(mu_);
+  bool closed_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+}  // namespace stoker::internal
+
+#endif  // STOKER_CLIENT_SRC_CONSUMER_CORE_H_

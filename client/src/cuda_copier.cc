@@ -1,0 +1,186 @@
+// The CUDA copy path (built when CMake finds the CUDA Toolkit).
+#include <cuda_runtime_api.h>
+
+#include <deque>
+#include <thread>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "client/src/consumer_core.h"
+#include "stoker/cuda.h"
+
+namespace stoker {
+namespace {
+
+absl::Status CudaError(absl::string_view what, cudaError_t error) {
+  return absl::InternalError(
+      absl::StrCat(what, ": ", cudaGetErrorString(error)));
+}
+
+}  // namespace
+
+class CudaCopier::Impl {
+ public:
+  struct Pending {
+    Impl* owner;
+    Batch batch;
+  };
+
+  Impl(std::shared_ptr<internal::ConsumerCore> core, bool pinned)
+      : core_(std::move(core)), pinned_(pinned) {
+    completer_ = std::thread([this] { Complete(); });
+  }
+
+  ~Impl() {
+    Drain().IgnoreError();
+    {
+      absl::MutexLock lock(&mu_);
+      stop_ = true;
+    }
+    completer_.join();
+    if (pinned_) {
+      // Tolerates the runtime being unloaded at process exit.
+      cudaHostUnregister(const_cast<uint8_t*>(core_->ring().data()));
+    }
+  }
+
+  // A CUDA host function: must not call CUDA; only queues.
+  static void CUDART_CB OnCopied(void* data) {
+    auto* pending = static_cast<Pending*>(data);
+    Impl* self = pending->owner;
+    absl::MutexLock lock(&self->mu_);
+    self->done_.push_back(pending);
+  }
+
+  absl::Status CopyAsync(Batch batch, void* images, void* labels,
+                         cudaStream_t stream) {
+    if (!batch.valid()) {
+      return absl::InvalidArgumentError("CopyAsync of an invalid batch");
+    }
+    if (absl::Status earlier = TakeError(); !earlier.ok()) return earlier;
+    const TensorView<uint8_t> view = batch.images();
+    cudaError_t error = cudaMemcpyAsync(images, view.data(), view.bytes(),
+                                        cudaMemcpyHostToDevice, stream);
+    if (error == cudaSuccess && labels != nullptr) {
+      error = cudaMemcpyAsync(labels, batch.labels().data(),
+                              batch.labels().size_bytes(),
+                              cudaMemcpyHostToDevice, stream);
+    }
+    auto* pending = new Pending{this, std::move(batch)};
+    {
+      absl::MutexLock lock(&mu_);
+      ++in_flight_;
+    }
+    if (error == cudaSuccess) {
+      error = cudaLaunchHostFunc(stream, &Impl::OnCopied, pending);
+      if (error == cudaSuccess) return absl::OkStatus();
+    }
+    // Whatever was enqueued must finish before the slot goes back.
+    cudaStreamSynchronize(stream);
+    OnCopied(pending);
+    return CudaError("enqueueing the batch copy", error);
+  }
+
+  absl::Status Drain() {
+    absl::MutexLock lock(&mu_);
+    mu_.Await(absl::Condition(
+        +[](Impl* self) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+          return self->in_flight_ == 0;
+        },
+        this));
+    return std::exchange(error_, absl::OkStatus());
+  }
+
+  bool pinned() const { return pinned_; }
+
+ private:
+  absl::Status TakeError() {
+    absl::MutexLock lock(&mu_);
+    return std::exchange(error_, absl::OkStatus());
+  }
+
+  void Complete() {
+    for (;;) {
+      Pending* pending;
+      {
+        absl::MutexLock lock(&mu_);
+        mu_.Await(absl::Condition(
+            +[](Impl* self) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+              return self->stop_ || !self->done_.empty();
+            },
+            this));
+        if (done_.empty()) return;
+        pending = done_.front();
+        done_.pop_front();
+      }
+      // The DMA has read the slot: was it still ours all along?
+      absl::Status intact = pending->batch.CheckIntact();
+      delete pending;  // releases the batch
+      absl::MutexLock lock(&mu_);
+      if (!intact.ok() && error_.ok()) error_ = intact;
+      --in_flight_;
+    }
+  }
+
+  const std::shared_ptr<internal::ConsumerCore> core_;
+  const bool pinned_;
+  std::thread completer_;
+
+  absl::Mutex mu_;
+  std::deque<Pending*> done_ ABSL_GUARDED_BY(mu_);
+  int in_flight_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::Status error_ ABSL_GUARDED_BY(mu_);
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+bool CudaCopier::Available() { return true; }
+
+absl::StatusOr<std::unique_ptr<CudaCopier>> CudaCopier::Create(
+    Consumer& consumer) {
+  int devices = 0;
+  if (const cudaError_t error = cudaGetDeviceCount(&devices);
+      error != cudaSuccess || devices == 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "no CUDA device is available (",
+        error != cudaSuccess ? cudaGetErrorString(error) : "0 devices",
+        "); read batches on the CPU with Batch::images() instead"));
+  }
+  int device = 0;
+  int read_only_ok = 0;
+  cudaGetDevice(&device);
+  cudaDeviceGetAttribute(&read_only_ok,
+                         cudaDevAttrHostRegisterReadOnlySupported, device);
+  const internal::RingMapping& ring = consumer.core_->ring();
+  bool pinned = false;
+  if (read_only_ok) {
+    // The mapping is read-only, so it can only be registered read-only.
+    const cudaError_t error =
+        cudaHostRegister(const_cast<uint8_t*>(ring.data()), ring.size(),
+                         cudaHostRegisterPortable | cudaHostRegisterReadOnly);
+    if (error == cudaErrorHostMemoryAlreadyRegistered) {
+      return absl::FailedPreconditionError(
+          "this consumer's ring is already registered: use one CudaCopier "
+          "per Consumer");
+    }
+    pinned = error == cudaSuccess;
+    if (!pinned) cudaGetLastError();  // clear it; copies stay pageable
+  }
+  return std::unique_ptr<CudaCopier>(
+      new CudaCopier(std::make_unique<Impl>(consumer.core_, pinned)));
+}
+
+CudaCopier::CudaCopier(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+CudaCopier::~CudaCopier() = default;
+
+absl::Status CudaCopier::CopyAsync(Batch batch, void* device_images,
+                                   void* device_labels, CUstream_st* stream) {
+  return impl_->CopyAsync(std::move(batch), device_images, device_labels,
+                          stream);
+}
+
+absl::Status CudaCopier::Drain() { return impl_->Drain(); }
+
+bool CudaCopier::pinned() const { return impl_->pinned(); }
+
+}  // namespace stoker

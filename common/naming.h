@@ -1,0 +1,25 @@
+// Names that stokerd and its clients derive the same way.
+#ifndef STOKER_COMMON_NAMING_H_
+#define STOKER_COMMON_NAMING_H_
+
+#include <string>
+#include <string_view>
+
+namespace stoker {
+
+inline constexpr std::string_view kDefaultTarget =
+    "unix:///run/stoker/stoker.sock";
+
+// "unix:///run/x.sock" or "unix:/run/x.sock" -> "/run/x.sock"; a plain path is
+// returned as is; anything else (e.g. "dns:host:1") -> "".
+std::string SocketPathFromTarget(std::string_view target);
+
+// The shared-memory name prefix of the daemon serving `socket_path`:
+// "stoker-<16 hex digits>-". Every segment a daemon creates starts with it, so
+// a daemon restarted on the same socket finds and removes its predecessor's
+// leftovers, and daemons on different sockets never touch each other's.
+std::string SegmentPrefix(std::string_view socket_path);
+
+}  // namespace stoker
+
+#endif  // STOKER_COMMON_NAMING_H_

@@ -1,0 +1,236 @@
+#include "daemon/consume_reactor.h"
+
+#include "absl/strings/str_cat.h"
+#include "common/grpc_status.h"
+#include "daemon/proto_convert.h"
+#include "common/log.h"
+
+namespace stoker {
+
+ConsumeReactor* ConsumerLink::Acquire() {
+  absl::MutexLock lock(&mu_);
+  if (reactor_ != nullptr) ++users_;
+  return reactor_;
+}
+
+void ConsumerLink::Unacquire() {
+  absl::MutexLock lock(&mu_);
+  --users_;
+}
+
+void ConsumerLink::OnDeliverable() {
+  if (ConsumeReactor* reactor = Acquire()) {
+    reactor->Pump();
+    Unacquire();
+  }
+}
+
+void ConsumerLink::Shutdown(const absl::Status& why) {
+  if (ConsumeReactor* reactor = Acquire()) {
+    reactor->FinishOnce(why);
+    Unacquire();
+  }
+}
+
+void ConsumerLink::Retire() {
+  absl::MutexLock lock(&mu_);
+  reactor_ = nullptr;
+  mu_.Await(absl::Condition(
+      +[](int* users) { return *users == 0; }, &users_));
+}
+
+void ConsumerSet::Add(std::shared_ptr<ConsumerLink> link) {
+  absl::MutexLock lock(&mu_);
+  links_.insert(std::move(link));
+}
+
+void ConsumerSet::Remove(const ConsumerLink* link) {
+  absl::MutexLock lock(&mu_);
+  for (auto it = links_.begin(); it != links_.end(); ++it) {
+    if (it->get() == link) {
+      links_.erase(it);
+      return;
+    }
+  }
+}
+
+void ConsumerSet::ShutdownAll(const absl::Status& why) {
+  std::set<std::shared_ptr<ConsumerLink>> links;
+  {
+    absl::MutexLock lock(&mu_);
+    links = links_;
+  }
+  for (const auto& link : links) link->Shutdown(why);
+}
+
+ConsumeReactor::ConsumeReactor(JobRegistry* registry, ConsumerSet* consumers)
+    : registry_(registry),
+      consumers_(consumers),
+      link_(std::make_shared<ConsumerLink>(this)) {
+  consumers_->Add(link_);
+  StartRead(&request_);
+}
+
+void ConsumeReactor::OnReadDone(bool ok) {
+  if (!ok) {
+    // The client half-closed (or vanished): nothing more will come.
+    FinishOnce(absl::OkStatus());
+    return;
+  }
+  if (absl::Status status = Handle(request_); !status.ok()) {
+    FinishOnce(status);
+    return;
+  }
+  StartRead(&request_);
+}
+
+absl::Status ConsumeReactor::Handle(const v1::ConsumeRequest& request) {
+  std::shared_ptr<Job> job;
+  {
+    absl::MutexLock lock(&mu_);
+    job = job_;
+  }
+  if (request.has_attach()) {
+    if (job != nullptr) {
+      return absl::FailedPreconditionError("attach sent twice on one stream");
+    }
+    return HandleAttach(request.attach());
+  }
+  if (job == nullptr) {
+    return absl::FailedPreconditionError(
+        "the first message of a Consume stream must be attach");
+  }
+  switch (request.kind_case()) {
+    case v1::ConsumeRequest::kCredit:
+      job->AddCredit(request.credit().credits());
+      Pump();
+      return absl::OkStatus();
+    case v1::ConsumeRequest::kRelease:
+      return job->Release(request.release().slot(),
+                          request.release().generation());
+    default:
+      return absl::InvalidArgumentError(
+          "ConsumeRequest holds none of attach, credit, release");
+  }
+}
+
+absl::Status ConsumeReactor::HandleAttach(const v1::Attach& attach) {
+  auto job = registry_->Get(attach.job_id());
+  if (!job.ok()) return job.status();
+  {
+    // Claim the writer so that no batch can overtake the Attached reply.
+    absl::MutexLock lock(&mu_);
+    writing_ = true;
+  }
+  if (absl::Status attached = (*job)->Attach(link_, attach.credits());
+      !attached.ok()) {
+    absl::MutexLock lock(&mu_);
+    writing_ = false;
+    return attached;
+  }
+  JobToProto(**job, response_.mutable_attached()->mutable_job());
+  {
+    absl::MutexLock lock(&mu_);
+    job_ = *job;
+  }
+  spdlog::debug("job {}: consumer attached", (*job)->id());
+  StartWrite(&response_);
+  return absl::OkStatus();
+}
+
+void ConsumeReactor::Pump() {
+  for (;;) {
+    std::shared_ptr<Job> job;
+    {
+      absl::MutexLock lock(&mu_);
+      if (finished_ || pending_finish_ || job_ == nullptr) return;
+      if (writing_) {
+        wake_pending_ = true;
+        return;
+      }
+      writing_ = true;
+      wake_pending_ = false;
+      job = job_;
+    }
+    Delivered batch;
+    absl::Status ended;
+    switch (job->NextDelivery(&batch, &ended)) {
+      case Delivery::kBatch:
+        response_.Clear();
+        DeliveredToHandle(*job, batch, response_.mutable_batch());
+        StartWrite(&response_);
+        return;
+      case Delivery::kEndOfJob:
+        if (!end_sent_) {
+          end_sent_ = true;
+          response_.Clear();
+          response_.mutable_end_of_job();
+          StartWrite(&response_);
+          return;
+        }
+        break;
+      case Delivery::kEnded: {
+        {
+          absl::MutexLock lock(&mu_);
+          writing_ = false;
+        }
+        FinishOnce(ended);
+        return;
+      }
+      case Delivery::kNothing:
+        break;
+    }
+    absl::MutexLock lock(&mu_);
+    writing_ = false;
+    if (!wake_pending_) return;
+  }
+}
+
+void ConsumeReactor::FinishOnce(const absl::Status& status) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (finished_ || pending_finish_) return;
+    if (writing_) {
+      pending_finish_ = status;
+      return;
+    }
+    finished_ = true;
+  }
+  Finish(ToGrpcStatus(status));
+}
+
+void ConsumeReactor::OnWriteDone(bool ok) {
+  std::optional<absl::Status> finish;
+  {
+    absl::MutexLock lock(&mu_);
+    writing_ = false;
+    if (pending_finish_ && !finished_) {
+      finished_ = true;
+      finish = pending_finish_;
+    }
+  }
+  if (finish) {
+    Finish(ToGrpcStatus(*finish));
+  } else if (!ok) {
+    FinishOnce(absl::CancelledError("the consumer went away"));
+  } else {
+    Pump();
+  }
+}
+
+void ConsumeReactor::OnDone() {
+  link_->Retire();
+  consumers_->Remove(link_.get());
+  std::shared_ptr<Job> job;
+  {
+    absl::MutexLock lock(&mu_);
+    job = std::move(job_);
+  }
+  if (job != nullptr) {
+    job->Detach(link_.get());
+    spdlog::debug("job {}: consumer detached", job->id());
+  }
+  delete this;
+}
+
+}  // namespace stoker

@@ -1,0 +1,145 @@
+#include "daemon/daemon.h"
+
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "daemon/shm_segment.h"
+#include "common/log.h"
+
+namespace stoker {
+namespace {
+
+absl::Status PrepareSocketDirectory(const std::string& socket_path) {
+  const std::filesystem::path dir =
+      std::filesystem::path(socket_path).parent_path();
+  std::error_code ec;
+  if (!dir.empty() && !std::filesystem::exists(dir, ec)) {
+    std::filesystem::create_directories(dir, ec);
+    if (ec) {
+      return absl::PermissionDeniedError(absl::StrCat(
+          "cannot create socket directory ", dir.string(), ": ", ec.message()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+int DefaultWorkers() {
+  const int cores = static_cast<int>(std::thread::hardware_concurrency());
+  return cores > 1 ? cores - 1 : 1;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(
+    const DaemonOptions& options) {
+  const std::string socket_path = SocketPathFromTarget(options.target);
+  if (socket_path.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--socket '", options.target,
+        "' is not a Unix socket address (unix:///path/to/stoker.sock)"));
+  }
+  STOKER_RETURN_IF_ERROR(PrepareSocketDirectory(socket_path));
+  STOKER_ASSIGN_OR_RETURN(InstanceLock lock, InstanceLock::Acquire(socket_path));
+  std::unique_ptr<Daemon> daemon(new Daemon(socket_path, std::move(lock)));
+  STOKER_RETURN_IF_ERROR(daemon->Serve(options));
+  return daemon;
+}
+
+Daemon::Daemon(std::string socket_path, InstanceLock lock)
+    : socket_path_(std::move(socket_path)),
+      segment_prefix_(SegmentPrefix(socket_path_)),
+      lock_(std::move(lock)) {}
+
+absl::Status Daemon::Serve(const DaemonOptions& options) {
+  // We hold the lock: whatever sits at our names belongs to a dead
+  // predecessor.
+  ::unlink(socket_path_.c_str());
+  if (const int removed = RemoveSegments(segment_prefix_); removed > 0) {
+    spdlog::warn("removed {} shared-memory segments left by a previous "
+                 "stokerd on {}",
+                 removed, socket_path_);
+  }
+  const int workers = options.workers > 0 ? options.workers : DefaultWorkers();
+  pool_ = std::make_unique<WorkerPool>(
+      workers, DecodeLimits{.max_pixels = options.max_image_pixels});
+  registry_ = std::make_unique<JobRegistry>(
+      RegistryOptions{.segment_prefix = segment_prefix_,
+                      .segment_mode = 0640,
+                      .max_jobs = options.max_jobs},
+      pool_.get());
+  consumers_ = std::make_unique<ConsumerSet>();
+  service_ = std::make_unique<LoaderService>(registry_.get(), pool_.get(),
+                                             consumers_.get());
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort("unix:" + socket_path_,
+                           grpc::InsecureServerCredentials());
+  builder.RegisterService(service_.get());
+  server_ = builder.BuildAndStart();
+  if (server_ == nullptr) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot listen on ", socket_path_));
+  }
+  if (::chmod(socket_path_.c_str(), 0660) != 0) {
+    spdlog::warn("chmod 0660 {}: {}", socket_path_, std::strerror(errno));
+  }
+  spdlog::info("stokerd listening on {} with {} workers", socket_path_,
+               workers);
+  return absl::OkStatus();
+}
+
+Daemon::~Daemon() { Shutdown(); }
+
+void Daemon::Shutdown() {
+  {
+    absl::MutexLock lock(&shutdown_mu_);
+    if (shut_down_) return;
+    shut_down_ = true;
+  }
+  const absl::Status why = absl::UnavailableError("stokerd is shutting down");
+  if (registry_ != nullptr) registry_->CloseAll(why);
+  if (consumers_ != nullptr) consumers_->ShutdownAll(why);
+  if (server_ != nullptr) {
+    server_->Shutdown(std::chrono::system_clock::now() +
+                      std::chrono::seconds(2));
+    server_->Wait();
+  }
+  service_.reset();
+  if (pool_ != nullptr) pool_->Stop();
+  registry_.reset();
+  RemoveSegments(segment_prefix_);
+  ::unlink(socket_path_.c_str());
+  spdlog::info("stokerd on {} stopped", socket_path_);
+}
+
+int RunDaemon(const DaemonOptions& options) {
+  // Block the stop signals before any thread starts so every thread inherits
+  // the mask and only sigwait() below sees them.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  ::signal(SIGPIPE, SIG_IGN);
+
+  auto daemon = Daemon::Start(options);
+  if (!daemon.ok()) {
+    spdlog::critical("stokerd cannot start: {}", daemon.status().message());
+    return 1;
+  }
+  int signal_number = 0;
+  sigwait(&stop_signals, &signal_number);
+  spdlog::info("received {}, draining", strsignal(signal_number));
+  (*daemon)->Shutdown();
+  return 0;
+}
+
+}  // namespace stoker

@@ -1,0 +1,74 @@
+// Daemon: one running stokerd, from socket to worker threads.
+//
+// Start() takes the socket's instance lock, removes what a previous daemon on
+// the same socket left behind (socket file, shared-memory segments), starts
+// the worker pool and serves the Loader API. Shutdown() drains: refuses new
+// work, ends every Consume stream with UNAVAILABLE, stops the server and the
+// workers, unlinks every segment and removes the socket.
+//
+//   auto daemon = Daemon::Start({.target = "unix:///tmp/x.sock"});
+//   if (!daemon.ok()) { ... }
+//   (*daemon)->Shutdown();
+//
+// Thread-safety: Shutdown() may be called from any thread, more than once.
+#ifndef STOKER_DAEMON_DAEMON_H_
+#define STOKER_DAEMON_DAEMON_H_
+
+#include <grpcpp/grpcpp.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "common/naming.h"
+#include "daemon/consume_reactor.h"
+#include "daemon/instance_lock.h"
+#include "daemon/job_registry.h"
+#include "daemon/loader_service.h"
+#include "daemon/worker_pool.h"
+
+namespace stoker {
+
+struct DaemonOptions {
+  std::string target = std::string(kDefaultTarget);
+  int workers = 0;  // 0: one per core but one, at least one
+  uint32_t max_jobs = 64;
+  uint64_t max_image_pixels = uint64_t{1} << 26;
+};
+
+class Daemon {
+ public:
+  static absl::StatusOr<std::unique_ptr<Daemon>> Start(
+      const DaemonOptions& options);
+  ~Daemon();
+
+  void Shutdown();
+  const std::string& socket_path() const { return socket_path_; }
+  std::string target() const { return "unix://" + socket_path_; }
+  const std::string& segment_prefix() const { return segment_prefix_; }
+
+ private:
+  Daemon(std::string socket_path, InstanceLock lock);
+  absl::Status Serve(const DaemonOptions& options);
+
+  const std::string socket_path_;
+  const std::string segment_prefix_;
+  InstanceLock lock_;
+  std::unique_ptr<WorkerPool> pool_;
+  std::unique_ptr<JobRegistry> registry_;
+  std::unique_ptr<ConsumerSet> consumers_;
+  std::unique_ptr<LoaderService> service_;
+  std::unique_ptr<grpc::Server> server_;
+
+  absl::Mutex shutdown_mu_;
+  bool shut_down_ ABSL_GUARDED_BY(shutdown_mu_) = false;
+};
+
+// Runs stokerd until SIGTERM or SIGINT; returns the process exit code.
+int RunDaemon(const DaemonOptions& options);
+
+}  // namespace stoker
+
+#endif  // STOKER_DAEMON_DAEMON_H_

@@ -1,0 +1,116 @@
+#include "daemon/job_registry.h"
+
+#include <random>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/status_macros.h"
+#include "common/log.h"
+
+namespace stoker {
+
+JobRegistry::JobRegistry(RegistryOptions options, WorkerPool* pool)
+    : options_(std::move(options)), pool_(pool) {}
+
+std::string JobRegistry::NewJobId() {
+  // Random, so an id held by a client across a daemon restart never names
+  // somebody else's new job.
+  static thread_local std::mt19937_64 rng{std::random_device{}()};
+  return absl::StrFormat("j%012x", rng() & 0xffffffffffffull);
+}
+
+absl::StatusOr<std::shared_ptr<Job>> JobRegistry::Create(
+    const JobConfig& config) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (closed_) return absl::UnavailableError("stokerd is shutting down");
+    uint32_t live = 0;
+    for (const auto& [id, job] : jobs_) {
+      live += job->phase() == JobPhase::kRunning ? 1 : 0;
+    }
+    if (live >= options_.max_jobs) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "stokerd already runs ", live, " jobs, its limit (--max_jobs=",
+          options_.max_jobs, "); delete finished jobs first"));
+    }
+  }
+  STOKER_ASSIGN_OR_RETURN(Dataset dataset,
+                          ScanImageFolder(config.dataset_path));
+  const std::string id = NewJobId();
+  STOKER_ASSIGN_OR_RETURN(
+      std::shared_ptr<Job> job,
+      Job::Create(id, config, std::move(dataset),
+                  options_.segment_prefix + id, options_.segment_mode,
+                  [pool = pool_] { pool->Notify(); }));
+  {
+    absl::MutexLock lock(&mu_);
+    if (closed_) return absl::UnavailableError("stokerd is shutting down");
+    jobs_.emplace(id, job);
+  }
+  pool_->Add(job);
+  spdlog::info("job {}: created '{}' on {} ({} samples, {} classes, {} slots "
+               "of {} bytes)",
+               id, config.name, config.dataset_path,
+               job->dataset().samples.size(), job->dataset().class_names.size(),
+               config.slots, job->geometry().slot.slot_bytes);
+  return job;
+}
+
+absl::StatusOr<std::shared_ptr<Job>> JobRegistry::Get(
+    const std::string& id) const {
+  absl::MutexLock lock(&mu_);
+  auto it = jobs_.find(id);
+  if (it == jobs_.end()) {
+    return absl::NotFoundError(absl::StrCat("job_id '", id, "' not found"));
+  }
+  return it->second;
+}
+
+std::vector<std::shared_ptr<Job>> JobRegistry::List() const {
+  absl::MutexLock lock(&mu_);
+  std::vector<std::shared_ptr<Job>> jobs;
+  for (const auto& [id, job] : jobs_) jobs.push_back(job);
+  return jobs;
+}
+
+absl::Status JobRegistry::Delete(const std::string& id) {
+  std::shared_ptr<Job> job;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = jobs_.find(id);
+    if (it == jobs_.end()) {
+      return absl::NotFoundError(absl::StrCat("job_id '", id, "' not found"));
+    }
+    job = std::move(it->second);
+    jobs_.erase(it);
+  }
+  pool_->Remove(job.get());
+  job->End(absl::CancelledError(absl::StrCat("job ", id, " was deleted")));
+  spdlog::info("job {}: deleted", id);
+  return absl::OkStatus();
+}
+
+void JobRegistry::CloseAll(const absl::Status& why) {
+  std::map<std::string, std::shared_ptr<Job>> jobs;
+  {
+    absl::MutexLock lock(&mu_);
+    closed_ = true;
+    jobs.swap(jobs_);
+  }
+  for (auto& [id, job] : jobs) {
+    pool_->Remove(job.get());
+    job->End(why);
+  }
+}
+
+uint64_t JobRegistry::shm_bytes() const {
+  uint64_t total = 0;
+  for (const auto& job : List()) {
+    if (job->phase() == JobPhase::kRunning) {
+      total += job->geometry().segment_bytes;
+    }
+  }
+  return total;
+}
+
+}  // namespace stoker

@@ -1,0 +1,55 @@
+// JobRegistry: the daemon's live jobs by id. Creates a job (validated spec,
+// scanned dataset, reserved ring), hands it to the worker pool, and ends and
+// forgets it on delete.
+//
+// Thread-safety: thread-safe. Create() does file-system I/O and may take a
+// while for big datasets: call it off the gRPC callback threads.
+#ifndef STOKER_DAEMON_JOB_REGISTRY_H_
+#define STOKER_DAEMON_JOB_REGISTRY_H_
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "daemon/job.h"
+#include "daemon/worker_pool.h"
+
+namespace stoker {
+
+struct RegistryOptions {
+  std::string segment_prefix;  // see SegmentPrefix()
+  mode_t segment_mode = 0640;
+  uint32_t max_jobs = 64;
+};
+
+class JobRegistry {
+ public:
+  JobRegistry(RegistryOptions options, WorkerPool* pool);
+
+  absl::StatusOr<std::shared_ptr<Job>> Create(const JobConfig& config);
+  // NOT_FOUND naming the id.
+  absl::StatusOr<std::shared_ptr<Job>> Get(const std::string& id) const;
+  std::vector<std::shared_ptr<Job>> List() const;
+  absl::Status Delete(const std::string& id);
+  // Ends every job with `why` and refuses new ones (daemon shutdown).
+  void CloseAll(const absl::Status& why);
+  uint64_t shm_bytes() const;
+
+ private:
+  std::string NewJobId();
+
+  const RegistryOptions options_;
+  WorkerPool* const pool_;
+
+  mutable absl::Mutex mu_;
+  std::map<std::string, std::shared_ptr<Job>> jobs_ ABSL_GUARDED_BY(mu_);
+  bool closed_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+}  // namespace stoker
+
+#endif  // STOKER_DAEMON_JOB_REGISTRY_H_

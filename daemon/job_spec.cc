@@ -1,0 +1,115 @@
+#include "daemon/job_spec.h"
+
+#include "absl/strings/str_cat.h"
+#include "common/ring_layout.h"
+
+namespace stoker {
+namespace {
+
+absl::Status OutOfRange(absl::string_view field, uint64_t value, uint64_t lo,
+                        uint64_t hi) {
+  return absl::InvalidArgumentError(absl::StrCat(
+      field, " must be in [", lo, ", ", hi, "], got ", value));
+}
+
+absl::StatusOr<OnErrorPolicy> ParseOnError(int value) {
+  switch (value) {
+    case v1::ON_ERROR_UNSPECIFIED:
+    case v1::ON_ERROR_REPLACE:
+      return OnErrorPolicy::kReplace;
+    case v1::ON_ERROR_FAIL:
+      return OnErrorPolicy::kFail;
+    default:
+      return absl::InvalidArgumentError(absl::StrCat(
+          "on_error: unknown value ", value,
+          " (expected ON_ERROR_REPLACE or ON_ERROR_FAIL)"));
+  }
+}
+
+absl::Status CheckDType(int value) {
+  if (value == v1::DTYPE_UNSPECIFIED || value == v1::DTYPE_UINT8) {
+    return absl::OkStatus();
+  }
+  if (v1::DType_IsValid(value)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "output.dtype ", v1::DType_Name(value),
+        " is not supported for images; use DTYPE_UINT8"));
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("output.dtype: unknown value ", value));
+}
+
+}  // namespace
+
+absl::StatusOr<JobConfig> ValidateJobSpec(const v1::JobSpec& spec) {
+  JobConfig config;
+  if (spec.dataset().path().empty()) {
+    return absl::InvalidArgumentError("dataset.path is empty");
+  }
+  if (spec.dataset().path().size() > kMaxPathBytes) {
+    return OutOfRange("dataset.path length", spec.dataset().path().size(), 1,
+                      kMaxPathBytes);
+  }
+  config.dataset_path = spec.dataset().path();
+  if (spec.name().size() > kMaxNameBytes) {
+    return OutOfRange("name length", spec.name().size(), 0, kMaxNameBytes);
+  }
+  config.name = spec.name();
+  if (spec.batch_size() < 1 || spec.batch_size() > kMaxBatchSize) {
+    return OutOfRange("batch_size", spec.batch_size(), 1, kMaxBatchSize);
+  }
+  config.batch_size = spec.batch_size();
+  if (spec.slots() < 1 || spec.slots() > kMaxSlots) {
+    return OutOfRange("slots", spec.slots(), 1, kMaxSlots);
+  }
+  config.slots = spec.slots();
+  const auto& output = spec.output();
+  if (output.height() < 1 || output.height() > kMaxImageSide) {
+    return OutOfRange("output.height", output.height(), 1, kMaxImageSide);
+  }
+  if (output.width() < 1 || output.width() > kMaxImageSide) {
+    return OutOfRange("output.width", output.width(), 1, kMaxImageSide);
+  }
+  if (absl::Status dtype = CheckDType(output.dtype()); !dtype.ok()) {
+    return dtype;
+  }
+  config.output = {static_cast<int>(output.width()),
+                   static_cast<int>(output.height())};
+  const uint64_t slot_bytes =
+      ComputeSlotLayout(config.batch_size, output.height(), output.width())
+          .slot_bytes;
+  if (slot_bytes > kMaxSlotBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "batch_size x output.height x output.width x 3 = ", slot_bytes,
+        " bytes per slot, above the limit of ", kMaxSlotBytes));
+  }
+  auto on_error = ParseOnError(spec.on_error());
+  if (!on_error.ok()) return on_error.status();
+  config.on_error = *on_error;
+  config.seed = spec.seed();
+  config.shuffle = spec.has_shuffle() ? spec.shuffle() : true;
+  config.drop_last = spec.drop_last();
+  config.epochs = spec.epochs();
+  return config;
+}
+
+v1::JobSpec EffectiveSpec(const JobConfig& config) {
+  v1::JobSpec spec;
+  spec.mutable_dataset()->set_path(config.dataset_path);
+  spec.set_batch_size(config.batch_size);
+  spec.set_slots(config.slots);
+  spec.mutable_output()->set_height(config.output.height);
+  spec.mutable_output()->set_width(config.output.width);
+  spec.mutable_output()->set_dtype(v1::DTYPE_UINT8);
+  spec.set_seed(config.seed);
+  spec.set_shuffle(config.shuffle);
+  spec.set_drop_last(config.drop_last);
+  spec.set_epochs(config.epochs);
+  spec.set_on_error(config.on_error == OnErrorPolicy::kFail
+                        ? v1::ON_ERROR_FAIL
+                        : v1::ON_ERROR_REPLACE);
+  spec.set_name(config.name);
+  return spec;
+}
+
+}  // namespace stoker

@@ -1,0 +1,72 @@
+// JpegDecoder: decodes JPEG bytes to 8-bit RGB or RGBX with libjpeg-turbo.
+//
+// One per worker thread (it keeps its libjpeg state between images); not
+// thread-safe. Corrupt, truncated, unsupported and oversized inputs give an
+// INVALID_ARGUMENT status with libjpeg's reason; warnings (e.g. "premature
+// end of data") count as errors, so a damaged file never yields half-grey
+// pixels silently.
+//
+//   JpegDecoder decoder({.max_pixels = 64 << 20});
+//   auto status = decoder.Decode(bytes, [&](const ImageSize& size) {
+//     buf.resize(size.Pixels() * 3);
+//     return Destination{buf.data(), PixelFormat::kRgb};
+//   });
+#ifndef STOKER_DAEMON_JPEG_DECODER_H_
+#define STOKER_DAEMON_JPEG_DECODER_H_
+
+#include <cstdint>
+#include <memory>
+#include <span>
+
+#include "absl/functional/function_ref.h"
+#include "absl/status/status.h"
+
+namespace stoker {
+
+enum class PixelFormat { kRgb, kRgbx };
+
+inline int Channels(PixelFormat format) {
+  return format == PixelFormat::kRgb ? 3 : 4;
+}
+
+struct ImageSize {
+  int width = 0;
+  int height = 0;
+  uint64_t Pixels() const { return uint64_t(width) * uint64_t(height); }
+};
+
+// Where Decode() writes an image, and as what: chosen once the header is read.
+struct Destination {
+  uint8_t* data = nullptr;  // width * height * Channels(format) bytes
+  PixelFormat format = PixelFormat::kRgb;
+};
+
+struct DecodeLimits {
+  // Images with more pixels are refused from their header, before any
+  // decoding: a guard against decompression bombs.
+  uint64_t max_pixels = uint64_t{1} << 26;
+};
+
+class JpegDecoder {
+ public:
+  explicit JpegDecoder(DecodeLimits limits);
+  ~JpegDecoder();
+  JpegDecoder(const JpegDecoder&) = delete;
+  JpegDecoder& operator=(const JpegDecoder&) = delete;
+
+  // Decodes `jpeg`. Once the header is read, `destination` is called with the
+  // image size and says where to write the pixels (rows packed) and in which
+  // format.
+  absl::Status Decode(std::span<const uint8_t> jpeg,
+                      absl::FunctionRef<Destination(const ImageSize&)> destination);
+
+  struct State;  // libjpeg state; public only for its C callbacks
+
+ private:
+  const DecodeLimits limits_;
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace stoker
+
+#endif  // STOKER_DAEMON_JPEG_DECODER_H_

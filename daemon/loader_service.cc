@@ -1,0 +1,129 @@
+#include "daemon/loader_service.h"
+
+#include "common/grpc_status.h"
+#include "daemon/job_spec.h"
+#include "daemon/proto_convert.h"
+#include "daemon/version.h"
+#include "common/log.h"
+
+namespace stoker {
+
+ControlThread::ControlThread() : thread_([this] { Run(); }) {}
+
+ControlThread::~ControlThread() {
+  {
+    absl::MutexLock lock(&mu_);
+    stop_ = true;
+  }
+  thread_.join();
+}
+
+void ControlThread::Post(std::function<void()> work) {
+  absl::MutexLock lock(&mu_);
+  queue_.push_back(std::move(work));
+}
+
+void ControlThread::Run() {
+  for (;;) {
+    std::function<void()> work;
+    {
+      absl::MutexLock lock(&mu_);
+      mu_.Await(absl::Condition(
+          +[](ControlThread* self) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+            return self->stop_ || !self->queue_.empty();
+          },
+          this));
+      if (queue_.empty()) return;
+      work = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    work();
+  }
+}
+
+LoaderService::LoaderService(JobRegistry* registry, WorkerPool* pool,
+                             ConsumerSet* consumers)
+    : registry_(registry),
+      pool_(pool),
+      consumers_(consumers),
+      started_(std::chrono::steady_clock::now()) {}
+
+grpc::ServerUnaryReactor* LoaderService::CreateJob(
+    grpc::CallbackServerContext* context, const v1::CreateJobRequest* request,
+    v1::Job* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  auto config = ValidateJobSpec(request->spec());
+  if (!config.ok()) {
+    spdlog::info("CreateJob refused: {}", config.status().message());
+    reactor->Finish(ToGrpcStatus(config.status()));
+    return reactor;
+  }
+  control_.Post([this, reactor, response, config = *std::move(config)] {
+    auto job = registry_->Create(config);
+    if (!job.ok()) {
+      spdlog::info("CreateJob on {} failed: {}", config.dataset_path,
+                   job.status().message());
+      reactor->Finish(ToGrpcStatus(job.status()));
+      return;
+    }
+    JobToProto(**job, response);
+    reactor->Finish(grpc::Status::OK);
+  });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* LoaderService::GetJob(
+    grpc::CallbackServerContext* context, const v1::GetJobRequest* request,
+    v1::Job* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  auto job = registry_->Get(request->job_id());
+  if (job.ok()) JobToProto(**job, response);
+  reactor->Finish(ToGrpcStatus(job.status()));
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* LoaderService::ListJobs(
+    grpc::CallbackServerContext* context, const v1::ListJobsRequest* request,
+    v1::ListJobsResponse* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  for (const auto& job : registry_->List()) {
+    JobToProto(*job, response->add_jobs());
+  }
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* LoaderService::DeleteJob(
+    grpc::CallbackServerContext* context, const v1::DeleteJobRequest* request,
+    v1::DeleteJobResponse* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(ToGrpcStatus(registry_->Delete(request->job_id())));
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* LoaderService::GetStats(
+    grpc::CallbackServerContext* context, const v1::GetStatsRequest* request,
+    v1::Stats* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  v1::DaemonStats* daemon = response->mutable_daemon();
+  daemon->set_version(kVersion);
+  daemon->set_workers(pool_->size());
+  daemon->set_uptime_ms(std::chrono::duration_cast<std::chrono::milliseconds>(
+                            std::chrono::steady_clock::now() - started_)
+                            .count());
+  daemon->set_shm_bytes(registry_->shm_bytes());
+  daemon->set_samples_decoded(pool_->samples_decoded());
+  daemon->set_decode_errors(pool_->decode_errors());
+  for (const auto& job : registry_->List()) {
+    CountersToProto(*job, job->Counters(), response->add_jobs());
+  }
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
+grpc::ServerBidiReactor<v1::ConsumeRequest, v1::ConsumeResponse>*
+LoaderService::Consume(grpc::CallbackServerContext* context) {
+  return new ConsumeReactor(registry_, consumers_);
+}
+
+}  // namespace stoker

@@ -1,0 +1,38 @@
+// stokerd: the stoker data-loading daemon.
+#include <cstdint>
+#include <string>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "common/log.h"
+#include "common/naming.h"
+#include "daemon/daemon.h"
+
+ABSL_FLAG(std::string, socket, std::string(stoker::kDefaultTarget),
+          "gRPC address to serve, a Unix socket: unix:///path/to/stoker.sock");
+ABSL_FLAG(int, workers, 0,
+          "decode worker threads; 0 means one per core minus one");
+ABSL_FLAG(uint32_t, max_jobs, 64, "most jobs running at once");
+ABSL_FLAG(uint64_t, max_image_pixels, uint64_t{1} << 26,
+          "images with more pixels are refused as corrupt (decompression "
+          "bomb guard)");
+ABSL_FLAG(std::string, log_level, "info",
+          "trace, debug, info, warn, error or off");
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "stokerd --socket=unix:///run/stoker/stoker.sock [--workers=N]");
+  absl::ParseCommandLine(argc, argv);
+  if (absl::Status logging = stoker::InitLogging(absl::GetFlag(FLAGS_log_level));
+      !logging.ok()) {
+    std::fprintf(stderr, "stokerd: %s\n", std::string(logging.message()).c_str());
+    return 2;
+  }
+  return stoker::RunDaemon({
+      .target = absl::GetFlag(FLAGS_socket),
+      .workers = absl::GetFlag(FLAGS_workers),
+      .max_jobs = absl::GetFlag(FLAGS_max_jobs),
+      .max_image_pixels = absl::GetFlag(FLAGS_max_image_pixels),
+  });
+}

@@ -1,0 +1,57 @@
+#include "daemon/sampler.h"
+
+#include <numeric>
+
+namespace stoker {
+
+uint64_t Mix64(uint64_t x) {
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ull;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebull;
+  x ^= x >> 31;
+  return x;
+}
+
+uint64_t UniformBelow(uint64_t key, uint64_t* k, uint64_t bound) {
+  const uint64_t threshold = -bound % bound;
+  for (;;) {
+    const unsigned __int128 product =
+        static_cast<unsigned __int128>(CounterRandom(key, (*k)++)) * bound;
+    if (static_cast<uint64_t>(product) >= threshold) {
+      return static_cast<uint64_t>(product >> 64);
+    }
+  }
+}
+
+std::vector<uint32_t> EpochPermutation(uint64_t seed, uint64_t epoch,
+                                       uint32_t num_samples, bool shuffle) {
+  std::vector<uint32_t> order(num_samples);
+  std::iota(order.begin(), order.end(), 0u);
+  if (!shuffle) return order;
+  const uint64_t key = Mix64(Mix64(seed) ^ (epoch * 0xd1b54a32d192ed03ull));
+  uint64_t counter = 0;
+  for (uint32_t i = num_samples; i > 1; --i) {
+    const auto j = static_cast<uint32_t>(UniformBelow(key, &counter, i));
+    std::swap(order[i - 1], order[j]);
+  }
+  return order;
+}
+
+uint64_t BatchPlan::batches_per_epoch() const {
+  if (drop_last_) return num_samples_ / batch_size_;
+  return (num_samples_ + batch_size_ - 1) / batch_size_;
+}
+
+uint32_t BatchPlan::BatchSize(uint64_t batch) const {
+  const uint64_t start = batch * batch_size_;
+  if (start >= num_samples_) return 0;
+  const uint64_t left = num_samples_ - start;
+  return left < batch_size_ ? static_cast<uint32_t>(left) : batch_size_;
+}
+
+uint64_t BatchPlan::samples_per_epoch() const {
+  return drop_last_ ? batches_per_epoch() * batch_size_ : num_samples_;
+}
+
+}  // namespace stoker

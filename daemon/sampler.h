@@ -1,0 +1,54 @@
+// Epoch order and batch arithmetic: pure functions of the job's spec.
+//
+// The order of epoch e is a Fisher-Yates shuffle driven by a counter-based
+// generator keyed by (seed, e), so it is the same on every run, every
+// machine and every worker count, and any epoch can be recomputed without
+// replaying the ones before it.
+#ifndef STOKER_DAEMON_SAMPLER_H_
+#define STOKER_DAEMON_SAMPLER_H_
+
+#include <cstdint>
+#include <vector>
+
+namespace stoker {
+
+// SplitMix64's finaliser: a bijective 64-bit mix.
+uint64_t Mix64(uint64_t x);
+
+// The k-th value of the stream keyed by `key`.
+inline uint64_t CounterRandom(uint64_t key, uint64_t k) {
+  return Mix64(key + (k + 1) * 0x9e3779b97f4a7c15ull);
+}
+
+// A uniform integer in [0, bound) from the stream keyed by `key`, starting at
+// counter *k (advanced past the values it used). Lemire's method: unbiased.
+uint64_t UniformBelow(uint64_t key, uint64_t* k, uint64_t bound);
+
+// The sample order of `epoch`: a permutation of [0, num_samples) when
+// `shuffle`, else the identity.
+std::vector<uint32_t> EpochPermutation(uint64_t seed, uint64_t epoch,
+                                       uint32_t num_samples, bool shuffle);
+
+// How an epoch of `num_samples` splits into batches of `batch_size`.
+class BatchPlan {
+ public:
+  BatchPlan(uint64_t num_samples, uint32_t batch_size, bool drop_last)
+      : num_samples_(num_samples),
+        batch_size_(batch_size),
+        drop_last_(drop_last) {}
+
+  uint64_t batches_per_epoch() const;
+  // Samples in batch `batch` of an epoch (the last one may be short).
+  uint32_t BatchSize(uint64_t batch) const;
+  // Samples delivered per epoch.
+  uint64_t samples_per_epoch() const;
+
+ private:
+  uint64_t num_samples_;
+  uint32_t batch_size_;
+  bool drop_last_;
+};
+
+}  // namespace stoker
+
+#endif  // STOKER_DAEMON_SAMPLER_H_

@@ -1,0 +1,66 @@
+// WorkerPool: the daemon's decode threads, created once at start and shared by
+// every job for the daemon's whole life.
+//
+// Each worker takes one sample at a time from the jobs in round-robin order;
+// a job offers work only while it has a free slot (or a slot being filled),
+// so memory stays bounded by the rings. Workers sleep when no job has work
+// and are woken by Notify().
+//
+// Thread-safety: all methods are thread-safe. Lock order: mu_ before any
+// Job's lock.
+#ifndef STOKER_DAEMON_WORKER_POOL_H_
+#define STOKER_DAEMON_WORKER_POOL_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "daemon/job.h"
+#include "daemon/sample_decoder.h"
+
+namespace stoker {
+
+class WorkerPool {
+ public:
+  WorkerPool(int threads, DecodeLimits limits);
+  ~WorkerPool();  // Stop()
+  WorkerPool(const WorkerPool&) = delete;
+  WorkerPool& operator=(const WorkerPool&) = delete;
+
+  void Add(std::shared_ptr<Job> job);
+  void Remove(const Job* job);
+  // Some job may have work now.
+  void Notify();
+  // Finishes the samples in progress and joins the threads.
+  void Stop();
+
+  int size() const { return static_cast<int>(threads_.size()); }
+  uint64_t samples_decoded() const { return samples_decoded_.load(); }
+  uint64_t decode_errors() const { return decode_errors_.load(); }
+
+ private:
+  void Run();
+  bool NextTask(std::shared_ptr<Job>* job, SampleTask* task)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Process(Job& job, const SampleTask& task, SampleDecoder& decoder);
+
+  const DecodeLimits limits_;
+  std::vector<std::thread> threads_;
+  std::atomic<uint64_t> samples_decoded_{0};
+  std::atomic<uint64_t> decode_errors_{0};
+
+  absl::Mutex mu_;
+  absl::CondVar wake_;
+  std::vector<std::shared_ptr<Job>> jobs_ ABSL_GUARDED_BY(mu_);
+  size_t cursor_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t notifications_ ABSL_GUARDED_BY(mu_) = 0;
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+}  // namespace stoker
+
+#endif  // STOKER_DAEMON_WORKER_POOL_H_
