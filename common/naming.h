@@ -7,7 +7,7 @@
 
 namespace stoker {
 
-inline constexpr std::string_view kDefaultTarget =
+inline constexpr std::string_view kDaemonDefaultTarget =
     "unix:///run/stoker/stoker.sock";
 
 // "unix:///run/x.sock" or "unix:/run/x.sock" -> "/run/x.sock"; a plain path is

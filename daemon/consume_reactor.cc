@@ -124,8 +124,9 @@ absl::Status ConsumeReactor::HandleAttach(const v1::Attach& attach) {
   }
   if (absl::Status attached = (*job)->Attach(link_, attach.credits());
       !attached.ok()) {
-    absl::MutexLock lock(&mu_);
-    writing_ = false;
+    if (std::optional<absl::Status> finish = ReleaseWriter()) {
+      DetachAndFinish(*finish);
+    }
     return attached;
   }
   JobToProto(**job, response_.mutable_attached()->mutable_job());
@@ -169,21 +170,35 @@ void ConsumeReactor::Pump() {
           return;
         }
         break;
-      case Delivery::kEnded: {
-        {
-          absl::MutexLock lock(&mu_);
-          writing_ = false;
+      case Delivery::kEnded:
+        if (std::optional<absl::Status> finish = ReleaseWriter()) {
+          DetachAndFinish(*finish);
+        } else {
+          FinishOnce(ended);
         }
-        FinishOnce(ended);
         return;
-      }
       case Delivery::kNothing:
         break;
     }
+    // Nothing was written: give the writer back, and look again if someone
+    // knocked meanwhile.
+    if (std::optional<absl::Status> finish = ReleaseWriter()) {
+      DetachAndFinish(*finish);
+      return;
+    }
     absl::MutexLock lock(&mu_);
-    writing_ = false;
     if (!wake_pending_) return;
   }
+}
+
+std::optional<absl::Status> ConsumeReactor::ReleaseWriter() {
+  absl::MutexLock lock(&mu_);
+  writing_ = false;
+  if (pending_finish_ && !finished_) {
+    finished_ = true;
+    return pending_finish_;
+  }
+  return std::nullopt;
 }
 
 void ConsumeReactor::FinishOnce(const absl::Status& status) {
@@ -196,21 +211,24 @@ void ConsumeReactor::FinishOnce(const absl::Status& status) {
     }
     finished_ = true;
   }
+  DetachAndFinish(status);
+}
+
+void ConsumeReactor::DetachAndFinish(const absl::Status& status) {
+  // Detach before the client can see the status, so that a consumer that
+  // re-attaches as soon as its stream ended finds the job free.
+  std::shared_ptr<Job> job;
+  {
+    absl::MutexLock lock(&mu_);
+    job = job_;
+  }
+  if (job != nullptr) job->Detach(link_.get());
   Finish(ToGrpcStatus(status));
 }
 
 void ConsumeReactor::OnWriteDone(bool ok) {
-  std::optional<absl::Status> finish;
-  {
-    absl::MutexLock lock(&mu_);
-    writing_ = false;
-    if (pending_finish_ && !finished_) {
-      finished_ = true;
-      finish = pending_finish_;
-    }
-  }
-  if (finish) {
-    Finish(ToGrpcStatus(*finish));
+  if (std::optional<absl::Status> finish = ReleaseWriter()) {
+    DetachAndFinish(*finish);
   } else if (!ok) {
     FinishOnce(absl::CancelledError("the consumer went away"));
   } else {

@@ -64,7 +64,8 @@ class ConsumeReactor
 
   // Sends what can be sent now; safe from any thread.
   void Pump();
-  // Ends the stream with `status` once the write in flight is done.
+  // Ends the stream with `status`, at once or, while the writer role is held
+  // (a write in flight, or a Pump() looking for one), when it is given back.
   void FinishOnce(const absl::Status& status);
 
   void OnReadDone(bool ok) override;
@@ -73,6 +74,10 @@ class ConsumeReactor
 
  private:
   absl::Status Handle(const v1::ConsumeRequest& request);
+  void DetachAndFinish(const absl::Status& status);
+  // Gives up the writer role; returns the status to finish with if a
+  // FinishOnce() came while it was held.
+  std::optional<absl::Status> ReleaseWriter();
   absl::Status HandleAttach(const v1::Attach& attach);
 
   JobRegistry* const registry_;

@@ -32,7 +32,7 @@
 namespace stoker {
 
 struct DaemonOptions {
-  std::string target = std::string(kDefaultTarget);
+  std::string target = std::string(kDaemonDefaultTarget);
   int workers = 0;  // 0: one per core but one, at least one
   uint32_t max_jobs = 64;
   uint64_t max_image_pixels = uint64_t{1} << 26;

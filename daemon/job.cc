@@ -146,6 +146,11 @@ void Job::FinishTask(const SampleTask& task, const absl::Status& status) {
 absl::Status Job::Attach(std::shared_ptr<JobListener> listener,
                          uint32_t credits) {
   absl::MutexLock lock(&mu_);
+  if (phase_ == JobPhase::kFinished) {
+    return absl::OutOfRangeError(absl::StrCat(
+        "job ", id_, " has finished: every batch was delivered and released"));
+  }
+  if (phase_ != JobPhase::kRunning) return error_;
   if (listener_ != nullptr) {
     return absl::FailedPreconditionError(
         absl::StrCat("job ", id_, " already has a consumer attached"));
@@ -204,9 +209,10 @@ Delivery Job::NextDelivery(Delivered* out, absl::Status* ended) {
 absl::Status Job::Release(uint32_t slot, uint64_t generation) {
   {
     absl::MutexLock lock(&mu_);
+    // Releases racing the end of the job (deleted, failed, finished) have
+    // nothing left to free: they are not the consumer's fault.
     if (ring_ == nullptr || phase_ != JobPhase::kRunning) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("job ", id_, " has ended"));
+      return absl::OkStatus();
     }
     STOKER_RETURN_IF_ERROR(ring_->Release(slot, generation));
     leased_.erase(slot);

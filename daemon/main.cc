@@ -9,7 +9,7 @@
 #include "common/naming.h"
 #include "daemon/daemon.h"
 
-ABSL_FLAG(std::string, socket, std::string(stoker::kDefaultTarget),
+ABSL_FLAG(std::string, socket, std::string(stoker::kDaemonDefaultTarget),
           "gRPC address to serve, a Unix socket: unix:///path/to/stoker.sock");
 ABSL_FLAG(int, workers, 0,
           "decode worker threads; 0 means one per core minus one");

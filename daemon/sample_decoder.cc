@@ -8,8 +8,8 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
-#include "libyuv/convert_from_argb.h"
-#include "libyuv/scale_argb.h"
+#include "libyuv/planar_functions.h"
+#include "libyuv/scale.h"
 
 namespace stoker {
 
@@ -48,20 +48,30 @@ absl::Status ReadFile(const std::string& path, std::vector<uint8_t>* buffer) {
   return absl::OkStatus();
 }
 
-void ResizeRgbxToRgb(const uint8_t* src, ImageSize src_size, uint8_t* dst,
-                     ImageSize dst_size, std::vector<uint8_t>* scratch) {
-  scratch->resize(size_t(dst_size.width) * dst_size.height * 4);
+void ResizeRgb(const uint8_t* src, ImageSize src_size, uint8_t* dst,
+               ImageSize dst_size, std::vector<uint8_t>* planes) {
+  const size_t src_plane = src_size.Pixels();
+  const size_t dst_plane = dst_size.Pixels();
+  planes->resize(3 * (src_plane + dst_plane));
+  uint8_t* s[3];
+  uint8_t* d[3];
+  for (int c = 0; c < 3; ++c) {
+    s[c] = planes->data() + c * src_plane;
+    d[c] = planes->data() + 3 * src_plane + c * dst_plane;
+  }
+  libyuv::SplitRGBPlane(src, src_size.width * 3, s[0], src_size.width, s[1],
+                        src_size.width, s[2], src_size.width, src_size.width,
+                        src_size.height);
   const bool shrinking = dst_size.width < src_size.width ||
                          dst_size.height < src_size.height;
-  // libyuv's "ARGB" is 4 bytes per pixel in memory order B,G,R,A; scaling
-  // treats the 4 channels alike, and ARGBToRGB24 keeps the first three bytes
-  // in order, so RGBX in gives RGB out.
-  libyuv::ARGBScale(src, src_size.width * 4, src_size.width, src_size.height,
-                    scratch->data(), dst_size.width * 4, dst_size.width,
-                    dst_size.height,
-                    shrinking ? libyuv::kFilterBox : libyuv::kFilterBilinear);
-  libyuv::ARGBToRGB24(scratch->data(), dst_size.width * 4, dst,
-                      dst_size.width * 3, dst_size.width, dst_size.height);
+  for (int c = 0; c < 3; ++c) {
+    libyuv::ScalePlane(s[c], src_size.width, src_size.width, src_size.height,
+                       d[c], dst_size.width, dst_size.width, dst_size.height,
+                       shrinking ? libyuv::kFilterBox : libyuv::kFilterBilinear);
+  }
+  libyuv::MergeRGBPlane(d[0], dst_size.width, d[1], dst_size.width, d[2],
+                        dst_size.width, dst, dst_size.width * 3,
+                        dst_size.width, dst_size.height);
 }
 
 absl::Status SampleDecoder::DecodeTo(const std::string& path,
@@ -75,11 +85,11 @@ absl::Status SampleDecoder::DecodeTo(const std::string& path,
     size = s;
     direct = s.width == out_size.width && s.height == out_size.height;
     if (direct) return Destination{out, PixelFormat::kRgb};
-    decoded_.resize(s.Pixels() * 4);
-    return Destination{decoded_.data(), PixelFormat::kRgbx};
+    decoded_.resize(s.Pixels() * 3);
+    return Destination{decoded_.data(), PixelFormat::kRgb};
   });
   if (!decoded.ok() || direct) return decoded;
-  ResizeRgbxToRgb(decoded_.data(), size, out, out_size, &scaled_);
+  ResizeRgb(decoded_.data(), size, out, out_size, &scaled_);
   return absl::OkStatus();
 }
 

@@ -22,10 +22,12 @@ inline constexpr uint64_t kMaxFileBytes = uint64_t{256} << 20;
 // Reads the whole of `path` into *buffer (resized to the file's size).
 absl::Status ReadFile(const std::string& path, std::vector<uint8_t>* buffer);
 
-// Scales a packed RGBX image to a packed RGB one (box filter when shrinking,
-// bilinear when enlarging). `scratch` is resized to out_w * out_h * 4.
-void ResizeRgbxToRgb(const uint8_t* src, ImageSize src_size, uint8_t* dst,
-                     ImageSize dst_size, std::vector<uint8_t>* scratch);
+// Scales a packed RGB image to another packed RGB size: an area average
+// (box filter) when shrinking, bilinear when enlarging. Works on planes
+// (libyuv's interleaved scalers have no true box filter for non-integer
+// ratios and alias); `planes` is scratch space, reused between calls.
+void ResizeRgb(const uint8_t* src, ImageSize src_size, uint8_t* dst,
+               ImageSize dst_size, std::vector<uint8_t>* planes);
 
 class SampleDecoder {
  public:

@@ -64,7 +64,8 @@ struct Ellipse {
 
 }  // namespace
 
-std::vector<uint8_t> RenderImage(int width, int height, uint64_t seed) {
+std::vector<uint8_t> RenderImage(int width, int height, uint64_t seed,
+                                 bool smooth) {
   Rng rng(seed);
   double top[3], bottom[3];
   for (int c = 0; c < 3; ++c) {
@@ -79,7 +80,7 @@ std::vector<uint8_t> RenderImage(int width, int height, uint64_t seed) {
          {rng.Uniform() * 255, rng.Uniform() * 255, rng.Uniform() * 255}};
   }
   const ValueNoise coarse(width, height, 48, rng);
-  const ValueNoise fine(width, height, 6, rng);
+  const ValueNoise fine(width, height, 3, rng);
   std::vector<uint8_t> pixels(size_t(width) * height * 3);
   for (int y = 0; y < height; ++y) {
     const double t = double(y) / std::max(1, height - 1);
@@ -92,8 +93,9 @@ std::vector<uint8_t> RenderImage(int width, int height, uint64_t seed) {
           for (int c = 0; c < 3; ++c) rgb[c] = 0.3 * rgb[c] + 0.7 * e.color[c];
         }
       }
-      const double texture = 40 * coarse.At(x, y) + 18 * fine.At(x, y);
-      const double grain = (rng.Uniform() - 0.5) * 24;
+      const double texture =
+          40 * coarse.At(x, y) + (smooth ? 0 : 30 * fine.At(x, y));
+      const double grain = smooth ? 0 : (rng.Uniform() - 0.5) * 64;
       uint8_t* out = &pixels[(size_t(y) * width + x) * 3];
       for (int c = 0; c < 3; ++c) {
         out[c] = static_cast<uint8_t>(
@@ -154,7 +156,8 @@ absl::StatusOr<GeneratedDataset> GenerateImageFolder(
         w = static_cast<int>(w * (0.8 + 0.2 * size_rng.Uniform()));
         h = static_cast<int>(h * (0.8 + 0.2 * size_rng.Uniform()));
       }
-      auto jpeg = EncodeJpeg(RenderImage(w, h, seed), w, h, options.quality);
+      auto jpeg = EncodeJpeg(RenderImage(w, h, seed, options.smooth), w, h,
+                             options.quality);
       if (!jpeg.ok()) return jpeg.status();
       const std::string path = absl::StrFormat("%s/img_%05d.jpg", dir, i);
       if (absl::Status s = WriteFile(path, *jpeg); !s.ok()) return s;

@@ -21,6 +21,9 @@ struct DatasetOptions {
   bool vary_size = true;  // each image 80%..100% of the nominal sides
   int quality = 90;
   uint64_t seed = 1;
+  // Gradients and shapes only, no grain or fine texture: for tests that
+  // compare resamplers, where per-pixel noise would drown the signal.
+  bool smooth = false;
 };
 
 struct GeneratedDataset {
@@ -35,7 +38,8 @@ absl::StatusOr<GeneratedDataset> GenerateImageFolder(
     const std::string& root, const DatasetOptions& options);
 
 // RGB pixels (width * height * 3) of one synthetic photo.
-std::vector<uint8_t> RenderImage(int width, int height, uint64_t seed);
+std::vector<uint8_t> RenderImage(int width, int height, uint64_t seed,
+                                 bool smooth = false);
 
 // JPEG-encodes packed pixels (3 channels RGB, or 1 when `grayscale`).
 absl::StatusOr<std::vector<uint8_t>> EncodeJpeg(

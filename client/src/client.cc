@@ -7,8 +7,12 @@
 #include "client/src/consumer_core.h"
 #include "client/src/convert.h"
 #include "common/grpc_status.h"
+#include "common/naming.h"
 
 namespace stoker {
+
+static_assert(std::string_view(kDefaultTarget) == kDaemonDefaultTarget,
+              "the SDK and the daemon must default to the same socket");
 
 std::unique_ptr<Client> MakeClient(std::unique_ptr<Client::Impl> impl) {
   return std::unique_ptr<Client>(new Client(std::move(impl)));

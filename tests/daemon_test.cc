@@ -1,0 +1,425 @@
+// Integration tests: a real stokerd (in this process) on a private Unix
+// socket, real shared memory, and the client SDK.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <set>
+#include <thread>
+
+#include "gtest/gtest.h"
+#include "tests/test_util.h"
+
+namespace stoker {
+namespace {
+
+using testing::MakeDataset;
+using testing::TestDaemon;
+
+struct Seen {
+  uint64_t epoch;
+  uint64_t batch;
+  std::vector<int64_t> indices;
+  std::vector<int64_t> labels;
+};
+
+// Consumes until the stream ends; returns what it saw and the final status.
+absl::Status ConsumeAll(Consumer& consumer, std::vector<Seen>* seen,
+                        const std::function<void(const Batch&)>& check = {}) {
+  for (;;) {
+    absl::StatusOr<Batch> batch = consumer.Next();
+    if (!batch.ok()) return batch.status();
+    seen->push_back({batch->epoch(), batch->index(),
+                     {batch->indices().begin(), batch->indices().end()},
+                     {batch->labels().begin(), batch->labels().end()}});
+    if (check) check(*batch);
+    if (absl::Status intact = batch->CheckIntact(); !intact.ok()) return intact;
+  }
+}
+
+// Polls `done` until it holds or 10 s pass: for asynchronous effects
+// (a release travelling to the daemon), not for timing.
+bool Eventually(const std::function<bool()>& done) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return true;
+}
+
+class DaemonTest : public ::testing::Test {
+ protected:
+  JobSpec Spec(const std::string& root) {
+    return {.dataset_path = root, .batch_size = 7, .slots = 3, .height = 32,
+            .width = 40, .seed = 11, .epochs = 2};
+  }
+  std::string DataDir(const std::string& name = "data") {
+    return daemon_.dir() + "/" + name;
+  }
+
+  TestDaemon daemon_;
+  std::unique_ptr<Client> client_ = daemon_.Connect();
+};
+
+TEST_F(DaemonTest, TwoEpochsDeliverEverySampleOnceWithItsLabel) {
+  const auto data = MakeDataset(DataDir(), 3, 10);
+  auto job = client_->CreateJob(Spec(DataDir()));
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_EQ(job->num_samples, 30u);
+  EXPECT_EQ(job->batches_per_epoch, 5u);
+  EXPECT_EQ(job->class_names, data.class_names);
+  auto consumer = client_->Attach(job->id);
+  ASSERT_TRUE(consumer.ok()) << consumer.status();
+  std::vector<Seen> seen;
+  const absl::Status end = ConsumeAll(**consumer, &seen);
+  EXPECT_EQ(end.code(), absl::StatusCode::kOutOfRange) << end;
+  ASSERT_EQ(seen.size(), 10u);
+  std::map<uint64_t, std::multiset<int64_t>> per_epoch;
+  std::map<uint64_t, std::vector<int64_t>> order;
+  for (size_t i = 0; i < seen.size(); ++i) {
+    EXPECT_EQ(seen[i].epoch, i / 5);
+    EXPECT_EQ(seen[i].batch, i % 5);
+    EXPECT_EQ(seen[i].indices.size(), seen[i].batch == 4 ? 2u : 7u);
+    for (size_t r = 0; r < seen[i].indices.size(); ++r) {
+      const int64_t index = seen[i].indices[r];
+      ASSERT_GE(index, 0);
+      ASSERT_LT(index, 30);
+      EXPECT_EQ(seen[i].labels[r], data.labels[index]) << "sample " << index;
+      per_epoch[seen[i].epoch].insert(index);
+      order[seen[i].epoch].push_back(index);
+    }
+  }
+  for (uint64_t epoch : {0, 1}) {
+    ASSERT_EQ(per_epoch[epoch].size(), 30u);
+    for (int64_t i = 0; i < 30; ++i) {
+      EXPECT_EQ(per_epoch[epoch].count(i), 1u) << "epoch " << epoch;
+    }
+  }
+  EXPECT_NE(order[0], order[1]) << "epochs are not reshuffled";
+  consumer->reset();
+  EXPECT_TRUE(Eventually([&] {
+    auto info = client_->GetJob(job->id);
+    return info.ok() && info->state == JobState::kFinished;
+  }));
+  EXPECT_TRUE(daemon_.Segments().empty()) << "a finished job keeps its ring";
+}
+
+TEST_F(DaemonTest, PixelsEqualAnIndependentReferenceDecode) {
+  const auto data = MakeDataset(DataDir(), 2, 6, 40, 32, /*vary_size=*/false);
+  auto job = client_->CreateJob(Spec(DataDir()));
+  ASSERT_TRUE(job.ok()) << job.status();
+  auto consumer = client_->Attach(job->id);
+  ASSERT_TRUE(consumer.ok());
+  std::vector<Seen> seen;
+  int compared = 0;
+  ConsumeAll(**consumer, &seen, [&](const Batch& batch) {
+    const TensorView<uint8_t> images = batch.images();
+    ASSERT_EQ(images.dim(1), 32);
+    ASSERT_EQ(images.dim(2), 40);
+    ASSERT_EQ(images.dim(3), 3);
+    for (uint32_t row = 0; row < batch.size(); ++row) {
+      const auto reference =
+          testing::ReferenceDecode(data.paths[batch.indices()[row]]);
+      ASSERT_EQ(std::vector<uint8_t>(images.data() + row * 32 * 40 * 3,
+                                     images.data() + (row + 1) * 32 * 40 * 3),
+                reference.pixels)
+          << "row " << row << " of batch " << batch.index();
+      ++compared;
+    }
+  }).IgnoreError();
+  EXPECT_EQ(compared, 24);
+}
+
+TEST_F(DaemonTest, ResizedPixelsAreCloseToAReferenceResize) {
+  const auto data = MakeDataset(DataDir(), 2, 4, 96, 72, /*vary_size=*/true,
+                                /*smooth=*/true);
+  JobSpec spec = Spec(DataDir());
+  spec.epochs = 1;
+  auto job = client_->CreateJob(spec);
+  ASSERT_TRUE(job.ok());
+  auto consumer = client_->Attach(job->id);
+  ASSERT_TRUE(consumer.ok());
+  std::vector<Seen> seen;
+  ConsumeAll(**consumer, &seen, [&](const Batch& batch) {
+    for (uint32_t row = 0; row < batch.size(); ++row) {
+      auto reference = [&](int64_t index) {
+        return testing::ReferenceResize(
+            testing::ReferenceDecode(data.paths[index]), 40, 32);
+      };
+      const int64_t index = batch.indices()[row];
+      const uint8_t* got = batch.images().data() + row * 32 * 40 * 3;
+      // Within a few levels of an exact area average (libyuv's box filter
+      // weighs whole source pixels) ...
+      EXPECT_LT(testing::MeanAbsDiff(got, reference(index).pixels.data(),
+                                     32 * 40 * 3),
+                4.0);
+      // ... and far from any other sample.
+      EXPECT_GT(testing::MeanAbsDiff(got, reference((index + 1) % 8).pixels.data(),
+                                     32 * 40 * 3),
+                12.0);
+    }
+  }).IgnoreError();
+  EXPECT_EQ(seen.size(), 2u);
+}
+
+TEST_F(DaemonTest, SameSeedSameOrderOtherSeedOtherOrder) {
+  MakeDataset(DataDir(), 2, 10);
+  auto order_of = [&](uint64_t seed) {
+    JobSpec spec = Spec(DataDir());
+    spec.seed = seed;
+    spec.epochs = 1;
+    auto job = client_->CreateJob(spec);
+    EXPECT_TRUE(job.ok());
+    auto consumer = client_->Attach(job->id);
+    std::vector<Seen> seen;
+    ConsumeAll(**consumer, &seen).IgnoreError();
+    std::vector<int64_t> order;
+    for (const Seen& s : seen) {
+      order.insert(order.end(), s.indices.begin(), s.indices.end());
+    }
+    return order;
+  };
+  const auto first = order_of(5);
+  EXPECT_EQ(first.size(), 20u);
+  EXPECT_EQ(first, order_of(5));
+  EXPECT_NE(first, order_of(6));
+}
+
+TEST_F(DaemonTest, DropLastDropsTheShortBatch) {
+  MakeDataset(DataDir(), 2, 10);
+  JobSpec spec = Spec(DataDir());
+  spec.drop_last = true;
+  spec.epochs = 1;
+  auto job = client_->CreateJob(spec);
+  ASSERT_TRUE(job.ok());
+  EXPECT_EQ(job->batches_per_epoch, 2u);
+  auto consumer = client_->Attach(job->id);
+  std::vector<Seen> seen;
+  ConsumeAll(**consumer, &seen).IgnoreError();
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_EQ(seen[1].indices.size(), 7u);
+}
+
+TEST_F(DaemonTest, TwoJobsConsumedAtOnceByTwoClients) {
+  MakeDataset(DataDir("a"), 2, 12);
+  MakeDataset(DataDir("b"), 3, 9);
+  auto run = [&](const std::string& root, size_t* samples) {
+    auto client = daemon_.Connect();
+    JobSpec spec = Spec(root);
+    spec.slots = 2;
+    auto job = client->CreateJob(spec);
+    ASSERT_TRUE(job.ok()) << job.status();
+    auto consumer = client->Attach(job->id);
+    ASSERT_TRUE(consumer.ok()) << consumer.status();
+    std::vector<Seen> seen;
+    EXPECT_EQ(ConsumeAll(**consumer, &seen).code(),
+              absl::StatusCode::kOutOfRange);
+    for (const Seen& s : seen) *samples += s.indices.size();
+  };
+  size_t a = 0, b = 0;
+  std::thread ta(run, DataDir("a"), &a);
+  std::thread tb(run, DataDir("b"), &b);
+  ta.join();
+  tb.join();
+  EXPECT_EQ(a, 48u);
+  EXPECT_EQ(b, 54u);
+  auto jobs = client_->ListJobs();
+  ASSERT_TRUE(jobs.ok());
+  EXPECT_EQ(jobs->size(), 2u);
+}
+
+TEST_F(DaemonTest, CpuPathExposesTypedTensorsOfTheRightShape) {
+  MakeDataset(DataDir(), 2, 5);
+  auto job = client_->CreateJob(Spec(DataDir()));
+  auto consumer = client_->Attach(job->id);
+  ASSERT_TRUE(consumer.ok());
+  absl::StatusOr<Batch> batch = (*consumer)->Next();
+  ASSERT_TRUE(batch.ok()) << batch.status();
+  EXPECT_TRUE(batch->valid());
+  EXPECT_EQ(batch->size(), 7u);
+  EXPECT_EQ(batch->images().rank(), 4);
+  EXPECT_EQ(batch->images().size(), 7u * 32 * 40 * 3);
+  EXPECT_EQ(batch->images().bytes(), batch->images().span().size_bytes());
+  EXPECT_EQ(batch->labels().size(), 7u);
+  EXPECT_EQ(batch->indices().size(), 7u);
+  EXPECT_EQ(batch->generation() % 2, 0u);
+  EXPECT_TRUE(batch->CheckIntact().ok());
+  Batch moved = *std::move(batch);
+  EXPECT_FALSE(batch->valid());
+  moved.Release();
+  EXPECT_FALSE(moved.valid());
+  EXPECT_EQ(moved.CheckIntact().code(), absl::StatusCode::kFailedPrecondition);
+}
+
+TEST_F(DaemonTest, AConsumerThatLeavesMidEpochLosesNothing) {
+  MakeDataset(DataDir(), 2, 14);
+  JobSpec spec = Spec(DataDir());
+  spec.epochs = 1;
+  auto job = client_->CreateJob(spec);
+  std::multiset<int64_t> delivered;
+  Batch held;
+  {
+    auto first = client_->Attach(job->id);
+    ASSERT_TRUE(first.ok());
+    for (int i = 0; i < 2; ++i) {
+      auto batch = (*first)->Next();
+      ASSERT_TRUE(batch.ok());
+      delivered.insert(batch->indices().begin(), batch->indices().end());
+    }
+    auto kept = (*first)->Next();  // held, never released
+    ASSERT_TRUE(kept.ok());
+    held = *std::move(kept);
+  }  // the first consumer goes away holding a lease
+  auto second = client_->Attach(job->id);
+  ASSERT_TRUE(second.ok()) << second.status();
+  std::vector<Seen> seen;
+  EXPECT_EQ(ConsumeAll(**second, &seen).code(), absl::StatusCode::kOutOfRange);
+  ASSERT_FALSE(seen.empty());
+  EXPECT_EQ(seen[0].batch, held.index()) << "the held batch comes first";
+  for (const Seen& s : seen) delivered.insert(s.indices.begin(), s.indices.end());
+  EXPECT_EQ(delivered.size(), 28u);
+  for (int64_t i = 0; i < 28; ++i) EXPECT_EQ(delivered.count(i), 1u) << i;
+}
+
+TEST_F(DaemonTest, AReclaimedSlotIsDetectedNeverReadSilently) {
+  MakeDataset(DataDir(), 2, 8);
+  JobSpec spec = Spec(DataDir());
+  spec.slots = 1;
+  spec.epochs = 0;  // keeps refilling the one slot
+  auto job = client_->CreateJob(spec);
+  Batch stale;
+  {
+    auto first = client_->Attach(job->id, {.prefetch = 1});
+    ASSERT_TRUE(first.ok());
+    auto batch = (*first)->Next();
+    ASSERT_TRUE(batch.ok());
+    stale = *std::move(batch);
+    EXPECT_TRUE(stale.CheckIntact().ok());
+  }
+  // The daemon takes the slot back when the stream ends and hands the same
+  // batch to the next consumer, who releases it: the slot is refilled.
+  auto second = client_->Attach(job->id, {.prefetch = 1});
+  ASSERT_TRUE(second.ok());
+  {
+    auto again = (*second)->Next();
+    ASSERT_TRUE(again.ok());
+    EXPECT_EQ(again->index(), stale.index());
+    EXPECT_EQ(again->generation(), stale.generation());
+  }
+  EXPECT_TRUE(Eventually([&] { return !stale.CheckIntact().ok(); }));
+  EXPECT_EQ(stale.CheckIntact().code(), absl::StatusCode::kDataLoss);
+}
+
+TEST_F(DaemonTest, RejectsBadJobSpecsNamingTheField) {
+  auto expect = [&](JobSpec spec, absl::StatusCode code,
+                    const std::string& field) {
+    auto job = client_->CreateJob(spec);
+    EXPECT_EQ(job.status().code(), code) << job.status();
+    EXPECT_NE(job.status().message().find(field), absl::string_view::npos)
+        << job.status();
+  };
+  expect(Spec(DataDir("absent")), absl::StatusCode::kNotFound, "dataset.path");
+  std::filesystem::create_directories(DataDir("empty") + "/class_a");
+  expect(Spec(DataDir("empty")), absl::StatusCode::kInvalidArgument,
+         "holds no images");
+  MakeDataset(DataDir(), 1, 2);
+  JobSpec spec = Spec(DataDir());
+  spec.batch_size = 0;
+  expect(spec, absl::StatusCode::kInvalidArgument, "batch_size");
+  spec.batch_size = 100000;
+  expect(spec, absl::StatusCode::kInvalidArgument, "batch_size");
+  spec = Spec(DataDir());
+  spec.slots = 0;
+  expect(spec, absl::StatusCode::kInvalidArgument, "slots");
+  EXPECT_EQ(client_->GetJob("j-none").status().code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_EQ(client_->DeleteJob("j-none").code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(client_->Attach("j-none").status().code(),
+            absl::StatusCode::kNotFound);
+  // Nothing was reserved for the refused jobs, and the daemon still serves.
+  EXPECT_TRUE(daemon_.Segments().empty());
+  spec = Spec(DataDir());
+  spec.epochs = 1;
+  auto job = client_->CreateJob(spec);
+  ASSERT_TRUE(job.ok()) << job.status();
+  auto consumer = client_->Attach(job->id);
+  std::vector<Seen> seen;
+  EXPECT_EQ(ConsumeAll(**consumer, &seen).code(),
+            absl::StatusCode::kOutOfRange);
+}
+
+TEST_F(DaemonTest, ASecondConsumerOfTheSameJobIsRefused) {
+  MakeDataset(DataDir(), 1, 4);
+  auto job = client_->CreateJob(Spec(DataDir()));
+  auto first = client_->Attach(job->id);
+  ASSERT_TRUE(first.ok());
+  auto second = client_->Attach(job->id);
+  EXPECT_EQ(second.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_TRUE((*first)->Next().ok()) << "the first consumer was disturbed";
+}
+
+TEST_F(DaemonTest, DeleteJobEndsItsStreamAndUnlinksItsRing) {
+  MakeDataset(DataDir(), 1, 6);
+  JobSpec spec = Spec(DataDir());
+  spec.epochs = 0;
+  auto job = client_->CreateJob(spec);
+  ASSERT_EQ(daemon_.Segments().size(), 1u);
+  auto consumer = client_->Attach(job->id);
+  ASSERT_TRUE((*consumer)->Next().ok());
+  ASSERT_TRUE(client_->DeleteJob(job->id).ok());
+  EXPECT_TRUE(daemon_.Segments().empty());
+  absl::Status status;
+  for (int i = 0; i < 100 && status.ok(); ++i) {
+    status = (*consumer)->Next().status();
+  }
+  EXPECT_EQ(status.code(), absl::StatusCode::kCancelled) << status;
+  EXPECT_EQ(client_->GetJob(job->id).status().code(),
+            absl::StatusCode::kNotFound);
+}
+
+TEST_F(DaemonTest, StatsCountDeliveredBatchesPerJob) {
+  MakeDataset(DataDir(), 2, 7);
+  JobSpec spec = Spec(DataDir());
+  spec.epochs = 1;
+  auto job = client_->CreateJob(spec);
+  auto consumer = client_->Attach(job->id);
+  std::vector<Seen> seen;
+  ConsumeAll(**consumer, &seen).IgnoreError();
+  consumer->reset();
+  absl::StatusOr<DaemonStats> stats;
+  EXPECT_TRUE(Eventually([&] {
+    stats = client_->GetStats();
+    return stats.ok() && stats->jobs.size() == 1 &&
+           stats->jobs[0].batches_released == 2;
+  }));
+  EXPECT_EQ(stats->workers, 2u);
+  EXPECT_EQ(stats->jobs[0].job_id, job->id);
+  EXPECT_EQ(stats->jobs[0].samples_decoded, 14u);
+  EXPECT_EQ(stats->jobs[0].batches_delivered, 2u);
+  EXPECT_EQ(stats->jobs[0].decode_errors, 0u);
+  EXPECT_EQ(stats->jobs[0].state, JobState::kFinished);
+}
+
+TEST_F(DaemonTest, ShutdownEndsStreamsWithUnavailableAndLeavesNothing) {
+  MakeDataset(DataDir(), 1, 6);
+  JobSpec spec = Spec(DataDir());
+  spec.epochs = 0;
+  auto job = client_->CreateJob(spec);
+  auto consumer = client_->Attach(job->id);
+  ASSERT_TRUE((*consumer)->Next().ok());
+  daemon_.Shutdown();
+  absl::Status status;
+  for (int i = 0; i < 100 && status.ok(); ++i) {
+    status = (*consumer)->Next().status();
+  }
+  EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable) << status;
+  EXPECT_TRUE(daemon_.Segments().empty());
+  EXPECT_FALSE(std::filesystem::exists(daemon_.daemon().socket_path()));
+}
+
+}  // namespace
+}  // namespace stoker

@@ -1,0 +1,181 @@
+// The decode path: libjpeg-turbo decode, resampling, file reading, and what
+// happens with bad input.
+#include "daemon/jpeg_decoder.h"
+
+#include <string>
+#include <vector>
+
+#include "daemon/sample_decoder.h"
+#include "gtest/gtest.h"
+#include "tests/test_util.h"
+
+namespace stoker {
+namespace {
+
+using testing::ReferenceDecode;
+using testdata::TempDir;
+
+std::vector<uint8_t> Bytes(const std::string& s) {
+  return std::vector<uint8_t>(s.begin(), s.end());
+}
+
+class DecoderTest : public ::testing::Test {
+ protected:
+  std::string WriteJpeg(const std::string& name, int w, int h,
+                        bool grayscale = false, bool smooth = false) {
+    std::vector<uint8_t> pixels =
+        testdata::RenderImage(w, h, w * 31 + h, smooth);
+    if (grayscale) {
+      std::vector<uint8_t> gray(size_t(w) * h);
+      for (size_t i = 0; i < gray.size(); ++i) gray[i] = pixels[i * 3 + 1];
+      pixels = gray;
+    }
+    auto jpeg = testdata::EncodeJpeg(pixels, w, h, 90, grayscale);
+    EXPECT_TRUE(jpeg.ok());
+    const std::string path = dir_.path() + "/" + name;
+    EXPECT_TRUE(testdata::WriteFile(path, *jpeg).ok());
+    return path;
+  }
+
+  absl::Status DecodeFile(const std::string& path, PixelFormat format,
+                          std::vector<uint8_t>* out, ImageSize* size,
+                          DecodeLimits limits = {}) {
+    JpegDecoder decoder(limits);
+    return decoder.Decode(Bytes(testdata::ReadTextFile(path)),
+                          [&](const ImageSize& s) {
+                            *size = s;
+                            out->resize(s.Pixels() * Channels(format));
+                            return Destination{out->data(), format};
+                          });
+  }
+
+  TempDir dir_{"stoker-decoder"};
+};
+
+TEST_F(DecoderTest, RgbMatchesTheTurboJpegReferenceExactly) {
+  const std::string path = WriteJpeg("a.jpg", 123, 77);
+  std::vector<uint8_t> pixels;
+  ImageSize size;
+  ASSERT_TRUE(DecodeFile(path, PixelFormat::kRgb, &pixels, &size).ok());
+  const testing::RgbImage reference = ReferenceDecode(path);
+  EXPECT_EQ(size.width, 123);
+  EXPECT_EQ(size.height, 77);
+  EXPECT_EQ(pixels, reference.pixels);
+}
+
+TEST_F(DecoderTest, RgbxCarriesTheSamePixelsWithAPaddingByte) {
+  const std::string path = WriteJpeg("b.jpg", 40, 30);
+  std::vector<uint8_t> rgbx;
+  ImageSize size;
+  ASSERT_TRUE(DecodeFile(path, PixelFormat::kRgbx, &rgbx, &size).ok());
+  const testing::RgbImage reference = ReferenceDecode(path);
+  for (size_t i = 0; i < size.Pixels(); ++i) {
+    for (int c = 0; c < 3; ++c) {
+      ASSERT_EQ(rgbx[i * 4 + c], reference.pixels[i * 3 + c]) << i;
+    }
+  }
+}
+
+TEST_F(DecoderTest, GrayscaleBecomesRgbWithEqualChannels) {
+  const std::string path = WriteJpeg("g.jpg", 32, 16, /*grayscale=*/true);
+  std::vector<uint8_t> pixels;
+  ImageSize size;
+  ASSERT_TRUE(DecodeFile(path, PixelFormat::kRgb, &pixels, &size).ok());
+  ASSERT_EQ(pixels.size(), 32u * 16 * 3);
+  for (size_t i = 0; i < pixels.size(); i += 3) {
+    ASSERT_EQ(pixels[i], pixels[i + 1]);
+    ASSERT_EQ(pixels[i], pixels[i + 2]);
+  }
+}
+
+TEST_F(DecoderTest, TruncatedFileIsAnErrorNotGreyPixels) {
+  const std::string path = WriteJpeg("t.jpg", 64, 64);
+  std::string bytes = testdata::ReadTextFile(path);
+  bytes.resize(bytes.size() / 2);
+  JpegDecoder decoder({});
+  std::vector<uint8_t> out;
+  const absl::Status status =
+      decoder.Decode(Bytes(bytes), [&](const ImageSize& s) {
+        out.resize(s.Pixels() * 3);
+        return Destination{out.data(), PixelFormat::kRgb};
+      });
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("JPEG"), absl::string_view::npos) << status;
+}
+
+TEST_F(DecoderTest, GarbageEmptyAndForeignBytesAreClearErrors) {
+  JpegDecoder decoder({});
+  std::vector<uint8_t> out(1 << 20);
+  auto decode = [&](const std::string& bytes) {
+    return decoder.Decode(Bytes(bytes), [&](const ImageSize&) {
+      return Destination{out.data(), PixelFormat::kRgb};
+    });
+  };
+  EXPECT_EQ(decode("").message(), "empty file");
+  EXPECT_FALSE(decode("this is not a jpeg at all").ok());
+  EXPECT_FALSE(decode(std::string("\x89PNG\r\n\x1a\n", 8) + "rest").ok());
+  // The decoder recovers: a good file right after the bad ones decodes.
+  const std::string good = testdata::ReadTextFile(WriteJpeg("ok.jpg", 8, 8));
+  EXPECT_TRUE(decode(good).ok());
+}
+
+TEST_F(DecoderTest, PixelLimitRefusesFromTheHeader) {
+  const std::string path = WriteJpeg("big.jpg", 200, 100);
+  std::vector<uint8_t> pixels;
+  ImageSize size;
+  const absl::Status status =
+      DecodeFile(path, PixelFormat::kRgb, &pixels, &size, {.max_pixels = 19999});
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("above the limit of 19999"),
+            absl::string_view::npos)
+      << status;
+  EXPECT_TRUE(pixels.empty()) << "decoded before checking the limit";
+}
+
+TEST_F(DecoderTest, ReadFileReportsMissingAndNonRegularFiles) {
+  std::vector<uint8_t> buffer;
+  EXPECT_EQ(ReadFile(dir_.path() + "/nope.jpg", &buffer).code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_EQ(ReadFile(dir_.path(), &buffer).code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST_F(DecoderTest, SameSizeOutputIsTheExactDecode) {
+  const std::string path = WriteJpeg("same.jpg", 48, 40);
+  SampleDecoder decoder({});
+  std::vector<uint8_t> out(48 * 40 * 3);
+  ASSERT_TRUE(decoder.DecodeTo(path, {48, 40}, out.data()).ok());
+  EXPECT_EQ(out, ReferenceDecode(path).pixels);
+}
+
+TEST_F(DecoderTest, ResizedOutputIsCloseToAnAreaAverageReference) {
+  const std::string path =
+      WriteJpeg("big.jpg", 500, 375, /*grayscale=*/false, /*smooth=*/true);
+  SampleDecoder decoder({});
+  std::vector<uint8_t> out(224 * 168 * 3);
+  ASSERT_TRUE(decoder.DecodeTo(path, {224, 168}, out.data()).ok());
+  const testing::RgbImage expected =
+      testing::ReferenceResize(ReferenceDecode(path), 224, 168);
+  const double mae = testing::MeanAbsDiff(out.data(), expected.pixels.data(),
+                                          out.size());
+  // Box filters agree to within rounding and edge weighting; a wrong
+  // channel order, stride or scale would give tens of levels.
+  EXPECT_LT(mae, 2.0);
+}
+
+TEST_F(DecoderTest, EnlargingIsCloseToTheSource) {
+  const std::string path = WriteJpeg("small.jpg", 50, 40);
+  SampleDecoder decoder({});
+  std::vector<uint8_t> out(100 * 80 * 3);
+  ASSERT_TRUE(decoder.DecodeTo(path, {100, 80}, out.data()).ok());
+  // Shrinking the enlargement back must give the source again, roughly.
+  testing::RgbImage enlarged{100, 80, out};
+  const testing::RgbImage back = testing::ReferenceResize(enlarged, 50, 40);
+  const testing::RgbImage source = ReferenceDecode(path);
+  EXPECT_LT(testing::MeanAbsDiff(back.pixels.data(), source.pixels.data(),
+                                 back.pixels.size()),
+            8.0);
+}
+
+}  // namespace
+}  // namespace stoker

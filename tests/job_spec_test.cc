@@ -1,0 +1,83 @@
+#include "daemon/job_spec.h"
+
+#include <string>
+
+#include "gtest/gtest.h"
+
+namespace stoker {
+namespace {
+
+v1::JobSpec ValidSpec() {
+  v1::JobSpec spec;
+  spec.mutable_dataset()->set_path("/data");
+  spec.set_batch_size(32);
+  spec.set_slots(4);
+  spec.mutable_output()->set_height(224);
+  spec.mutable_output()->set_width(224);
+  return spec;
+}
+
+void ExpectInvalid(const v1::JobSpec& spec, const std::string& field) {
+  auto config = ValidateJobSpec(spec);
+  EXPECT_EQ(config.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(config.status().message().find(field), absl::string_view::npos)
+      << "message does not name " << field << ": " << config.status();
+}
+
+TEST(ValidateJobSpec, AcceptsAValidSpecAndFillsDefaults) {
+  auto config = ValidateJobSpec(ValidSpec());
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_TRUE(config->shuffle);
+  EXPECT_EQ(config->on_error, OnErrorPolicy::kReplace);
+  EXPECT_EQ(config->output.width, 224);
+  EXPECT_EQ(config->epochs, 0u);
+}
+
+TEST(ValidateJobSpec, EachBadFieldIsNamed) {
+  v1::JobSpec spec = ValidSpec();
+  spec.mutable_dataset()->clear_path();
+  ExpectInvalid(spec, "dataset.path");
+  spec = ValidSpec();
+  spec.set_batch_size(0);
+  ExpectInvalid(spec, "batch_size");
+  spec.set_batch_size(1'000'000);
+  ExpectInvalid(spec, "batch_size");
+  spec = ValidSpec();
+  spec.set_slots(0);
+  ExpectInvalid(spec, "slots");
+  spec = ValidSpec();
+  spec.mutable_output()->set_height(0);
+  ExpectInvalid(spec, "output.height");
+  spec = ValidSpec();
+  spec.mutable_output()->set_width(100000);
+  ExpectInvalid(spec, "output.width");
+  spec = ValidSpec();
+  spec.set_on_error(static_cast<v1::OnError>(99));
+  ExpectInvalid(spec, "on_error");
+  spec = ValidSpec();
+  spec.mutable_output()->set_dtype(static_cast<v1::DType>(77));
+  ExpectInvalid(spec, "output.dtype");
+  spec = ValidSpec();
+  spec.mutable_output()->set_dtype(v1::DTYPE_INT64);
+  ExpectInvalid(spec, "output.dtype");
+  spec = ValidSpec();
+  spec.set_name(std::string(500, 'n'));
+  ExpectInvalid(spec, "name");
+}
+
+TEST(ValidateJobSpec, AbsurdSlotSizeIsRefused) {
+  v1::JobSpec spec = ValidSpec();
+  spec.set_batch_size(4096);
+  spec.mutable_output()->set_height(8192);
+  spec.mutable_output()->set_width(8192);
+  ExpectInvalid(spec, "bytes per slot");
+}
+
+TEST(ValidateJobSpec, ExplicitShuffleFalseIsKept) {
+  v1::JobSpec spec = ValidSpec();
+  spec.set_shuffle(false);
+  EXPECT_FALSE(ValidateJobSpec(spec)->shuffle);
+}
+
+}  // namespace
+}  // namespace stoker

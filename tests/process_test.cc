@@ -1,0 +1,142 @@
+// stokerd as a real process: start, serve, drain on SIGTERM, refuse a second
+// instance, clean up after a predecessor killed with SIGKILL.
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <filesystem>
+#include <thread>
+
+#include "common/naming.h"
+#include "daemon/shm_segment.h"
+#include "gtest/gtest.h"
+#include "tests/test_util.h"
+
+namespace stoker {
+namespace {
+
+using testdata::Subprocess;
+using testdata::TempDir;
+
+class ProcessTest : public ::testing::Test {
+ protected:
+  ProcessTest()
+      : socket_(dir_.path() + "/stoker.sock"),
+        target_("unix://" + socket_),
+        prefix_(SegmentPrefix(socket_)) {
+    testing::MakeDataset(dir_.path() + "/data", 2, 6);
+  }
+  ~ProcessTest() override {
+    EXPECT_TRUE(ListSegments(prefix_).empty()) << "segments left behind";
+    RemoveSegments(prefix_);
+  }
+
+  std::unique_ptr<Subprocess> StartDaemon(const std::string& log) {
+    auto daemon = std::make_unique<Subprocess>(
+        STOKERD_PATH,
+        std::vector<std::string>{"--socket=" + target_, "--workers=2"},
+        dir_.path() + "/" + log);
+    EXPECT_TRUE(testdata::WaitForPath(socket_, std::chrono::seconds(10)))
+        << testdata::ReadTextFile(dir_.path() + "/" + log);
+    return daemon;
+  }
+
+  JobSpec Spec(uint32_t epochs) {
+    return {.dataset_path = dir_.path() + "/data", .batch_size = 4,
+            .slots = 2, .height = 16, .width = 16, .epochs = epochs};
+  }
+
+  TempDir dir_{"stoker-proc"};
+  const std::string socket_;
+  const std::string target_;
+  const std::string prefix_;
+};
+
+TEST_F(ProcessTest, ServesThenDrainsOnSigterm) {
+  auto daemon = StartDaemon("stokerd.log");
+  auto client = Client::Connect(target_);
+  ASSERT_TRUE(client.ok()) << client.status();
+  auto job = (*client)->CreateJob(Spec(1));
+  ASSERT_TRUE(job.ok()) << job.status();
+  auto consumer = (*client)->Attach(job->id);
+  ASSERT_TRUE(consumer.ok());
+  size_t samples = 0;
+  for (;;) {
+    auto batch = (*consumer)->Next();
+    if (!batch.ok()) break;
+    samples += batch->size();
+  }
+  EXPECT_EQ(samples, 12u);
+  auto endless = (*client)->CreateJob(Spec(0));
+  auto streaming = (*client)->Attach(endless->id);
+  ASSERT_TRUE((*streaming)->Next().ok());
+  EXPECT_FALSE(ListSegments(prefix_).empty());
+
+  daemon->Signal(SIGTERM);
+  absl::Status status;
+  while (status.ok()) status = (*streaming)->Next().status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable) << status;
+  const auto exit = daemon->Wait(std::chrono::seconds(20));
+  ASSERT_TRUE(exit.has_value()) << "stokerd did not stop on SIGTERM";
+  EXPECT_TRUE(WIFEXITED(*exit) && WEXITSTATUS(*exit) == 0);
+  EXPECT_FALSE(std::filesystem::exists(socket_));
+  EXPECT_TRUE(ListSegments(prefix_).empty());
+  const std::string log = testdata::ReadTextFile(dir_.path() + "/stokerd.log");
+  EXPECT_NE(log.find("draining"), std::string::npos) << log;
+}
+
+TEST_F(ProcessTest, ASecondDaemonOnTheSameSocketRefusesToStart) {
+  auto first = StartDaemon("first.log");
+  Subprocess second(STOKERD_PATH, {"--socket=" + target_},
+                    dir_.path() + "/second.log");
+  const auto exit = second.Wait(std::chrono::seconds(20));
+  ASSERT_TRUE(exit.has_value()) << "the second daemon kept running";
+  EXPECT_TRUE(WIFEXITED(*exit) && WEXITSTATUS(*exit) == 1);
+  const std::string log = testdata::ReadTextFile(dir_.path() + "/second.log");
+  EXPECT_NE(log.find("already serving"), std::string::npos) << log;
+  // The first one still owns its socket and answers.
+  auto client = Client::Connect(target_);
+  ASSERT_TRUE(client.ok());
+  EXPECT_TRUE((*client)->GetStats().ok());
+  first->Signal(SIGTERM);
+  EXPECT_TRUE(first->Wait(std::chrono::seconds(20)).has_value());
+}
+
+TEST_F(ProcessTest, ARestartRemovesWhatAKilledDaemonLeftBehind) {
+  {
+    auto daemon = StartDaemon("killed.log");
+    auto client = Client::Connect(target_);
+    ASSERT_TRUE(client.ok());
+    ASSERT_TRUE((*client)->CreateJob(Spec(0)).ok());
+    ASSERT_TRUE((*client)->CreateJob(Spec(0)).ok());
+    daemon->Signal(SIGKILL);
+    ASSERT_TRUE(daemon->Wait(std::chrono::seconds(10)).has_value());
+  }
+  EXPECT_EQ(ListSegments(prefix_).size(), 2u);
+  EXPECT_TRUE(std::filesystem::exists(socket_)) << "stale socket expected";
+  auto daemon = StartDaemon("restarted.log");
+  auto client = Client::Connect(target_);
+  ASSERT_TRUE(client.ok()) << client.status();
+  EXPECT_TRUE(ListSegments(prefix_).empty());
+  auto jobs = (*client)->ListJobs();
+  ASSERT_TRUE(jobs.ok());
+  EXPECT_TRUE(jobs->empty());
+  daemon->Signal(SIGTERM);
+  ASSERT_TRUE(daemon->Wait(std::chrono::seconds(20)).has_value());
+  const std::string log =
+      testdata::ReadTextFile(dir_.path() + "/restarted.log");
+  EXPECT_NE(log.find("removed 2 shared-memory segments"), std::string::npos)
+      << log;
+}
+
+TEST_F(ProcessTest, ANonUnixSocketAddressIsRefusedClearly) {
+  Subprocess daemon(STOKERD_PATH, {"--socket=dns:localhost:1234"},
+                    dir_.path() + "/bad.log");
+  const auto exit = daemon.Wait(std::chrono::seconds(20));
+  ASSERT_TRUE(exit.has_value());
+  EXPECT_TRUE(WIFEXITED(*exit) && WEXITSTATUS(*exit) == 1);
+  const std::string log = testdata::ReadTextFile(dir_.path() + "/bad.log");
+  EXPECT_NE(log.find("--socket"), std::string::npos) << log;
+}
+
+}  // namespace
+}  // namespace stoker

@@ -1,0 +1,177 @@
+// The ring: its shared-memory layout, its segment and its slot state machine.
+#include "daemon/ring.h"
+
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <string>
+
+#include "client/src/ring_mapping.h"
+#include "common/naming.h"
+#include "gtest/gtest.h"
+
+namespace stoker {
+namespace {
+
+std::string UniqueName(const std::string& test) {
+  return SegmentPrefix("/ring_test/" + std::to_string(::getpid())) + test;
+}
+
+RingGeometry SmallGeometry(uint32_t slots = 3) {
+  return ComputeRingGeometry(slots, ComputeSlotLayout(4, 8, 10));
+}
+
+TEST(RingLayout, SlotLayoutIsAlignedAndHoldsEveryTensor) {
+  const SlotLayout layout = ComputeSlotLayout(5, 7, 9);
+  EXPECT_EQ(layout.images_bytes, 5u * 7 * 9 * 3);
+  EXPECT_EQ(layout.labels_offset % kTensorAlignment, 0u);
+  EXPECT_GE(layout.labels_offset, layout.images_bytes);
+  EXPECT_EQ(layout.indices_offset % kTensorAlignment, 0u);
+  EXPECT_GE(layout.indices_offset, layout.labels_offset + 5 * 8);
+  EXPECT_EQ(layout.slot_bytes % kPageBytes, 0u);
+  EXPECT_GE(layout.slot_bytes, layout.indices_offset + 5 * 8);
+}
+
+TEST(RingLayout, GeometryPlacesSlotsAfterHeadersOnPageBoundaries) {
+  const RingGeometry g = SmallGeometry(70);  // headers span two pages
+  EXPECT_EQ(g.slot_headers_offset % kPageBytes, 0u);
+  EXPECT_EQ(g.slots_offset % kPageBytes, 0u);
+  EXPECT_GE(g.slots_offset, g.slot_headers_offset + 70 * sizeof(SlotHeader));
+  EXPECT_EQ(g.segment_bytes, g.slots_offset + 70 * g.slot.slot_bytes);
+}
+
+TEST(RingLayout, ValidateRejectsForeignAndTruncatedHeaders) {
+  RingHeader header;
+  InitRingHeader(SmallGeometry(), &header);
+  EXPECT_TRUE(ValidateRingHeader(header, header.segment_bytes).ok());
+  EXPECT_FALSE(ValidateRingHeader(header, header.segment_bytes - 1).ok());
+  RingHeader wrong_version = header;
+  wrong_version.version = kRingVersion + 1;
+  EXPECT_EQ(ValidateRingHeader(wrong_version, header.segment_bytes).code(),
+            absl::StatusCode::kFailedPrecondition);
+  RingHeader wrong_magic = header;
+  wrong_magic.magic = 0;
+  EXPECT_FALSE(ValidateRingHeader(wrong_magic, header.segment_bytes).ok());
+}
+
+TEST(Ring, SegmentHasRequestedModeAndIsUnlinkedOnDestruction) {
+  const std::string name = UniqueName("mode");
+  {
+    auto ring = Ring::Create(name, SmallGeometry(), 0640);
+    ASSERT_TRUE(ring.ok()) << ring.status();
+    struct stat st;
+    ASSERT_EQ(::stat(("/dev/shm/" + name).c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 0777, 0640u);
+    EXPECT_EQ(uint64_t(st.st_size), SmallGeometry().segment_bytes);
+    // Reserved up front: every page is allocated, none is a hole.
+    EXPECT_GE(uint64_t(st.st_blocks) * 512, SmallGeometry().segment_bytes);
+  }
+  EXPECT_NE(::access(("/dev/shm/" + name).c_str(), F_OK), 0);
+}
+
+TEST(Ring, CreatingAnExistingNameFailsWithoutRemovingIt) {
+  const std::string name = UniqueName("twice");
+  auto first = Ring::Create(name, SmallGeometry(), 0600);
+  ASSERT_TRUE(first.ok());
+  auto second = Ring::Create(name, SmallGeometry(), 0600);
+  EXPECT_EQ(second.status().code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_EQ(::access(("/dev/shm/" + name).c_str(), F_OK), 0);
+}
+
+TEST(Ring, SegmentLargerThanDevShmIsResourceExhausted) {
+  struct statvfs vfs;
+  ASSERT_EQ(::statvfs("/dev/shm", &vfs), 0);
+  const uint64_t too_big = uint64_t(vfs.f_blocks) * vfs.f_frsize * 2;
+  SlotLayout slot = ComputeSlotLayout(1, 1, 1);
+  slot.slot_bytes = too_big;
+  const std::string name = UniqueName("huge");
+  auto ring = Ring::Create(name, ComputeRingGeometry(1, slot), 0600);
+  EXPECT_EQ(ring.status().code(), absl::StatusCode::kResourceExhausted)
+      << ring.status();
+  EXPECT_NE(::access(("/dev/shm/" + name).c_str(), F_OK), 0);
+}
+
+TEST(Ring, GenerationIsOddWhileFillingAndEvenOncePublished) {
+  auto ring = Ring::Create(UniqueName("gen"), SmallGeometry(), 0600);
+  ASSERT_TRUE(ring.ok());
+  Ring& r = **ring;
+  EXPECT_EQ(r.generation(1), 0u);
+  r.BeginFill(1, 0, 5, 4);
+  EXPECT_EQ(r.state(1), SlotState::kFilling);
+  EXPECT_EQ(r.generation(1) % 2, 1u);
+  const uint64_t published = r.Publish(1);
+  EXPECT_EQ(published, 2u);
+  EXPECT_EQ(r.generation(1), published);
+  r.Lease(1);
+  ASSERT_TRUE(r.Release(1, published).ok());
+  r.BeginFill(1, 0, 6, 4);
+  EXPECT_EQ(r.Publish(1), 4u);
+}
+
+TEST(Ring, ReleaseRejectsBadSlotStaleGenerationAndDoubleRelease) {
+  auto ring = Ring::Create(UniqueName("release"), SmallGeometry(), 0600);
+  ASSERT_TRUE(ring.ok());
+  Ring& r = **ring;
+  r.BeginFill(0, 0, 0, 4);
+  const uint64_t gen = r.Publish(0);
+  EXPECT_EQ(r.Release(0, gen).code(), absl::StatusCode::kFailedPrecondition)
+      << "released a slot that was never leased";
+  r.Lease(0);
+  EXPECT_EQ(r.Release(9, gen).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(r.Release(0, gen + 2).code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(r.Release(0, gen).ok());
+  EXPECT_EQ(r.Release(0, gen).code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(r.state(0), SlotState::kFree);
+}
+
+TEST(Ring, UnleaseReturnsTheSameBatchWithTheSameGeneration) {
+  auto ring = Ring::Create(UniqueName("unlease"), SmallGeometry(), 0600);
+  ASSERT_TRUE(ring.ok());
+  Ring& r = **ring;
+  r.BeginFill(2, 1, 3, 4);
+  const uint64_t gen = r.Publish(2);
+  r.Lease(2);
+  r.Unlease(2);
+  EXPECT_EQ(r.state(2), SlotState::kReady);
+  EXPECT_EQ(r.generation(2), gen);
+  EXPECT_EQ(r.FindFree(), 0u);
+  EXPECT_EQ(r.CountInState(SlotState::kReady), 1);
+}
+
+TEST(Ring, ClientMappingIsReadOnlyAndSeesHeaderAndGenerations) {
+  const std::string name = UniqueName("client");
+  auto ring = Ring::Create(name, SmallGeometry(), 0600);
+  ASSERT_TRUE(ring.ok());
+  (*ring)->BeginFill(1, 0, 0, 4);
+  (*ring)->SlotData(1)[0] = 42;
+  const uint64_t gen = (*ring)->Publish(1);
+  auto mapping = internal::RingMapping::Open(name);
+  ASSERT_TRUE(mapping.ok()) << mapping.status();
+  EXPECT_EQ((*mapping)->header().slot_count, 3u);
+  EXPECT_EQ((*mapping)->Generation(1), gen);
+  EXPECT_EQ((*mapping)->data()[SmallGeometry().SlotOffset(1)], 42);
+  EXPECT_TRUE((*mapping)->InSlot(1, SmallGeometry().SlotOffset(1), 16));
+  EXPECT_FALSE((*mapping)->InSlot(1, SmallGeometry().SlotOffset(2), 16));
+  EXPECT_FALSE((*mapping)->InSlot(3, SmallGeometry().SlotOffset(1), 16));
+  // A write through the client's mapping must fault: prove it in a child.
+  const pid_t child = ::fork();
+  if (child == 0) {
+    const_cast<uint8_t*>((*mapping)->data())[0] = 1;
+    ::_exit(0);
+  }
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  EXPECT_TRUE(WIFSIGNALED(status)) << "a client wrote into the ring";
+}
+
+TEST(Ring, MappingAMissingSegmentIsNotFound) {
+  auto mapping = internal::RingMapping::Open(UniqueName("missing"));
+  EXPECT_EQ(mapping.status().code(), absl::StatusCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace stoker

@@ -1,0 +1,111 @@
+#include "tests/test_util.h"
+
+#include <turbojpeg.h>
+
+#include <cmath>
+#include <cstdlib>
+
+#include "daemon/shm_segment.h"
+#include "gtest/gtest.h"
+
+namespace stoker::testing {
+
+std::string SocketTarget(const std::string& dir) {
+  return "unix://" + dir + "/stoker.sock";
+}
+
+TestDaemon::TestDaemon(DaemonOptions options) : dir_("stoker-test") {
+  options.target = SocketTarget(dir_.path());
+  if (options.workers == 0) options.workers = 2;
+  auto daemon = Daemon::Start(options);
+  if (!daemon.ok()) {
+    ADD_FAILURE() << "stokerd failed to start: " << daemon.status();
+    std::abort();
+  }
+  daemon_ = *std::move(daemon);
+}
+
+TestDaemon::~TestDaemon() {
+  const std::string prefix = daemon_->segment_prefix();
+  daemon_->Shutdown();
+  EXPECT_TRUE(ListSegments(prefix).empty())
+      << "segments left in /dev/shm after shutdown";
+}
+
+std::unique_ptr<Client> TestDaemon::Connect() {
+  auto client = Client::Connect(target());
+  EXPECT_TRUE(client.ok()) << client.status();
+  return client.ok() ? *std::move(client) : nullptr;
+}
+
+std::vector<std::string> TestDaemon::Segments() const {
+  return ListSegments(daemon_->segment_prefix());
+}
+
+testdata::GeneratedDataset MakeDataset(const std::string& root, int classes,
+                                       int per_class, int width, int height,
+                                       bool vary_size, bool smooth) {
+  auto dataset = testdata::GenerateImageFolder(
+      root, {.classes = classes,
+             .images_per_class = per_class,
+             .width = width,
+             .height = height,
+             .vary_size = vary_size,
+             .smooth = smooth});
+  EXPECT_TRUE(dataset.ok()) << dataset.status();
+  return dataset.ok() ? *std::move(dataset) : testdata::GeneratedDataset{};
+}
+
+RgbImage ReferenceDecode(const std::string& path) {
+  const std::string bytes = testdata::ReadTextFile(path);
+  RgbImage image;
+  tjhandle handle = tjInitDecompress();
+  int subsampling = 0, colorspace = 0;
+  const auto* data = reinterpret_cast<const unsigned char*>(bytes.data());
+  if (tjDecompressHeader3(handle, data, bytes.size(), &image.width,
+                          &image.height, &subsampling, &colorspace) == 0) {
+    image.pixels.resize(size_t(image.width) * image.height * 3);
+    if (tjDecompress2(handle, data, bytes.size(), image.pixels.data(),
+                      image.width, 0, image.height, TJPF_RGB, 0) != 0) {
+      image.pixels.clear();
+    }
+  }
+  tjDestroy(handle);
+  EXPECT_FALSE(image.pixels.empty()) << "reference decode failed: " << path;
+  return image;
+}
+
+RgbImage ReferenceResize(const RgbImage& in, int width, int height) {
+  RgbImage out{width, height, std::vector<uint8_t>(size_t(width) * height * 3)};
+  const double sx = double(in.width) / width, sy = double(in.height) / height;
+  for (int y = 0; y < height; ++y) {
+    for (int x = 0; x < width; ++x) {
+      // Average the source area [x*sx, (x+1)*sx) x [y*sy, (y+1)*sy).
+      double sum[3] = {0, 0, 0}, weight = 0;
+      for (int v = int(y * sy); v < std::ceil((y + 1) * sy); ++v) {
+        const double wy = std::min<double>(v + 1, (y + 1) * sy) -
+                          std::max<double>(v, y * sy);
+        for (int u = int(x * sx); u < std::ceil((x + 1) * sx); ++u) {
+          const double wx = std::min<double>(u + 1, (x + 1) * sx) -
+                            std::max<double>(u, x * sx);
+          const uint8_t* p = &in.pixels[(size_t(v) * in.width + u) * 3];
+          for (int c = 0; c < 3; ++c) sum[c] += p[c] * wx * wy;
+          weight += wx * wy;
+        }
+      }
+      for (int c = 0; c < 3; ++c) {
+        out.pixels[(size_t(y) * width + x) * 3 + c] =
+            static_cast<uint8_t>(std::lround(sum[c] / weight));
+      }
+    }
+  }
+  return out;
+}
+
+double MeanAbsDiff(const uint8_t* a, const uint8_t* b, size_t n) {
+  double total = 0;
+  for (size_t i = 0; i < n; ++i) total += std::abs(int(a[i]) - int(b[i]));
+  return n == 0 ? 0 : total / double(n);
+}
+
+}  // namespace stoker::testing

@@ -1,0 +1,65 @@
+// Helpers shared by stoker's tests: a real daemon on a private socket, small
+// generated datasets, an independent reference JPEG decoder and a /dev/shm
+// leak check.
+#ifndef STOKER_TESTS_TEST_UTIL_H_
+#define STOKER_TESTS_TEST_UTIL_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bench/support/dataset_gen.h"
+#include "bench/support/process.h"
+#include "daemon/daemon.h"
+#include "stoker/client.h"
+
+namespace stoker::testing {
+
+// An in-process stokerd on a socket in its own temporary directory. Every
+// test gets its own socket, hence its own segment prefix: tests run in
+// parallel without seeing each other.
+class TestDaemon {
+ public:
+  explicit TestDaemon(DaemonOptions options = {});
+  ~TestDaemon();  // shuts down, then checks nothing is left in /dev/shm
+
+  const std::string& dir() const { return dir_.path(); }
+  std::string target() const { return daemon_->target(); }
+  Daemon& daemon() { return *daemon_; }
+  std::unique_ptr<Client> Connect();
+  // Segments in /dev/shm that belong to this daemon.
+  std::vector<std::string> Segments() const;
+  void Shutdown() { daemon_->Shutdown(); }
+
+ private:
+  testdata::TempDir dir_;
+  std::unique_ptr<Daemon> daemon_;
+};
+
+// A fresh socket address inside `dir`.
+std::string SocketTarget(const std::string& dir);
+
+// Generates an ImageFolder under `root` (small images, fast).
+testdata::GeneratedDataset MakeDataset(const std::string& root, int classes,
+                                       int per_class, int width = 96,
+                                       int height = 72, bool vary_size = true,
+                                       bool smooth = false);
+
+struct RgbImage {
+  int width = 0;
+  int height = 0;
+  std::vector<uint8_t> pixels;  // RGB, packed
+};
+
+// Decodes with the TurboJPEG API: a code path independent of the daemon's.
+RgbImage ReferenceDecode(const std::string& path);
+
+// Area-average (box filter) resize computed in floating point: an
+// independent reference for the daemon's resampler.
+RgbImage ReferenceResize(const RgbImage& image, int width, int height);
+
+double MeanAbsDiff(const uint8_t* a, const uint8_t* b, size_t n);
+
+}  // namespace stoker::testing
+
+#endif  // STOKER_TESTS_TEST_UTIL_H_
