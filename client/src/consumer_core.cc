@@ -36,11 +36,13 @@ absl::StatusOr<std::shared_ptr<ConsumerCore>> ConsumerCore::Open(
   core->job_ = FromProto(reply.attached().job());
   auto ring = RingMapping::Open(reply.attached().job().segment().name());
   if (!ring.ok()) {
-    core->context_.TryCancel();
+    // The job may have ended right after attaching (its ring is unlinked
+    // then): the daemon's status says why, and says it better.
+    core->stream_->WritesDone();
     while (core->stream_->Read(&reply)) {
     }
-    core->stream_->Finish();
-    return ring.status();
+    const grpc::Status status = core->stream_->Finish();
+    return status.ok() ? ring.status() : FromGrpcStatus(status);
   }
   core->ring_ = *std::move(ring);
   core->reader_ = std::thread([c = core.get()] { c->ReadLoop(); });
