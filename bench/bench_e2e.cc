@@ -1,1 +1,176 @@
-int main() { return 0; }
+// bench_e2e: in one run on the same files, images/s of
+//   (a) a bare single-threaded decode+resize loop (the daemon's own decode
+//       code, called directly: the per-core ceiling), and
+//   (b) stokerd (a separate process, N workers) + a client consuming in this
+//       process, end to end through the shared-memory ring,
+// and the ratio of (b) to N x (a), i.e. how much of N cores' worth of decode
+// reaches the trainer.
+#include <signal.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <thread>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "bench/support/dataset_gen.h"
+#include "bench/support/process.h"
+#include "daemon/image_folder.h"
+#include "daemon/sample_decoder.h"
+#include "stoker/client.h"
+
+ABSL_FLAG(std::string, data, "", "ImageFolder root; empty: generate one");
+ABSL_FLAG(int, classes, 8, "classes of the generated dataset");
+ABSL_FLAG(int, per_class, 128, "images per class of the generated dataset");
+ABSL_FLAG(int, workers, 0, "stokerd worker threads; 0: one per core");
+ABSL_FLAG(uint32_t, size, 224, "output height and width");
+ABSL_FLAG(uint32_t, batch_size, 64, "batch size");
+ABSL_FLAG(uint32_t, slots, 8, "ring slots");
+ABSL_FLAG(uint32_t, epochs, 3, "epochs to consume (the first is warm-up)");
+ABSL_FLAG(bool, touch, false, "client reads every pixel of every batch");
+ABSL_FLAG(std::string, stokerd, STOKERD_PATH, "stokerd binary");
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double Seconds(Clock::time_point since) {
+  return std::chrono::duration<double>(Clock::now() - since).count();
+}
+
+double SelfCpuSeconds() {
+  rusage usage;
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_utime.tv_sec + usage.ru_stime.tv_sec +
+         (usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
+}
+
+// (a): one thread, every file once per pass; returns images/s of the best
+// of two passes (the first also warms the page cache).
+double BareLoop(const stoker::Dataset& dataset, int size) {
+  stoker::SampleDecoder decoder({});
+  std::vector<uint8_t> out(size_t(size) * size * 3);
+  double best = 0;
+  for (int pass = 0; pass < 2; ++pass) {
+    const auto start = Clock::now();
+    for (const stoker::Sample& s : dataset.samples) {
+      if (!decoder.DecodeTo(s.path, {size, size}, out.data()).ok()) {
+        std::fprintf(stderr, "bare loop: cannot decode %s\n", s.path.c_str());
+      }
+    }
+    best = std::max(best, dataset.samples.size() / Seconds(start));
+  }
+  return best;
+}
+
+struct EndToEnd {
+  double images_per_second = 0;  // after the warm-up epoch
+  double daemon_cpu_per_image = 0;
+  double client_cpu_per_image = 0;
+};
+
+absl::StatusOr<EndToEnd> RunDaemon(const std::string& root, int workers,
+                                   const std::string& dir) {
+  const std::string socket = dir + "/bench.sock";
+  stoker::testdata::Subprocess daemon(
+      absl::GetFlag(FLAGS_stokerd),
+      {"--socket=unix://" + socket, "--workers=" + std::to_string(workers),
+       "--log_level=warn"},
+      dir + "/stokerd.log");
+  if (!stoker::testdata::WaitForPath(socket, std::chrono::seconds(10))) {
+    return absl::UnavailableError(stoker::testdata::ReadTextFile(dir + "/stokerd.log"));
+  }
+  auto client = stoker::Client::Connect("unix://" + socket);
+  if (!client.ok()) return client.status();
+  const uint32_t size = absl::GetFlag(FLAGS_size);
+  auto job = (*client)->CreateJob({.dataset_path = root,
+                                   .batch_size = absl::GetFlag(FLAGS_batch_size),
+                                   .slots = absl::GetFlag(FLAGS_slots),
+                                   .height = size,
+                                   .width = size,
+                                   .epochs = absl::GetFlag(FLAGS_epochs)});
+  if (!job.ok()) return job.status();
+  auto consumer = (*client)->Attach(job->id);
+  if (!consumer.ok()) return consumer.status();
+  uint64_t measured = 0, sink = 0;
+  Clock::time_point start;
+  double daemon_cpu = 0, client_cpu = 0;
+  for (;;) {
+    auto batch = (*consumer)->Next();
+    if (!batch.ok()) break;
+    if (batch->epoch() == 1 && batch->index() == 0) {
+      start = Clock::now();
+      daemon_cpu = daemon.CpuSeconds();
+      client_cpu = SelfCpuSeconds();
+    }
+    if (batch->epoch() >= 1) measured += batch->size();
+    if (absl::GetFlag(FLAGS_touch)) {
+      for (uint8_t v : batch->images().span()) sink += v;
+    }
+  }
+  EndToEnd result;
+  result.images_per_second = measured / Seconds(start);
+  result.daemon_cpu_per_image = (daemon.CpuSeconds() - daemon_cpu) / measured;
+  result.client_cpu_per_image = (SelfCpuSeconds() - client_cpu) / measured;
+  consumer->reset();
+  (void)(*client)->DeleteJob(job->id);
+  daemon.Signal(SIGTERM);
+  daemon.Wait(std::chrono::seconds(20));
+  if (sink == 1) std::printf(" ");  // keep the touch loop
+  return result;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  absl::ParseCommandLine(argc, argv);
+  stoker::testdata::TempDir dir("stoker-bench");
+  std::string root = absl::GetFlag(FLAGS_data);
+  if (root.empty()) {
+    root = dir.path() + "/data";
+    auto generated = stoker::testdata::GenerateImageFolder(
+        root, {.classes = absl::GetFlag(FLAGS_classes),
+               .images_per_class = absl::GetFlag(FLAGS_per_class)});
+    if (!generated.ok()) {
+      std::fprintf(stderr, "%s\n", generated.status().ToString().c_str());
+      return 1;
+    }
+    std::printf("dataset: generated %zu JPEGs, mean %.0f KB\n",
+                generated->paths.size(),
+                generated->total_bytes / 1e3 / generated->paths.size());
+  }
+  auto dataset = stoker::ScanImageFolder(root);
+  if (!dataset.ok()) {
+    std::fprintf(stderr, "%s\n", dataset.status().ToString().c_str());
+    return 1;
+  }
+  const int cores = static_cast<int>(std::thread::hardware_concurrency());
+  const int workers =
+      absl::GetFlag(FLAGS_workers) > 0 ? absl::GetFlag(FLAGS_workers) : cores;
+  const int size = static_cast<int>(absl::GetFlag(FLAGS_size));
+
+  const double bare = BareLoop(*dataset, size);
+  auto e2e = RunDaemon(root, workers, dir.path());
+  if (!e2e.ok()) {
+    std::fprintf(stderr, "end to end: %s\n", e2e.status().ToString().c_str());
+    return 1;
+  }
+  const int used_cores = std::min(workers, cores);
+  std::printf("machine: %d cores; stokerd workers: %d; %zu images -> %dx%d, "
+              "batch %u\n",
+              cores, workers, dataset->samples.size(), size, size,
+              absl::GetFlag(FLAGS_batch_size));
+  std::printf("bare decode+resize loop, 1 thread : %8.0f images/s\n", bare);
+  std::printf("stokerd + client, end to end      : %8.0f images/s\n",
+              e2e->images_per_second);
+  std::printf("end to end / (%d cores x bare)     : %8.2f\n", used_cores,
+              e2e->images_per_second / (used_cores * bare));
+  std::printf("daemon CPU per image              : %8.3f ms (bare: %.3f ms)\n",
+              e2e->daemon_cpu_per_image * 1e3, 1e3 / bare);
+  std::printf("client CPU per image              : %8.3f ms\n",
+              e2e->client_cpu_per_image * 1e3);
+  return 0;
+}

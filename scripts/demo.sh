@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# The main job: installs dependencies, builds, generates a sample dataset,
+# starts stokerd on a temporary socket, trains the example trainer on it for
+# two epochs (printing images/s and per-epoch sample counts) and stops the
+# daemon cleanly.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+scripts/build.sh
+build=${STOKER_BUILD_DIR:-build}
+
+work=$(mktemp -d /tmp/stoker-demo.XXXXXX)
+daemon_pid=
+cleanup() {
+  if [[ -n $daemon_pid ]] && kill -0 "$daemon_pid" 2>/dev/null; then
+    kill -TERM "$daemon_pid"; wait "$daemon_pid" || true
+  fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+echo "== generating a sample ImageFolder in $work/data"
+"$build/bench/make_dataset" --out="$work/data" --classes=8 --per_class=64
+
+socket="$work/stoker.sock"
+echo "== starting stokerd on $socket"
+"$build/daemon/stokerd" --socket="unix://$socket" &
+daemon_pid=$!
+for _ in $(seq 100); do [[ -S $socket ]] && break; sleep 0.1; done
+[[ -S $socket ]] || { echo "stokerd did not start" >&2; exit 1; }
+
+echo "== training for 2 epochs"
+"$build/client/example_trainer" --target="unix://$socket" \
+  --data="$work/data" --epochs=2 --batch_size=32 --size=224
+
+echo "== stopping stokerd"
+kill -TERM "$daemon_pid"
+wait "$daemon_pid"
+daemon_pid=
+left=$(ls /dev/shm | grep -c '^stoker-' || true)
+echo "stokerd stopped cleanly; stoker segments left in /dev/shm: $left"
