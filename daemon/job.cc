@@ -1,5 +1,6 @@
 #include "daemon/job.h"
 
+#include <algorithm>
 #include <limits>
 #include <utility>
 
@@ -11,6 +12,13 @@ namespace stoker {
 namespace {
 
 constexpr size_t kMaxErrorRecords = 64;
+// Credit beyond this is meaningless (a ring has at most kMaxSlots slots) and
+// is capped, so that no client can overflow the counter.
+constexpr uint32_t kMaxCredits = 1 << 16;
+
+uint32_t AddCapped(uint32_t credits, uint32_t more) {
+  return credits + std::min(more, kMaxCredits - std::min(credits, kMaxCredits));
+}
 
 }  // namespace
 
@@ -156,7 +164,7 @@ absl::Status Job::Attach(std::shared_ptr<JobListener> listener,
         absl::StrCat("job ", id_, " already has a consumer attached"));
   }
   listener_ = std::move(listener);
-  credits_ = credits;
+  credits_ = AddCapped(0, credits);
   return absl::OkStatus();
 }
 
@@ -175,7 +183,7 @@ void Job::Detach(const JobListener* listener) {
 
 void Job::AddCredit(uint32_t credits) {
   absl::MutexLock lock(&mu_);
-  credits_ += credits;
+  credits_ = AddCapped(credits_, credits);
 }
 
 Delivery Job::NextDelivery(Delivered* out, absl::Status* ended) {

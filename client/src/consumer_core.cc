@@ -1,5 +1,7 @@
 #include "client/src/consumer_core.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "client/src/convert.h"
@@ -21,7 +23,8 @@ absl::StatusOr<std::shared_ptr<ConsumerCore>> ConsumerCore::Open(
   core->stream_ = stub->Consume(&core->context_);
   v1::ConsumeRequest attach;
   attach.mutable_attach()->set_job_id(job_id);
-  attach.mutable_attach()->set_credits(options.prefetch);
+  // With no credit the daemon would never send anything.
+  attach.mutable_attach()->set_credits(std::max<uint32_t>(options.prefetch, 1));
   v1::ConsumeResponse reply;
   if (!core->stream_->Write(attach) || !core->stream_->Read(&reply)) {
     const grpc::Status status = core->stream_->Finish();

@@ -88,7 +88,7 @@ class Batch {
 };
 
 struct ConsumerOptions {
-  // Handles the daemon may send ahead of Next() calls (credit).
+  // Handles the daemon may send ahead of Next() calls (credit); at least 1.
   uint32_t prefetch = 2;
 };
 
