@@ -255,6 +255,16 @@ TEST_F(DaemonTest, CpuPathExposesTypedTensorsOfTheRightShape) {
   EXPECT_EQ(moved.CheckIntact().code(), absl::StatusCode::kFailedPrecondition);
 }
 
+TEST_F(DaemonTest, ZeroPrefetchStillDelivers) {
+  MakeDataset(DataDir(), 1, 7);
+  auto job = client_->CreateJob(Spec(DataDir()));
+  auto consumer = client_->Attach(job->id, {.prefetch = 0});
+  ASSERT_TRUE(consumer.ok());
+  std::vector<Seen> seen;
+  EXPECT_EQ(ConsumeAll(**consumer, &seen).code(), absl::StatusCode::kOutOfRange);
+  EXPECT_EQ(seen.size(), 2u);
+}
+
 TEST_F(DaemonTest, AConsumerThatLeavesMidEpochLosesNothing) {
   MakeDataset(DataDir(), 2, 14);
   JobSpec spec = Spec(DataDir());
