@@ -11,12 +11,10 @@ constexpr uint64_t RoundUp(uint64_t value, uint64_t alignment) {
 
 }  // namespace
 
-SlotLayout ComputeSlotLayout(uint32_t batch_size, uint32_t height,
-                             uint32_t width) {
+SlotLayout ComputeSlotLayout(uint32_t batch_size, uint64_t image_bytes) {
   SlotLayout layout;
   layout.images_offset = 0;
-  layout.images_bytes =
-      uint64_t{batch_size} * height * width * kImageChannels;
+  layout.images_bytes = uint64_t{batch_size} * image_bytes;
   layout.labels_offset = RoundUp(layout.images_bytes, kTensorAlignment);
   layout.labels_bytes = uint64_t{batch_size} * sizeof(int64_t);
   layout.indices_offset =

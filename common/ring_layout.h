@@ -72,10 +72,9 @@ struct SlotLayout {
   uint64_t slot_bytes = 0;  // page-rounded total
 };
 
-// The layout of a slot for batches of `batch_size` images of height x width x
-// kImageChannels uint8.
-SlotLayout ComputeSlotLayout(uint32_t batch_size, uint32_t height,
-                             uint32_t width);
+// The layout of a slot for batches of `batch_size` images of `image_bytes`
+// each.
+SlotLayout ComputeSlotLayout(uint32_t batch_size, uint64_t image_bytes);
 
 struct RingGeometry {
   uint32_t slot_count = 0;

@@ -27,9 +27,8 @@ absl::StatusOr<std::shared_ptr<Job>> Job::Create(
     std::string segment_name, mode_t segment_mode,
     std::function<void()> on_work) {
   const RingGeometry geometry = ComputeRingGeometry(
-      config.slots,
-      ComputeSlotLayout(config.batch_size, config.output.height,
-                        config.output.width));
+      config.slots, ComputeSlotLayout(config.batch_size,
+                                      config.pipeline.BytesPerImage()));
   STOKER_ASSIGN_OR_RETURN(
       auto ring, Ring::Create(std::move(segment_name), geometry, segment_mode));
   return std::shared_ptr<Job>(new Job(std::move(id), std::move(config),
@@ -101,12 +100,12 @@ bool Job::TakeTask(SampleTask* task) {
   const SlotLayout& layout = geometry_.slot;
   uint8_t* data = ring_->SlotData(open->slot);
   task->seq = open->seq;
+  task->epoch = epoch;
   task->slot = open->slot;
   task->row = row;
   task->sample = Order(epoch)[batch * config_.batch_size + row];
   task->image = data + layout.images_offset +
-                uint64_t{row} * config_.output.height * config_.output.width *
-                    kImageChannels;
+                uint64_t{row} * config_.pipeline.BytesPerImage();
   task->label = reinterpret_cast<int64_t*>(data + layout.labels_offset) + row;
   task->index = reinterpret_cast<int64_t*>(data + layout.indices_offset) + row;
   ++inflight_tasks_;

@@ -28,6 +28,7 @@
 #include "absl/synchronization/mutex.h"
 #include "daemon/image_folder.h"
 #include "daemon/jpeg_decoder.h"
+#include "daemon/pipeline.h"
 #include "daemon/ring.h"
 #include "daemon/sampler.h"
 
@@ -42,7 +43,7 @@ struct JobConfig {
   std::string dataset_path;
   uint32_t batch_size = 0;
   uint32_t slots = 0;
-  ImageSize output;
+  Pipeline pipeline;  // what each image becomes, and in which dtype/layout
   uint64_t seed = 0;
   bool shuffle = true;
   bool drop_last = false;
@@ -53,6 +54,7 @@ struct JobConfig {
 // One sample for a worker to decode into row `row` of slot `slot`.
 struct SampleTask {
   uint64_t seq = 0;
+  uint64_t epoch = 0;
   uint32_t slot = 0;
   uint32_t row = 0;
   uint32_t sample = 0;  // dataset index

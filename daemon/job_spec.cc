@@ -26,19 +26,6 @@ absl::StatusOr<OnErrorPolicy> ParseOnError(int value) {
   }
 }
 
-absl::Status CheckDType(int value) {
-  if (value == v1::DTYPE_UNSPECIFIED || value == v1::DTYPE_UINT8) {
-    return absl::OkStatus();
-  }
-  if (v1::DType_IsValid(value)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "output.dtype ", v1::DType_Name(value),
-        " is not supported for images; use DTYPE_UINT8"));
-  }
-  return absl::InvalidArgumentError(
-      absl::StrCat("output.dtype: unknown value ", value));
-}
-
 }  // namespace
 
 absl::StatusOr<JobConfig> ValidateJobSpec(const v1::JobSpec& spec) {
@@ -63,24 +50,15 @@ absl::StatusOr<JobConfig> ValidateJobSpec(const v1::JobSpec& spec) {
     return OutOfRange("slots", spec.slots(), 1, kMaxSlots);
   }
   config.slots = spec.slots();
-  const auto& output = spec.output();
-  if (output.height() < 1 || output.height() > kMaxImageSide) {
-    return OutOfRange("output.height", output.height(), 1, kMaxImageSide);
-  }
-  if (output.width() < 1 || output.width() > kMaxImageSide) {
-    return OutOfRange("output.width", output.width(), 1, kMaxImageSide);
-  }
-  if (absl::Status dtype = CheckDType(output.dtype()); !dtype.ok()) {
-    return dtype;
-  }
-  config.output = {static_cast<int>(output.width()),
-                   static_cast<int>(output.height())};
+  auto pipeline = ParsePipeline(spec);
+  if (!pipeline.ok()) return pipeline.status();
+  config.pipeline = *pipeline;
   const uint64_t slot_bytes =
-      ComputeSlotLayout(config.batch_size, output.height(), output.width())
+      ComputeSlotLayout(config.batch_size, config.pipeline.BytesPerImage())
           .slot_bytes;
   if (slot_bytes > kMaxSlotBytes) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "batch_size x output.height x output.width x 3 = ", slot_bytes,
+        "batch_size x image size x 3 x dtype size = ", slot_bytes,
         " bytes per slot, above the limit of ", kMaxSlotBytes));
   }
   auto on_error = ParseOnError(spec.on_error());
@@ -98,9 +76,7 @@ v1::JobSpec EffectiveSpec(const JobConfig& config) {
   spec.mutable_dataset()->set_path(config.dataset_path);
   spec.set_batch_size(config.batch_size);
   spec.set_slots(config.slots);
-  spec.mutable_output()->set_height(config.output.height);
-  spec.mutable_output()->set_width(config.output.width);
-  spec.mutable_output()->set_dtype(v1::DTYPE_UINT8);
+  PipelineToProto(config.pipeline, &spec);
   spec.set_seed(config.seed);
   spec.set_shuffle(config.shuffle);
   spec.set_drop_last(config.drop_last);

@@ -13,7 +13,6 @@ namespace stoker {
 
 inline constexpr uint32_t kMaxBatchSize = 4096;
 inline constexpr uint32_t kMaxSlots = 256;
-inline constexpr uint32_t kMaxImageSide = 8192;
 inline constexpr uint64_t kMaxSlotBytes = uint64_t{2} << 30;
 inline constexpr size_t kMaxNameBytes = 128;
 inline constexpr size_t kMaxPathBytes = 4096;

@@ -6,6 +6,7 @@
 #include <jpeglib.h>
 // clang-format on
 
+#include <algorithm>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -58,7 +59,6 @@ absl::Status JpegDecoder::Decode(
   s->warned = false;
   s->message[0] = '\0';
   // Plain locals only below: a longjmp may land here.
-  const char* refusal = nullptr;
   ImageSize size;
   if (setjmp(s->jump) != 0) {
     jpeg_abort_decompress(cinfo);
@@ -72,20 +72,9 @@ absl::Status JpegDecoder::Decode(
   jpeg_read_header(cinfo, TRUE);
   size = {static_cast<int>(cinfo->image_width),
           static_cast<int>(cinfo->image_height)};
-  if (cinfo->jpeg_color_space == JCS_CMYK ||
-      cinfo->jpeg_color_space == JCS_YCCK) {
-    refusal = "CMYK/YCCK JPEG is not supported yet";
-  } else if (size.Pixels() > limits_.max_pixels) {
-    refusal = "too many pixels";
-  }
-  if (refusal != nullptr) {
+  if (absl::Status refused = Refuse(size); !refused.ok()) {
     jpeg_abort_decompress(cinfo);
-    if (size.Pixels() > limits_.max_pixels) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "image is ", size.width, "x", size.height, " = ", size.Pixels(),
-          " pixels, above the limit of ", limits_.max_pixels));
-    }
-    return absl::InvalidArgumentError(refusal);
+    return refused;
   }
   const Destination dest = destination(size);
   cinfo->out_color_space =
@@ -102,6 +91,100 @@ absl::Status JpegDecoder::Decode(
   if (s->warned) {
     return absl::InvalidArgumentError(
         absl::StrCat("corrupt JPEG data: ", s->message));
+  }
+  return absl::OkStatus();
+}
+
+namespace {
+
+// The largest DCT scale denominator d (8, 4, 2 or 1) that keeps `region`
+// at least `target` large. The in-between factors libjpeg offers (3/8,
+// 5/8, ...) cost about as much as a full decode, so only powers of two.
+int ChooseScale(const Region& region, const ImageSize& target) {
+  for (int d : {8, 4, 2}) {
+    if (region.width >= d * target.width && region.height >= d * target.height) {
+      return d;
+    }
+  }
+  return 1;
+}
+
+}  // namespace
+
+absl::Status JpegDecoder::DecodeRegion(
+    std::span<const uint8_t> jpeg,
+    absl::FunctionRef<RegionRequest(const ImageSize&)> plan,
+    std::vector<uint8_t>* buffer, DecodedRegion* out) {
+  State* s = state_.get();
+  jpeg_decompress_struct* cinfo = &s->cinfo;
+  s->warned = false;
+  s->message[0] = '\0';
+  // Plain locals only below: a longjmp may land here.
+  ImageSize size;
+  if (setjmp(s->jump) != 0) {
+    jpeg_abort_decompress(cinfo);
+    return absl::InvalidArgumentError(
+        absl::StrCat("corrupt or unsupported JPEG: ", s->message));
+  }
+  if (jpeg.empty()) return absl::InvalidArgumentError("empty file");
+  jpeg_mem_src(cinfo, jpeg.data(), static_cast<unsigned long>(jpeg.size()));
+  jpeg_read_header(cinfo, TRUE);
+  size = {static_cast<int>(cinfo->image_width),
+          static_cast<int>(cinfo->image_height)};
+  if (absl::Status refused = Refuse(size); !refused.ok()) {
+    jpeg_abort_decompress(cinfo);
+    return refused;
+  }
+  const RegionRequest request = plan(size);
+  Region r = request.region;
+  r.x = std::clamp(r.x, 0, size.width - 1);
+  r.y = std::clamp(r.y, 0, size.height - 1);
+  r.width = std::clamp(r.width, 1, size.width - r.x);
+  r.height = std::clamp(r.height, 1, size.height - r.y);
+  const int d = ChooseScale(r, request.target);
+  cinfo->scale_num = 1;
+  cinfo->scale_denom = d;
+  cinfo->out_color_space = JCS_EXT_RGB;
+  cinfo->dct_method = JDCT_ISLOW;
+  jpeg_start_decompress(cinfo);
+  // The region in scaled pixels.
+  const int x0 = r.x / d, y0 = r.y / d;
+  const int x1 = std::min<int>((r.x + r.width + d - 1) / d, cinfo->output_width);
+  const int y1 = std::min<int>((r.y + r.height + d - 1) / d, cinfo->output_height);
+  JDIMENSION crop_x = x0, crop_width = x1 - x0;
+  if (crop_width < cinfo->output_width) {
+    // Widens to block boundaries: crop_x moves left, crop_width grows.
+    jpeg_crop_scanline(cinfo, &crop_x, &crop_width);
+  }
+  const size_t stride = size_t(crop_width) * 3;
+  buffer->resize(stride * (y1 - y0));
+  if (y0 > 0) jpeg_skip_scanlines(cinfo, y0);
+  for (int row = 0; row < y1 - y0; ++row) {
+    JSAMPROW line = buffer->data() + row * stride;
+    jpeg_read_scanlines(cinfo, &line, 1);
+  }
+  jpeg_abort_decompress(cinfo);  // the rows below the region are not needed
+  if (s->warned) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("corrupt JPEG data: ", s->message));
+  }
+  out->data = buffer->data() + size_t(x0 - crop_x) * 3;
+  out->stride = static_cast<int>(stride);
+  out->size = {x1 - x0, y1 - y0};
+  out->scale_denom = d;
+  return absl::OkStatus();
+}
+
+absl::Status JpegDecoder::Refuse(const ImageSize& size) const {
+  const jpeg_decompress_struct* cinfo = &state_->cinfo;
+  if (cinfo->jpeg_color_space == JCS_CMYK ||
+      cinfo->jpeg_color_space == JCS_YCCK) {
+    return absl::InvalidArgumentError("CMYK/YCCK JPEG is not supported yet");
+  }
+  if (size.Pixels() > limits_.max_pixels) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "image is ", size.width, "x", size.height, " = ", size.Pixels(),
+        " pixels, above the limit of ", limits_.max_pixels));
   }
   return absl::OkStatus();
 }

@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <vector>
 
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
@@ -41,6 +42,31 @@ struct Destination {
   PixelFormat format = PixelFormat::kRgb;
 };
 
+// A rectangle of an image, in its pixels.
+struct Region {
+  int x = 0;
+  int y = 0;
+  int width = 0;
+  int height = 0;
+};
+
+// What DecodeRegion() should decode: `region` of the image, which will be
+// resampled to `target` afterwards (so it may be decoded smaller, by DCT
+// scaling, as long as it stays at least `target` large).
+struct RegionRequest {
+  Region region;
+  ImageSize target;
+};
+
+// The decoded region: RGB rows `stride` bytes apart, `size` pixels, that
+// cover the requested region scaled by 1 / scale_denom.
+struct DecodedRegion {
+  const uint8_t* data = nullptr;
+  int stride = 0;
+  ImageSize size;
+  int scale_denom = 1;
+};
+
 struct DecodeLimits {
   // Images with more pixels are refused from their header, before any
   // decoding: a guard against decompression bombs.
@@ -60,9 +86,23 @@ class JpegDecoder {
   absl::Status Decode(std::span<const uint8_t> jpeg,
                       absl::FunctionRef<Destination(const ImageSize&)> destination);
 
+  // Decodes only what `plan` asks for, once it has seen the image size:
+  // rows above and below the region are skipped, columns outside it are
+  // skipped where the JPEG's block structure allows (jpeg_crop_scanline),
+  // and the region is decoded at 1/2, 1/4 or 1/8 scale (in the DCT domain,
+  // almost free) when it stays at least as large as the target. `buffer`
+  // holds the pixels; *out says where they are.
+  absl::Status DecodeRegion(
+      std::span<const uint8_t> jpeg,
+      absl::FunctionRef<RegionRequest(const ImageSize&)> plan,
+      std::vector<uint8_t>* buffer, DecodedRegion* out);
+
   struct State;  // libjpeg state; public only for its C callbacks
 
  private:
+  // Why an image with this header must not be decoded, if it must not.
+  absl::Status Refuse(const ImageSize& size) const;
+
   const DecodeLimits limits_;
   std::unique_ptr<State> state_;
 };

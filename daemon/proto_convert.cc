@@ -81,11 +81,20 @@ void DeliveredToHandle(const Job& job, const Delivered& batch,
   out->set_epoch(batch.epoch);
   out->set_batch(batch.batch);
   out->set_sample_count(batch.sample_count);
-  const int64_t h = config.output.height;
-  const int64_t w = config.output.width;
-  AddTensor("images", v1::DTYPE_UINT8, {n, h, w, kImageChannels},
-            base + g.slot.images_offset, uint64_t(n * h * w * kImageChannels),
-            out);
+  const Pipeline& p = config.pipeline;
+  const int64_t h = p.output.height;
+  const int64_t w = p.output.width;
+  const v1::DType dtype = p.dtype == OutputDType::kUInt8     ? v1::DTYPE_UINT8
+                          : p.dtype == OutputDType::kFloat16 ? v1::DTYPE_FLOAT16
+                                                             : v1::DTYPE_FLOAT32;
+  const uint64_t image_bytes = n * p.BytesPerImage();
+  if (p.layout == OutputLayout::kNHWC) {
+    AddTensor("images", dtype, {n, h, w, kImageChannels},
+              base + g.slot.images_offset, image_bytes, out);
+  } else {
+    AddTensor("images", dtype, {n, kImageChannels, h, w},
+              base + g.slot.images_offset, image_bytes, out);
+  }
   AddTensor("labels", v1::DTYPE_INT64, {n}, base + g.slot.labels_offset,
             n * sizeof(int64_t), out);
   AddTensor("indices", v1::DTYPE_INT64, {n}, base + g.slot.indices_offset,

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -48,49 +49,139 @@ absl::Status ReadFile(const std::string& path, std::vector<uint8_t>* buffer) {
   return absl::OkStatus();
 }
 
-void ResizeRgb(const uint8_t* src, ImageSize src_size, uint8_t* dst,
-               ImageSize dst_size, std::vector<uint8_t>* planes) {
+uint8_t* ResampleToPlanes(const uint8_t* src, int stride, ImageSize src_size,
+                          ImageSize dst_size, Filter interpolation,
+                          std::vector<uint8_t>* scratch) {
   const size_t src_plane = src_size.Pixels();
   const size_t dst_plane = dst_size.Pixels();
-  planes->resize(3 * (src_plane + dst_plane));
-  uint8_t* s[3];
-  uint8_t* d[3];
-  for (int c = 0; c < 3; ++c) {
-    s[c] = planes->data() + c * src_plane;
-    d[c] = planes->data() + 3 * src_plane + c * dst_plane;
-  }
-  libyuv::SplitRGBPlane(src, src_size.width * 3, s[0], src_size.width, s[1],
-                        src_size.width, s[2], src_size.width, src_size.width,
-                        src_size.height);
+  // Source planes, destination planes, one spare plane for flipping.
+  scratch->resize(3 * src_plane + 4 * dst_plane);
+  uint8_t* s = scratch->data();
+  uint8_t* d = s + 3 * src_plane;
+  libyuv::SplitRGBPlane(src, stride, s, src_size.width, s + src_plane,
+                        src_size.width, s + 2 * src_plane, src_size.width,
+                        src_size.width, src_size.height);
   const bool shrinking = dst_size.width < src_size.width ||
                          dst_size.height < src_size.height;
+  const libyuv::FilterMode filter =
+      interpolation == Filter::kNearest ? libyuv::kFilterNone
+      : shrinking                              ? libyuv::kFilterBox
+                                               : libyuv::kFilterBilinear;
   for (int c = 0; c < 3; ++c) {
-    libyuv::ScalePlane(s[c], src_size.width, src_size.width, src_size.height,
-                       d[c], dst_size.width, dst_size.width, dst_size.height,
-                       shrinking ? libyuv::kFilterBox : libyuv::kFilterBilinear);
+    libyuv::ScalePlane(s + c * src_plane, src_size.width, src_size.width,
+                       src_size.height, d + c * dst_plane, dst_size.width,
+                       dst_size.width, dst_size.height, filter);
   }
-  libyuv::MergeRGBPlane(d[0], dst_size.width, d[1], dst_size.width, d[2],
-                        dst_size.width, dst, dst_size.width * 3,
-                        dst_size.width, dst_size.height);
+  return d;
+}
+
+uint16_t FloatToHalf(float value) {
+  // IEEE binary16, round to nearest even; no NaN can occur here.
+  uint32_t bits;
+  std::memcpy(&bits, &value, 4);
+  const uint32_t sign = (bits >> 16) & 0x8000;
+  const float magnitude = std::fabs(value);
+  if (magnitude >= 65520.0f) return static_cast<uint16_t>(sign | 0x7c00);
+  if (magnitude < 6.103515625e-05f) {  // subnormal half
+    return static_cast<uint16_t>(
+        sign | static_cast<uint32_t>(std::nearbyint(magnitude * 16777216.0f)));
+  }
+  std::memcpy(&bits, &magnitude, 4);
+  uint32_t mantissa = bits & 0x7fffff;
+  uint32_t exponent = (bits >> 23) - 112;
+  uint32_t half = (exponent << 10) | (mantissa >> 13);
+  const uint32_t rest = mantissa & 0x1fff;
+  if (rest > 0x1000 || (rest == 0x1000 && (half & 1))) ++half;
+  return static_cast<uint16_t>(sign | half);
+}
+
+void BuildValueTable(const Pipeline& pipeline, ValueTable* table) {
+  for (int c = 0; c < 3; ++c) {
+    for (int v = 0; v < 256; ++v) {
+      float x = v / 255.0f;
+      if (pipeline.normalize) x = (x - pipeline.mean[c]) / pipeline.std[c];
+      table->f32[c][v] = x;
+      table->f16[c][v] = FloatToHalf(x);
+    }
+  }
+}
+
+absl::Status SampleDecoder::Process(const std::string& path,
+                                    const Pipeline& pipeline, uint64_t key,
+                                    uint8_t* out) {
+  if (absl::Status read = ReadFile(path, &file_); !read.ok()) return read;
+  DecodedRegion region;
+  absl::Status decoded = jpeg_.DecodeRegion(
+      file_,
+      [&](const ImageSize& size) {
+        params_ = DrawSampleParams(pipeline, size, key);
+        return RegionRequest{params_.box, pipeline.output};
+      },
+      &region_, &region);
+  if (!decoded.ok()) return decoded;
+  uint8_t* planes =
+      ResampleToPlanes(region.data, region.stride, region.size,
+                       pipeline.output, pipeline.interpolation, &planes_);
+  if (params_.flip) {
+    const ImageSize o = pipeline.output;
+    uint8_t* spare = planes + 3 * o.Pixels();
+    for (int c = 0; c < 3; ++c) {
+      uint8_t* plane = planes + c * o.Pixels();
+      libyuv::MirrorPlane(plane, o.width, spare, o.width, o.width, o.height);
+      std::memcpy(plane, spare, o.Pixels());
+    }
+  }
+  WriteOutput(planes, pipeline, out);
+  return absl::OkStatus();
+}
+
+void SampleDecoder::WriteOutput(const uint8_t* planes, const Pipeline& p,
+                                uint8_t* out) {
+  const ImageSize o = p.output;
+  const size_t n = o.Pixels();
+  if (p.dtype == OutputDType::kUInt8) {
+    if (p.layout == OutputLayout::kNCHW) {
+      std::memcpy(out, planes, 3 * n);
+    } else {
+      libyuv::MergeRGBPlane(planes, o.width, planes + n, o.width,
+                            planes + 2 * n, o.width, out, o.width * 3,
+                            o.width, o.height);
+    }
+    return;
+  }
+  if (!table_valid_ || table_normalize_ != p.normalize ||
+      table_mean_ != p.mean || table_std_ != p.std) {
+    BuildValueTable(p, &table_);
+    table_valid_ = true;
+    table_normalize_ = p.normalize;
+    table_mean_ = p.mean;
+    table_std_ = p.std;
+  }
+  const bool nchw = p.layout == OutputLayout::kNCHW;
+  // out index of channel c, pixel i.
+  auto at = [&](int c, size_t i) { return nchw ? c * n + i : i * 3 + c; };
+  if (p.dtype == OutputDType::kFloat32) {
+    auto* f = reinterpret_cast<float*>(out);
+    for (int c = 0; c < 3; ++c) {
+      const float* lut = table_.f32[c];
+      const uint8_t* plane = planes + c * n;
+      for (size_t i = 0; i < n; ++i) f[at(c, i)] = lut[plane[i]];
+    }
+  } else {
+    auto* h = reinterpret_cast<uint16_t*>(out);
+    for (int c = 0; c < 3; ++c) {
+      const uint16_t* lut = table_.f16[c];
+      const uint8_t* plane = planes + c * n;
+      for (size_t i = 0; i < n; ++i) h[at(c, i)] = lut[plane[i]];
+    }
+  }
 }
 
 absl::Status SampleDecoder::DecodeTo(const std::string& path,
                                      ImageSize out_size, uint8_t* out) {
-  if (absl::Status read = ReadFile(path, &file_); !read.ok()) return read;
-  // An image already at the output size is decoded straight into the slot;
-  // any other goes through the scratch buffer and the resampler.
-  ImageSize size;
-  bool direct = false;
-  absl::Status decoded = jpeg_.Decode(file_, [&](const ImageSize& s) {
-    size = s;
-    direct = s.width == out_size.width && s.height == out_size.height;
-    if (direct) return Destination{out, PixelFormat::kRgb};
-    decoded_.resize(s.Pixels() * 3);
-    return Destination{decoded_.data(), PixelFormat::kRgb};
-  });
-  if (!decoded.ok() || direct) return decoded;
-  ResizeRgb(decoded_.data(), size, out, out_size, &scaled_);
-  return absl::OkStatus();
+  Pipeline resize;
+  resize.output = resize.resized = out_size;
+  return Process(path, resize, 0, out);
 }
 
 }  // namespace stoker

@@ -1,18 +1,21 @@
 // SampleDecoder: the per-sample work of a worker thread. Reads one file,
-// decodes it and resizes it to the job's output size, writing the pixels
-// straight into their row of a ring slot.
+// decodes the part of it the sample's crop needs, resamples it to the
+// pipeline's output size, flips it if drawn, and writes it straight into its
+// row of a ring slot in the output dtype and layout.
 //
 // One per worker thread; owns reusable buffers, so the hot path allocates
 // only when an image is larger than any before it. Not thread-safe.
 #ifndef STOKER_DAEMON_SAMPLE_DECODER_H_
 #define STOKER_DAEMON_SAMPLE_DECODER_H_
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "daemon/jpeg_decoder.h"
+#include "daemon/pipeline.h"
 
 namespace stoker {
 
@@ -22,27 +25,56 @@ inline constexpr uint64_t kMaxFileBytes = uint64_t{256} << 20;
 // Reads the whole of `path` into *buffer (resized to the file's size).
 absl::Status ReadFile(const std::string& path, std::vector<uint8_t>* buffer);
 
-// Scales a packed RGB image to another packed RGB size: an area average
-// (box filter) when shrinking, bilinear when enlarging. Works on planes
-// (libyuv's interleaved scalers have no true box filter for non-integer
-// ratios and alias); `planes` is scratch space, reused between calls.
-void ResizeRgb(const uint8_t* src, ImageSize src_size, uint8_t* dst,
-               ImageSize dst_size, std::vector<uint8_t>* planes);
+// Resamples packed RGB pixels (`stride` bytes per row) to three planes of
+// dst_size (R, G, B), each plane area-averaged when shrinking and bilinear
+// when enlarging (kNearest: point sampling). libyuv's interleaved scalers
+// have no true box filter for non-integer ratios, hence planes. Returns the
+// first plane; the others follow, dst_size.Pixels() apart, in *scratch.
+uint8_t* ResampleToPlanes(const uint8_t* src, int stride, ImageSize src_size,
+                          ImageSize dst_size, Filter interpolation,
+                          std::vector<uint8_t>* scratch);
+
+// float32 / float16 output: (v / 255 - mean[c]) / std[c] for every byte v,
+// as a table per channel.
+struct ValueTable {
+  float f32[3][256];
+  uint16_t f16[3][256];
+};
+void BuildValueTable(const Pipeline& pipeline, ValueTable* table);
+uint16_t FloatToHalf(float value);
 
 class SampleDecoder {
  public:
   explicit SampleDecoder(DecodeLimits limits) : jpeg_(limits) {}
 
-  // Writes `path`'s image as out_size.height x out_size.width x 3 uint8 to
-  // `out`. Errors say what was wrong with the file (not which file).
+  // Decodes `path` through `pipeline` with the random parameters of `key`
+  // (see SampleKey), writing pipeline.BytesPerImage() bytes to `out`.
+  // Errors say what was wrong with the file (not which file).
+  absl::Status Process(const std::string& path, const Pipeline& pipeline,
+                       uint64_t key, uint8_t* out);
+
+  // The parameters the last Process() call drew.
+  const SampleParams& last_params() const { return params_; }
+
+  // Shorthand: `path` resized to out_size, RGB uint8 NHWC.
   absl::Status DecodeTo(const std::string& path, ImageSize out_size,
                         uint8_t* out);
 
  private:
+  void WriteOutput(const uint8_t* planes, const Pipeline& pipeline,
+                   uint8_t* out);
+
   JpegDecoder jpeg_;
+  SampleParams params_;
   std::vector<uint8_t> file_;
-  std::vector<uint8_t> decoded_;
-  std::vector<uint8_t> scaled_;
+  std::vector<uint8_t> region_;
+  std::vector<uint8_t> planes_;
+  // The value table and the normalisation it was built for.
+  ValueTable table_;
+  bool table_valid_ = false;
+  bool table_normalize_ = false;
+  std::array<float, 3> table_mean_ = {};
+  std::array<float, 3> table_std_ = {};
 };
 
 }  // namespace stoker

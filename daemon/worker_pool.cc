@@ -88,7 +88,9 @@ void WorkerPool::Process(Job& job, const SampleTask& task,
   absl::Status status;
   for (int attempt = 0;; ++attempt) {
     const Sample& s = dataset.samples[sample];
-    status = decoder.DecodeTo(s.path, config.output, task.image);
+    status = decoder.Process(s.path, config.pipeline,
+                             SampleKey(config.seed, task.epoch, sample),
+                             task.image);
     if (status.ok()) {
       *task.label = s.label;
       *task.index = sample;

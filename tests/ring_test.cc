@@ -21,11 +21,11 @@ std::string UniqueName(const std::string& test) {
 }
 
 RingGeometry SmallGeometry(uint32_t slots = 3) {
-  return ComputeRingGeometry(slots, ComputeSlotLayout(4, 8, 10));
+  return ComputeRingGeometry(slots, ComputeSlotLayout(4, 8 * 10 * 3));
 }
 
 TEST(RingLayout, SlotLayoutIsAlignedAndHoldsEveryTensor) {
-  const SlotLayout layout = ComputeSlotLayout(5, 7, 9);
+  const SlotLayout layout = ComputeSlotLayout(5, 7 * 9 * 3);
   EXPECT_EQ(layout.images_bytes, 5u * 7 * 9 * 3);
   EXPECT_EQ(layout.labels_offset % kTensorAlignment, 0u);
   EXPECT_GE(layout.labels_offset, layout.images_bytes);
@@ -85,7 +85,7 @@ TEST(Ring, SegmentLargerThanDevShmIsResourceExhausted) {
   struct statvfs vfs;
   ASSERT_EQ(::statvfs("/dev/shm", &vfs), 0);
   const uint64_t too_big = uint64_t(vfs.f_blocks) * vfs.f_frsize * 2;
-  SlotLayout slot = ComputeSlotLayout(1, 1, 1);
+  SlotLayout slot = ComputeSlotLayout(1, 3);
   slot.slot_bytes = too_big;
   const std::string name = UniqueName("huge");
   auto ring = Ring::Create(name, ComputeRingGeometry(1, slot), 0600);

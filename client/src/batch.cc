@@ -44,9 +44,7 @@ Batch& Batch::operator=(Batch&& other) noexcept {
     epoch_ = other.epoch_;
     index_ = other.index_;
     size_ = other.size_;
-    height_ = other.height_;
-    width_ = other.width_;
-    images_ = other.images_;
+    image_ = other.image_;
     labels_ = other.labels_;
     indices_ = other.indices_;
   }
@@ -55,8 +53,21 @@ Batch& Batch::operator=(Batch&& other) noexcept {
 
 Batch::~Batch() { Release(); }
 
+Batch::ImageTensor Batch::image_tensor() const { return image_; }
+
 TensorView<uint8_t> Batch::images() const {
-  return TensorView<uint8_t>(images_, {size_, height_, width_, 3}, 4);
+  if (image_.dtype != DType::kUInt8) return {};
+  return {static_cast<const uint8_t*>(image_.data), image_.shape, 4};
+}
+
+TensorView<float> Batch::images_f32() const {
+  if (image_.dtype != DType::kFloat32) return {};
+  return {static_cast<const float*>(image_.data), image_.shape, 4};
+}
+
+TensorView<uint16_t> Batch::images_f16() const {
+  if (image_.dtype != DType::kFloat16) return {};
+  return {static_cast<const uint16_t*>(image_.data), image_.shape, 4};
 }
 
 absl::Status Batch::CheckIntact() const {
@@ -98,8 +109,11 @@ absl::StatusOr<Batch> Consumer::Next() {
     return absl::InternalError(
         absl::StrCat("the daemon sent a batch of ", n, " samples"));
   }
-  auto images = Locate(ring, *handle, "images",
-                       n * spec.height * spec.width * 3);
+  const int64_t h = spec.height, w = spec.width;
+  const size_t value_bytes = spec.dtype == DType::kUInt8     ? 1
+                             : spec.dtype == DType::kFloat16 ? 2
+                                                             : 4;
+  auto images = Locate(ring, *handle, "images", n * h * w * 3 * value_bytes);
   auto labels = Locate(ring, *handle, "labels", n * sizeof(int64_t));
   auto indices = Locate(ring, *handle, "indices", n * sizeof(int64_t));
   for (const auto* located : {&images, &labels, &indices}) {
@@ -112,9 +126,12 @@ absl::StatusOr<Batch> Consumer::Next() {
   batch.epoch_ = handle->epoch();
   batch.index_ = handle->batch();
   batch.size_ = static_cast<uint32_t>(n);
-  batch.height_ = spec.height;
-  batch.width_ = spec.width;
-  batch.images_ = *images;
+  const Layout layout = spec.layout.value_or(Layout::kNHWC);
+  batch.image_ = {*images, spec.dtype, layout,
+                  layout == Layout::kNHWC
+                      ? std::array<int64_t, 4>{int64_t(n), h, w, 3}
+                      : std::array<int64_t, 4>{int64_t(n), 3, h, w},
+                  n * h * w * 3 * value_bytes};
   batch.labels_ = reinterpret_cast<const int64_t*>(*labels);
   batch.indices_ = reinterpret_cast<const int64_t*>(*indices);
   const uint64_t now = ring.Generation(batch.slot_);

@@ -14,13 +14,99 @@ JobState StateFrom(v1::JobState state) {
   }
 }
 
+v1::Interpolation ToProto(Interpolation i) {
+  return i == Interpolation::kNearest ? v1::INTERPOLATION_NEAREST
+                                      : v1::INTERPOLATION_BILINEAR;
+}
+
+Interpolation FromProto(v1::Interpolation i) {
+  return i == v1::INTERPOLATION_NEAREST ? Interpolation::kNearest
+                                        : Interpolation::kBilinear;
+}
+
+// One op to the wire.
+struct OpWriter {
+  v1::Op* op;
+  void operator()(const RandomResizedCrop& o) const {
+    auto* p = op->mutable_random_resized_crop();
+    p->set_height(o.height);
+    p->set_width(o.width);
+    p->set_scale_min(o.scale_min);
+    p->set_scale_max(o.scale_max);
+    p->set_ratio_min(o.ratio_min);
+    p->set_ratio_max(o.ratio_max);
+    p->set_interpolation(ToProto(o.interpolation));
+  }
+  void operator()(const Resize& o) const {
+    auto* p = op->mutable_resize();
+    p->set_shorter_side(o.shorter_side);
+    p->set_height(o.height);
+    p->set_width(o.width);
+    p->set_interpolation(ToProto(o.interpolation));
+  }
+  void operator()(const CenterCrop& o) const {
+    op->mutable_center_crop()->set_height(o.height);
+    op->mutable_center_crop()->set_width(o.width);
+  }
+  void operator()(const RandomHorizontalFlip& o) const {
+    op->mutable_random_horizontal_flip()->set_p(o.p);
+  }
+  void operator()(const Normalize& o) const {
+    auto* p = op->mutable_normalize();
+    for (int c = 0; c < 3; ++c) {
+      p->add_mean(o.mean[c]);
+      p->add_std(o.std[c]);
+    }
+  }
+};
+
+std::optional<Op> OpFrom(const v1::Op& op) {
+  switch (op.kind_case()) {
+    case v1::Op::kRandomResizedCrop: {
+      const auto& p = op.random_resized_crop();
+      return RandomResizedCrop{p.height(),    p.width(),     p.scale_min(),
+                               p.scale_max(), p.ratio_min(), p.ratio_max(),
+                               FromProto(p.interpolation())};
+    }
+    case v1::Op::kResize: {
+      const auto& p = op.resize();
+      return Resize{p.shorter_side(), p.height(), p.width(),
+                    FromProto(p.interpolation())};
+    }
+    case v1::Op::kCenterCrop:
+      return CenterCrop{op.center_crop().height(), op.center_crop().width()};
+    case v1::Op::kRandomHorizontalFlip:
+      return RandomHorizontalFlip{op.random_horizontal_flip().p()};
+    case v1::Op::kNormalize: {
+      Normalize n;
+      for (int c = 0; c < 3 && c < op.normalize().mean_size() &&
+                      c < op.normalize().std_size();
+           ++c) {
+        n.mean[c] = op.normalize().mean(c);
+        n.std[c] = op.normalize().std(c);
+      }
+      return n;
+    }
+    default:
+      return std::nullopt;
+  }
+}
+
 JobSpec SpecFrom(const v1::JobSpec& p) {
   JobSpec spec;
   spec.dataset_path = p.dataset().path();
   spec.batch_size = p.batch_size();
   spec.slots = p.slots();
+  for (const v1::Op& op : p.pipeline()) {
+    if (auto parsed = OpFrom(op)) spec.pipeline.push_back(*parsed);
+  }
   spec.height = p.output().height();
   spec.width = p.output().width();
+  spec.dtype = p.output().dtype() == v1::DTYPE_FLOAT32   ? DType::kFloat32
+               : p.output().dtype() == v1::DTYPE_FLOAT16 ? DType::kFloat16
+                                                         : DType::kUInt8;
+  if (p.output().layout() == v1::LAYOUT_NHWC) spec.layout = Layout::kNHWC;
+  if (p.output().layout() == v1::LAYOUT_NCHW) spec.layout = Layout::kNCHW;
   spec.seed = p.seed();
   spec.shuffle = !p.has_shuffle() || p.shuffle();
   spec.drop_last = p.drop_last();
@@ -38,9 +124,22 @@ v1::JobSpec ToProto(const JobSpec& spec) {
   p.mutable_dataset()->set_path(spec.dataset_path);
   p.set_batch_size(spec.batch_size);
   p.set_slots(spec.slots);
-  p.mutable_output()->set_height(spec.height);
-  p.mutable_output()->set_width(spec.width);
-  p.mutable_output()->set_dtype(v1::DTYPE_UINT8);
+  for (const Op& op : spec.pipeline) {
+    std::visit(OpWriter{p.add_pipeline()}, op);
+  }
+  if (spec.pipeline.empty()) {  // with a pipeline, it sets the size
+    p.mutable_output()->set_height(spec.height);
+    p.mutable_output()->set_width(spec.width);
+  }
+  p.mutable_output()->set_dtype(spec.dtype == DType::kFloat32 ? v1::DTYPE_FLOAT32
+                                : spec.dtype == DType::kFloat16
+                                    ? v1::DTYPE_FLOAT16
+                                    : v1::DTYPE_UINT8);
+  if (spec.layout) {
+    p.mutable_output()->set_layout(*spec.layout == Layout::kNHWC
+                                       ? v1::LAYOUT_NHWC
+                                       : v1::LAYOUT_NCHW);
+  }
   p.set_seed(spec.seed);
   p.set_shuffle(spec.shuffle);
   p.set_drop_last(spec.drop_last);
@@ -93,3 +192,17 @@ DaemonStats FromProto(const v1::Stats& stats) {
 }
 
 }  // namespace stoker::internal
+
+namespace stoker {
+
+std::vector<Op> TrainPipeline(uint32_t size) {
+  return {RandomResizedCrop{.height = size, .width = size},
+          RandomHorizontalFlip{}};
+}
+
+std::vector<Op> EvalPipeline(uint32_t resize, uint32_t crop) {
+  return {Resize{.shorter_side = resize},
+          CenterCrop{.height = crop, .width = crop}};
+}
+
+}  // namespace stoker

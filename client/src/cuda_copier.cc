@@ -59,8 +59,8 @@ class CudaCopier::Impl {
       return absl::InvalidArgumentError("CopyAsync of an invalid batch");
     }
     if (absl::Status earlier = TakeError(); !earlier.ok()) return earlier;
-    const TensorView<uint8_t> view = batch.images();
-    cudaError_t error = cudaMemcpyAsync(images, view.data(), view.bytes(),
+    const Batch::ImageTensor view = batch.image_tensor();
+    cudaError_t error = cudaMemcpyAsync(images, view.data, view.bytes,
                                         cudaMemcpyHostToDevice, stream);
     if (error == cudaSuccess && labels != nullptr) {
       error = cudaMemcpyAsync(labels, batch.labels().data(),

@@ -57,8 +57,20 @@ class Batch {
   uint32_t slot() const { return slot_; }
   uint64_t generation() const { return generation_; }
 
-  // [size, height, width, 3] uint8, RGB, row-major (NHWC).
+  // The images in any dtype and layout: [size, H, W, 3] (NHWC) or
+  // [size, 3, H, W] (NCHW), RGB.
+  struct ImageTensor {
+    const void* data = nullptr;
+    DType dtype = DType::kUInt8;
+    Layout layout = Layout::kNHWC;
+    std::array<int64_t, 4> shape = {};
+    size_t bytes = 0;
+  };
+  ImageTensor image_tensor() const;
+  // Typed views; empty unless the job's dtype is the one asked for.
   TensorView<uint8_t> images() const;
+  TensorView<float> images_f32() const;
+  TensorView<uint16_t> images_f16() const;  // IEEE half bit patterns
   // [size] class index of each row.
   std::span<const int64_t> labels() const { return {labels_, size_}; }
   // [size] dataset index of each row (see JobInfo::num_samples).
@@ -80,9 +92,7 @@ class Batch {
   uint64_t epoch_ = 0;
   uint64_t index_ = 0;
   uint32_t size_ = 0;
-  int64_t height_ = 0;
-  int64_t width_ = 0;
-  const uint8_t* images_ = nullptr;
+  ImageTensor image_;
   const int64_t* labels_ = nullptr;
   const int64_t* indices_ = nullptr;
 };

@@ -47,8 +47,8 @@ class CudaCopier {
   CudaCopier(const CudaCopier&) = delete;
   CudaCopier& operator=(const CudaCopier&) = delete;
 
-  // Enqueues on `stream` the copy of the batch's images (images().bytes()
-  // bytes) to `device_images` and, unless null, of its labels (size() x
+  // Enqueues on `stream` the copy of the batch's images
+  // (image_tensor().bytes bytes) to `device_images` and, unless null, of its labels (size() x
   // int64) to `device_labels`. Returns at once; the batch is released after
   // the copy completes. An error found then (the slot was reclaimed during
   // the copy) is returned by the next CopyAsync() or Drain().

@@ -5,8 +5,10 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
+#include <variant>
 #include <vector>
 
 namespace stoker {
@@ -19,13 +21,67 @@ enum class OnError {
   kFail,     // fail the job; Consumer::Next() returns DATA_LOSS naming the file
 };
 
+// The element type of a batch's images.
+enum class DType {
+  kUInt8,    // 0..255, smallest to ship; normalise on the GPU
+  kFloat32,  // v / 255, then Normalize if the pipeline has it
+  kFloat16,  // the same as IEEE half floats (uint16_t bit patterns)
+};
+
+enum class Layout { kNHWC, kNCHW };
+
+// Shrinking averages the covered area; enlarging is bilinear.
+enum class Interpolation { kBilinear, kNearest };
+
+// The pipeline ops: the torchvision transforms of the same names.
+struct RandomResizedCrop {
+  uint32_t height = 224;
+  uint32_t width = 224;
+  float scale_min = 0.08f;
+  float scale_max = 1.0f;
+  float ratio_min = 3.0f / 4.0f;
+  float ratio_max = 4.0f / 3.0f;
+  Interpolation interpolation = Interpolation::kBilinear;
+};
+struct Resize {
+  uint32_t shorter_side = 0;  // or exactly height x width
+  uint32_t height = 0;
+  uint32_t width = 0;
+  Interpolation interpolation = Interpolation::kBilinear;
+};
+struct CenterCrop {
+  uint32_t height = 224;
+  uint32_t width = 224;
+};
+struct RandomHorizontalFlip {
+  float p = 0.5f;
+};
+struct Normalize {  // ImageNet statistics by default
+  std::array<float, 3> mean = {0.485f, 0.456f, 0.406f};
+  std::array<float, 3> std = {0.229f, 0.224f, 0.225f};
+};
+using Op = std::variant<RandomResizedCrop, Resize, CenterCrop,
+                        RandomHorizontalFlip, Normalize>;
+
+// RandomResizedCrop(size) + RandomHorizontalFlip(): the usual training
+// pipeline (add Normalize() for float output).
+std::vector<Op> TrainPipeline(uint32_t size = 224);
+// Resize(shorter side) + CenterCrop(crop): the usual evaluation pipeline.
+std::vector<Op> EvalPipeline(uint32_t resize = 256, uint32_t crop = 224);
+
 // What a trainer asks for. Defaults give a 224x224 ImageNet-style stream.
 struct JobSpec {
   std::string dataset_path;  // ImageFolder root: <root>/<class>/<file>.jpg
   uint32_t batch_size = 64;  // 1..4096
   uint32_t slots = 8;        // ring depth, 1..256
-  uint32_t height = 224;     // every image is resized to height x width
+  // Accepted orders: RandomResizedCrop [RandomHorizontalFlip] [Normalize],
+  // or Resize [CenterCrop] [RandomHorizontalFlip] [Normalize]. Each sample's
+  // random parameters depend only on (seed, epoch, sample index).
+  std::vector<Op> pipeline;
+  uint32_t height = 224;     // with an empty pipeline: resize to height x width
   uint32_t width = 224;
+  DType dtype = DType::kUInt8;
+  std::optional<Layout> layout;  // default NHWC for uint8, NCHW for floats
   uint64_t seed = 0;         // same seed, same order
   bool shuffle = true;
   bool drop_last = false;
