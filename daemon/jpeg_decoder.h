@@ -48,6 +48,7 @@ struct Region {
   int y = 0;
   int width = 0;
   int height = 0;
+  bool operator==(const Region&) const = default;
 };
 
 // What DecodeRegion() should decode: `region` of the image, which will be

@@ -2,6 +2,7 @@
 // happens with bad input.
 #include "daemon/jpeg_decoder.h"
 
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -175,6 +176,70 @@ TEST_F(DecoderTest, EnlargingIsCloseToTheSource) {
   EXPECT_LT(testing::MeanAbsDiff(back.pixels.data(), source.pixels.data(),
                                  back.pixels.size()),
             8.0);
+}
+
+TEST_F(DecoderTest, RegionDecodeIsTheSameRegionOfTheFullDecode) {
+  const std::string path = WriteJpeg("roi.jpg", 301, 203);
+  const testing::RgbImage full = ReferenceDecode(path);
+  JpegDecoder decoder({});
+  std::vector<uint8_t> buffer;
+  DecodedRegion region;
+  const Region wanted{37, 51, 150, 90};
+  ASSERT_TRUE(decoder
+                  .DecodeRegion(
+                      Bytes(testdata::ReadTextFile(path)),
+                      [&](const ImageSize&) {
+                        // A target as large as the region: no DCT scaling.
+                        return RegionRequest{wanted, {150, 90}};
+                      },
+                      &buffer, &region)
+                  .ok());
+  EXPECT_EQ(region.scale_denom, 1);
+  ASSERT_EQ(region.size.width, 150);
+  ASSERT_EQ(region.size.height, 90);
+  for (int y = 0; y < 90; ++y) {
+    ASSERT_EQ(0, std::memcmp(region.data + y * region.stride,
+                             &full.pixels[((y + 51) * 301 + 37) * 3], 150 * 3))
+        << "row " << y;
+  }
+}
+
+TEST_F(DecoderTest, RegionDecodeScalesInTheDctDomainOnlyByPowersOfTwo) {
+  const std::string path =
+      WriteJpeg("dct.jpg", 640, 480, /*grayscale=*/false, /*smooth=*/true);
+  JpegDecoder decoder({});
+  std::vector<uint8_t> buffer;
+  auto scale_for = [&](ImageSize target) {
+    DecodedRegion region;
+    EXPECT_TRUE(decoder
+                    .DecodeRegion(
+                        Bytes(testdata::ReadTextFile(path)),
+                        [&](const ImageSize& s) {
+                          return RegionRequest{{0, 0, s.width, s.height},
+                                               target};
+                        },
+                        &buffer, &region)
+                    .ok());
+    EXPECT_GE(region.size.width, target.width);
+    EXPECT_GE(region.size.height, target.height);
+    return region.scale_denom;
+  };
+  EXPECT_EQ(scale_for({80, 60}), 8);
+  EXPECT_EQ(scale_for({100, 60}), 4);   // 640 / 8 = 80 < 100
+  EXPECT_EQ(scale_for({224, 224}), 2);  // 480 / 2 = 240 >= 224
+  EXPECT_EQ(scale_for({300, 300}), 1);  // 3/8 and the like are not used
+}
+
+TEST_F(DecoderTest, DctScaledResultStaysCloseToAFullDecodeResize) {
+  const std::string path =
+      WriteJpeg("close.jpg", 640, 480, /*grayscale=*/false, /*smooth=*/true);
+  SampleDecoder decoder({});
+  std::vector<uint8_t> out(80 * 60 * 3);
+  ASSERT_TRUE(decoder.DecodeTo(path, {80, 60}, out.data()).ok());  // 1/8 DCT
+  const testing::RgbImage expected =
+      testing::ReferenceResize(ReferenceDecode(path), 80, 60);
+  EXPECT_LT(testing::MeanAbsDiff(out.data(), expected.pixels.data(), out.size()),
+            2.0);
 }
 
 }  // namespace
