@@ -16,6 +16,7 @@ ABSL_FLAG(int, height, 375, "nominal image height");
 ABSL_FLAG(bool, vary_size, true, "vary each image's sides by up to -20%");
 ABSL_FLAG(int, quality, 90, "JPEG quality");
 ABSL_FLAG(uint64_t, seed, 1, "generator seed");
+ABSL_FLAG(bool, smooth, false, "no grain or fine texture (resampler tests)");
 
 int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
@@ -31,7 +32,8 @@ int main(int argc, char** argv) {
             .height = absl::GetFlag(FLAGS_height),
             .vary_size = absl::GetFlag(FLAGS_vary_size),
             .quality = absl::GetFlag(FLAGS_quality),
-            .seed = absl::GetFlag(FLAGS_seed)});
+            .seed = absl::GetFlag(FLAGS_seed),
+            .smooth = absl::GetFlag(FLAGS_smooth)});
   if (!dataset.ok()) {
     std::fprintf(stderr, "make_dataset: %s\n",
                  dataset.status().ToString().c_str());
