@@ -29,6 +29,9 @@ ABSL_FLAG(uint32_t, size, 224, "output height and width");
 ABSL_FLAG(uint32_t, slots, 8, "ring slots");
 ABSL_FLAG(uint64_t, seed, 1, "shuffle seed");
 ABSL_FLAG(bool, gpu, true, "copy batches to the GPU when one is available");
+ABSL_FLAG(std::string, pipeline, "train",
+          "train (RandomResizedCrop + flip), eval (Resize 256/224 + "
+          "CenterCrop, scaled to --size) or resize (plain resize)");
 
 namespace {
 
@@ -107,19 +110,30 @@ int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
   auto client = stoker::Client::Connect(absl::GetFlag(FLAGS_target));
   if (!client.ok()) return Fail(client.status());
+  const uint32_t size = absl::GetFlag(FLAGS_size);
+  const std::string pipeline = absl::GetFlag(FLAGS_pipeline);
   stoker::JobSpec spec{.dataset_path = absl::GetFlag(FLAGS_data),
                        .batch_size = absl::GetFlag(FLAGS_batch_size),
                        .slots = absl::GetFlag(FLAGS_slots),
-                       .height = absl::GetFlag(FLAGS_size),
-                       .width = absl::GetFlag(FLAGS_size),
+                       .height = size,
+                       .width = size,
                        .seed = absl::GetFlag(FLAGS_seed),
                        .epochs = absl::GetFlag(FLAGS_epochs),
                        .name = "example_trainer"};
+  if (pipeline == "train") {
+    spec.pipeline = stoker::TrainPipeline(size);
+  } else if (pipeline == "eval") {
+    spec.pipeline = stoker::EvalPipeline(size * 8 / 7, size);
+  } else if (pipeline != "resize") {
+    return Fail(absl::InvalidArgumentError("--pipeline: train, eval or resize"));
+  }
   auto job = (*client)->CreateJob(spec);
   if (!job.ok()) return Fail(job.status());
-  std::printf("job %s: %lu samples in %zu classes, %lu batches per epoch\n",
+  std::printf("job %s: %lu samples in %zu classes, %lu batches per epoch, "
+              "%s pipeline to %ux%u\n",
               job->id.c_str(), job->num_samples, job->class_names.size(),
-              job->batches_per_epoch);
+              job->batches_per_epoch, pipeline.c_str(), job->spec.height,
+              job->spec.width);
   auto consumer = (*client)->Attach(job->id);
   if (!consumer.ok()) return Fail(consumer.status());
   auto gpu = MaybeGpu(**consumer, spec);
