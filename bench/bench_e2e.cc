@@ -5,6 +5,11 @@
 //       process, end to end through the shared-memory ring,
 // and the ratio of (b) to N x (a), i.e. how much of N cores' worth of decode
 // reaches the trainer.
+//
+// --mode=bare_full and --mode=client are the pieces bench/compare_torch.py
+// runs side by side with a torch DataLoader: a bare libjpeg-turbo
+// full-decode loop on one thread, and a client of an already running
+// stokerd (--target). Both print "key value" result lines.
 #include <signal.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -20,6 +25,7 @@
 #include "bench/support/process.h"
 #include "daemon/image_folder.h"
 #include "daemon/sample_decoder.h"
+#include <turbojpeg.h>
 #include "stoker/client.h"
 
 ABSL_FLAG(std::string, data, "", "ImageFolder root; empty: generate one");
@@ -32,6 +38,10 @@ ABSL_FLAG(uint32_t, slots, 8, "ring slots");
 ABSL_FLAG(uint32_t, epochs, 3, "epochs to consume (the first is warm-up)");
 ABSL_FLAG(bool, touch, false, "client reads every pixel of every batch");
 ABSL_FLAG(std::string, stokerd, STOKERD_PATH, "stokerd binary");
+ABSL_FLAG(std::string, mode, "report", "report, bare_full or client");
+ABSL_FLAG(std::string, target, "", "--mode=client: the daemon to use");
+ABSL_FLAG(std::string, pipeline, "resize", "resize, train or eval");
+ABSL_FLAG(std::string, dtype, "uint8", "uint8, float32 or float16");
 
 namespace {
 
@@ -66,6 +76,88 @@ double BareLoop(const stoker::Dataset& dataset, int size) {
   return best;
 }
 
+// The job the flags describe.
+stoker::JobSpec Spec(const std::string& root) {
+  const uint32_t size = absl::GetFlag(FLAGS_size);
+  stoker::JobSpec spec{.dataset_path = root,
+                       .batch_size = absl::GetFlag(FLAGS_batch_size),
+                       .slots = absl::GetFlag(FLAGS_slots),
+                       .height = size,
+                       .width = size,
+                       .epochs = absl::GetFlag(FLAGS_epochs)};
+  const std::string pipeline = absl::GetFlag(FLAGS_pipeline);
+  if (pipeline == "train") spec.pipeline = stoker::TrainPipeline(size);
+  if (pipeline == "eval") spec.pipeline = stoker::EvalPipeline(size * 8 / 7, size);
+  const std::string dtype = absl::GetFlag(FLAGS_dtype);
+  if (dtype != "uint8") {
+    spec.dtype = dtype == "float16" ? stoker::DType::kFloat16
+                                    : stoker::DType::kFloat32;
+    if (pipeline != "resize") spec.pipeline.push_back(stoker::Normalize{});
+  }
+  return spec;
+}
+
+// (c) of the torch comparison: libjpeg-turbo's full decode, nothing else,
+// one thread, best of two passes.
+double BareFullDecode(const stoker::Dataset& dataset) {
+  tjhandle handle = tjInitDecompress();
+  std::vector<uint8_t> file, pixels;
+  double best = 0;
+  for (int pass = 0; pass < 2; ++pass) {
+    const auto start = Clock::now();
+    for (const stoker::Sample& s : dataset.samples) {
+      if (!stoker::ReadFile(s.path, &file).ok()) continue;
+      int w = 0, h = 0, sub = 0, space = 0;
+      if (tjDecompressHeader3(handle, file.data(), file.size(), &w, &h, &sub,
+                              &space) != 0) {
+        continue;
+      }
+      pixels.resize(size_t(w) * h * 3);
+      tjDecompress2(handle, file.data(), file.size(), pixels.data(), w, 0, h,
+                    TJPF_RGB, 0);
+    }
+    best = std::max(best, dataset.samples.size() / Seconds(start));
+  }
+  tjDestroy(handle);
+  return best;
+}
+
+// Consumes a job of an already running daemon; epochs after the first are
+// measured.
+int RunClient(const std::string& root) {
+  auto client = stoker::Client::Connect(absl::GetFlag(FLAGS_target));
+  if (!client.ok()) {
+    std::fprintf(stderr, "%s\n", client.status().ToString().c_str());
+    return 1;
+  }
+  auto job = (*client)->CreateJob(Spec(root));
+  if (!job.ok()) {
+    std::fprintf(stderr, "%s\n", job.status().ToString().c_str());
+    return 1;
+  }
+  auto consumer = (*client)->Attach(job->id);
+  if (!consumer.ok()) return 1;
+  uint64_t measured = 0;
+  Clock::time_point start = Clock::now();
+  double cpu = 0;
+  for (;;) {
+    auto batch = (*consumer)->Next();
+    if (!batch.ok()) break;
+    if (batch->epoch() == 1 && batch->index() == 0) {
+      start = Clock::now();
+      cpu = SelfCpuSeconds();
+    }
+    if (batch->epoch() >= 1) measured += batch->size();
+  }
+  const double seconds = Seconds(start);
+  std::printf("images_per_s %.1f\nclient_cpu_ms_per_image %.4f\n",
+              measured / seconds,
+              1e3 * (SelfCpuSeconds() - cpu) / std::max<uint64_t>(measured, 1));
+  consumer->reset();
+  (void)(*client)->DeleteJob(job->id);
+  return 0;
+}
+
 struct EndToEnd {
   double images_per_second = 0;  // after the warm-up epoch
   double daemon_cpu_per_image = 0;
@@ -85,13 +177,7 @@ absl::StatusOr<EndToEnd> RunDaemon(const std::string& root, int workers,
   }
   auto client = stoker::Client::Connect("unix://" + socket);
   if (!client.ok()) return client.status();
-  const uint32_t size = absl::GetFlag(FLAGS_size);
-  auto job = (*client)->CreateJob({.dataset_path = root,
-                                   .batch_size = absl::GetFlag(FLAGS_batch_size),
-                                   .slots = absl::GetFlag(FLAGS_slots),
-                                   .height = size,
-                                   .width = size,
-                                   .epochs = absl::GetFlag(FLAGS_epochs)});
+  auto job = (*client)->CreateJob(Spec(root));
   if (!job.ok()) return job.status();
   auto consumer = (*client)->Attach(job->id);
   if (!consumer.ok()) return consumer.status();
@@ -147,6 +233,12 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s\n", dataset.status().ToString().c_str());
     return 1;
   }
+  const std::string mode = absl::GetFlag(FLAGS_mode);
+  if (mode == "bare_full") {
+    std::printf("images_per_s %.1f\n", BareFullDecode(*dataset));
+    return 0;
+  }
+  if (mode == "client") return RunClient(root);
   const int cores = static_cast<int>(std::thread::hardware_concurrency());
   const int workers =
       absl::GetFlag(FLAGS_workers) > 0 ? absl::GetFlag(FLAGS_workers) : cores;

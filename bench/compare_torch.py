@@ -1,0 +1,168 @@
+#!/usr/bin/python3
+"""stoker against torch's DataLoader, side by side, in one run on the same
+files (run through bench/compare_torch.sh, which builds and installs).
+
+  (a) torch DataLoader: torchvision RandomResizedCrop(224) +
+      RandomHorizontalFlip + ToTensor + Normalize, batch 64,
+      num_workers = cores, persistent workers;
+  (b) stokerd with the same pipeline, uint8 output and float32 output
+      (normalised), its client consuming in another process;
+  (c) the bare libjpeg-turbo full-decode loop on one thread.
+
+Prints images/s, images/s per core, peak memory (proportional set size,
+PSS, summed over the processes involved and sampled every 20 ms, so pages
+shared between them, like the ring or the DataLoader's shared tensors, are
+not counted twice), and the ratios the targets are stated in.
+"""
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+try:
+    import psutil
+except ImportError:
+    sys.exit("compare_torch: python3-psutil is missing "
+             "(apt-get install python3-psutil)")
+
+
+def pss_of_tree(roots):
+    """Summed PSS of the given processes and all their descendants."""
+    total = 0
+    for root in roots:
+        try:
+            procs = [root] + root.children(recursive=True)
+        except psutil.NoSuchProcess:
+            continue
+        for proc in procs:
+            try:
+                total += proc.memory_full_info().pss
+            except (psutil.NoSuchProcess, psutil.AccessDenied):
+                pass
+    return total
+
+
+class PeakMemory:
+    """Samples the summed PSS of some process trees until stopped."""
+
+    def __init__(self, pids):
+        self.roots = [psutil.Process(pid) for pid in pids]
+        self.peak = 0
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self.run, daemon=True)
+        self.thread.start()
+
+    def run(self):
+        while not self.done.wait(0.02):
+            self.peak = max(self.peak, pss_of_tree(self.roots))
+
+    def stop(self):
+        self.done.set()
+        self.thread.join()
+        return self.peak
+
+
+def results(text):
+    """'key value' lines -> dict of floats."""
+    out = {}
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) == 2:
+            try:
+                out[parts[0]] = float(parts[1])
+            except ValueError:
+                pass
+    return out
+
+
+def run_measured(command, extra_pids=()):
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+    memory = PeakMemory([proc.pid, *extra_pids])
+    out, _ = proc.communicate()
+    peak = memory.stop()
+    if proc.returncode != 0:
+        sys.exit(f"compare_torch: {' '.join(command)} failed")
+    return results(out), peak
+
+
+def run_torch(args):
+    here = os.path.dirname(os.path.abspath(__file__))
+    r, peak = run_measured(
+        ["/usr/bin/python3", os.path.join(here, "torch_loader.py"),
+         f"--data={args.data}", f"--epochs={args.epochs}",
+         f"--workers={args.cores}"])
+    return r["images_per_s"], peak
+
+
+def run_stoker(args, dtype):
+    with tempfile.TemporaryDirectory(prefix="stoker-cmp") as tmp:
+        socket = os.path.join(tmp, "stoker.sock")
+        daemon = subprocess.Popen(
+            [args.stokerd, f"--socket=unix://{socket}",
+             f"--workers={args.cores}", "--log_level=warn"])
+        for _ in range(200):
+            if os.path.exists(socket):
+                break
+            time.sleep(0.05)
+        try:
+            r, peak = run_measured(
+                [args.bench, "--mode=client", f"--target=unix://{socket}",
+                 f"--data={args.data}", "--pipeline=train",
+                 f"--dtype={dtype}", f"--epochs={args.epochs}",
+                 "--batch_size=64"],
+                extra_pids=[daemon.pid])
+        finally:
+            daemon.terminate()
+            daemon.wait()
+    return r["images_per_s"], peak
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--data", required=True)
+    parser.add_argument("--stokerd", required=True)
+    parser.add_argument("--bench", required=True, help="bench_e2e binary")
+    parser.add_argument("--epochs", type=int, default=3)
+    parser.add_argument("--cores", type=int, default=os.cpu_count())
+    args = parser.parse_args()
+    try:
+        import torch  # noqa: F401
+        import torchvision  # noqa: F401
+    except ImportError:
+        sys.exit("compare_torch: python3-torch and python3-torchvision are "
+                 "missing (apt-get install python3-torchvision)")
+
+    bare = results(subprocess.run(
+        [args.bench, "--mode=bare_full", f"--data={args.data}"],
+        check=True, capture_output=True, text=True).stdout)["images_per_s"]
+    torch_ips, torch_mem = run_torch(args)
+    u8_ips, u8_mem = run_stoker(args, "uint8")
+    f32_ips, f32_mem = run_stoker(args, "float32")
+
+    cores = args.cores
+    print(f"\n{cores} cores; RandomResizedCrop(224) + flip, batch 64, "
+          f"epochs 2..{args.epochs} measured\n")
+    print(f"{'':34}{'images/s':>10}{'per core':>10}{'peak PSS MB':>13}")
+    rows = [("torch DataLoader (float32)", torch_ips, torch_mem),
+            ("stoker, uint8 NHWC", u8_ips, u8_mem),
+            ("stoker, float32 NCHW normalised", f32_ips, f32_mem),
+            ("bare libjpeg-turbo full decode", bare, None)]
+    for name, ips, mem in rows:
+        per_core = ips if mem is None else ips / cores
+        mem_text = "" if mem is None else f"{mem / 1e6:13.0f}"
+        print(f"{name:34}{ips:10.0f}{per_core:10.0f}{mem_text}")
+    print()
+    print(f"stoker uint8 / torch DataLoader          : {u8_ips / torch_ips:5.2f}x"
+          "   (target >= 3)")
+    print(f"stoker uint8 / ({cores} cores x bare decode)  : "
+          f"{u8_ips / (cores * bare):5.2f}    (target >= 0.85)")
+    print(f"stoker uint8 memory / DataLoader memory : "
+          f"{u8_mem / torch_mem:5.2f}    (target <= 0.25)")
+    print(f"stoker float32 / torch DataLoader        : {f32_ips / torch_ips:5.2f}x")
+
+
+if __name__ == "__main__":
+    main()
