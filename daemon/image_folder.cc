@@ -50,7 +50,7 @@ bool IsImageFile(const std::string& name) {
   const auto dot = name.rfind('.');
   if (dot == std::string::npos) return false;
   const std::string ext = absl::AsciiStrToLower(name.substr(dot + 1));
-  return ext == "jpg" || ext == "jpeg";
+  return ext == "jpg" || ext == "jpeg" || ext == "png";
 }
 
 absl::StatusOr<Dataset> ScanImageFolder(const std::string& root) {

@@ -25,7 +25,8 @@ struct Dataset {
   std::vector<Sample> samples;
 };
 
-// True for the file extensions the decoder reads (.jpg, .jpeg, any case).
+// True for the file extensions the decoders read (.jpg, .jpeg, .png, any
+// case).
 bool IsImageFile(const std::string& name);
 
 // Scans `root`. Errors name the field the path came from (dataset.path):

@@ -111,13 +111,19 @@ absl::Status SampleDecoder::Process(const std::string& path,
                                     uint8_t* out) {
   if (absl::Status read = ReadFile(path, &file_); !read.ok()) return read;
   DecodedRegion region;
-  absl::Status decoded = jpeg_.DecodeRegion(
-      file_,
-      [&](const ImageSize& size) {
-        params_ = DrawSampleParams(pipeline, size, key);
-        return RegionRequest{params_.box, pipeline.output};
-      },
-      &region_, &region);
+  auto plan = [&](const ImageSize& size) {
+    params_ = DrawSampleParams(pipeline, size, key);
+    return RegionRequest{params_.box, pipeline.output};
+  };
+  absl::Status decoded;
+  if (IsJpeg(file_)) {
+    decoded = jpeg_.DecodeRegion(file_, plan, &region_, &region);
+  } else if (IsPng(file_)) {
+    decoded = png_.DecodeRegion(file_, plan, &region_, &region);
+  } else {
+    decoded = absl::InvalidArgumentError(
+        file_.empty() ? "empty file" : "not a JPEG or PNG file");
+  }
   if (!decoded.ok()) return decoded;
   uint8_t* planes =
       ResampleToPlanes(region.data, region.stride, region.size,

@@ -1,5 +1,6 @@
-// SampleDecoder: the per-sample work of a worker thread. Reads one file,
-// decodes the part of it the sample's crop needs, resamples it to the
+// SampleDecoder: the per-sample work of a worker thread. Reads one file
+// (JPEG or PNG, told apart by their first bytes), decodes the part of it the
+// sample's crop needs, resamples it to the
 // pipeline's output size, flips it if drawn, and writes it straight into its
 // row of a ring slot in the output dtype and layout.
 //
@@ -16,6 +17,7 @@
 #include "absl/status/status.h"
 #include "daemon/jpeg_decoder.h"
 #include "daemon/pipeline.h"
+#include "daemon/png_decoder.h"
 
 namespace stoker {
 
@@ -45,7 +47,7 @@ uint16_t FloatToHalf(float value);
 
 class SampleDecoder {
  public:
-  explicit SampleDecoder(DecodeLimits limits) : jpeg_(limits) {}
+  explicit SampleDecoder(DecodeLimits limits) : jpeg_(limits), png_(limits) {}
 
   // Decodes `path` through `pipeline` with the random parameters of `key`
   // (see SampleKey), writing pipeline.BytesPerImage() bytes to `out`.
@@ -65,6 +67,7 @@ class SampleDecoder {
                    uint8_t* out);
 
   JpegDecoder jpeg_;
+  PngDecoder png_;
   SampleParams params_;
   std::vector<uint8_t> file_;
   std::vector<uint8_t> region_;

@@ -7,7 +7,7 @@ packages=(
   cmake ninja-build pkg-config g++
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libboost-dev libspdlog-dev
-  libjpeg62-turbo-dev libturbojpeg0-dev libyuv-dev
+  libjpeg62-turbo-dev libturbojpeg0-dev libyuv-dev libspng-dev
   libgtest-dev
 )
 
