@@ -133,6 +133,22 @@ absl::Status ParseNormalize(const OpError& e, const v1::Normalize& op,
   return absl::OkStatus();
 }
 
+absl::Status ParseJitter(const OpError& e, const v1::ColorJitter& op,
+                         Pipeline* p) {
+  const float values[3] = {op.brightness(), op.contrast(), op.saturation()};
+  const char* names[3] = {"brightness", "contrast", "saturation"};
+  for (int i = 0; i < 3; ++i) {
+    if (!(values[i] >= 0 && values[i] <= 100)) {
+      return e.Bad(names[i], absl::StrCat("must be in [0, 100], got ", values[i]));
+    }
+  }
+  p->brightness = values[0];
+  p->contrast = values[1];
+  p->saturation = values[2];
+  if (!p->jitter()) return e.Bad("brightness", "contrast and saturation are all 0");
+  return absl::OkStatus();
+}
+
 // Position of each op kind in the accepted order.
 int Rank(v1::Op::KindCase kind) {
   switch (kind) {
@@ -143,8 +159,10 @@ int Rank(v1::Op::KindCase kind) {
       return 1;
     case v1::Op::kRandomHorizontalFlip:
       return 2;
-    case v1::Op::kNormalize:
+    case v1::Op::kColorJitter:
       return 3;
+    case v1::Op::kNormalize:
+      return 4;
     default:
       return -1;
   }
@@ -163,8 +181,8 @@ absl::Status ParseOps(const v1::JobSpec& spec, Pipeline* p) {
         (op.has_center_crop() && spec.pipeline(0).has_random_resized_crop())) {
       return absl::InvalidArgumentError(absl::StrCat(
           "pipeline[", i, "]: impossible order; accepted: random_resized_crop "
-          "[random_horizontal_flip] [normalize], or resize [center_crop] "
-          "[random_horizontal_flip] [normalize]"));
+          "[random_horizontal_flip] [color_jitter] [normalize], or resize "
+          "[center_crop] [random_horizontal_flip] [color_jitter] [normalize]"));
     }
     last_rank = rank;
     absl::Status status;
@@ -189,6 +207,9 @@ absl::Status ParseOps(const v1::JobSpec& spec, Pipeline* p) {
       }
       case v1::Op::kNormalize:
         status = ParseNormalize({i, "normalize"}, op.normalize(), p);
+        break;
+      case v1::Op::kColorJitter:
+        status = ParseJitter({i, "color_jitter"}, op.color_jitter(), p);
         break;
       default:
         break;
@@ -305,6 +326,12 @@ void PipelineToProto(const Pipeline& p, v1::JobSpec* spec) {
   if (p.flip_p > 0) {
     spec->add_pipeline()->mutable_random_horizontal_flip()->set_p(p.flip_p);
   }
+  if (p.jitter()) {
+    auto* op = spec->add_pipeline()->mutable_color_jitter();
+    op->set_brightness(p.brightness);
+    op->set_contrast(p.contrast);
+    op->set_saturation(p.saturation);
+  }
   if (p.normalize) {
     auto* op = spec->add_pipeline()->mutable_normalize();
     for (int c = 0; c < 3; ++c) {
@@ -377,6 +404,24 @@ Region ResizeCenterCropBox(ImageSize image, const Pipeline& p) {
   return box;
 }
 
+JitterParams DrawJitter(const Pipeline& p, uint64_t key) {
+  // As torchvision's ColorJitter.get_params: an order, then each factor
+  // uniform in [max(0, 1 - x), 1 + x].
+  JitterParams j;
+  uint64_t k = 0;
+  for (int i = 2; i > 0; --i) {
+    std::swap(j.order[i], j.order[UniformBelow(key, &k, i + 1)]);
+  }
+  auto factor = [&](float x) {
+    return x > 0 ? float(Uniform(key, &k, std::max(0.0, 1.0 - x), 1.0 + x))
+                 : 1.0f;
+  };
+  j.brightness = factor(p.brightness);
+  j.contrast = factor(p.contrast);
+  j.saturation = factor(p.saturation);
+  return j;
+}
+
 uint64_t SampleKey(uint64_t seed, uint64_t epoch, uint64_t index) {
   return Mix64(Mix64(Mix64(seed ^ 0x5ca1ab1e) + epoch) + index);
 }
@@ -391,6 +436,7 @@ SampleParams DrawSampleParams(const Pipeline& p, ImageSize image,
   // the crop took.
   uint64_t k = 0;
   params.flip = p.flip_p > 0 && Uniform01(Mix64(key ^ 0xf11b), &k) < p.flip_p;
+  if (p.jitter()) params.jitter = DrawJitter(p, Mix64(key ^ 0xc0105));
   return params;
 }
 

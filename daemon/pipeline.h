@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #include "absl/status/statusor.h"
+#include "daemon/color_jitter.h"
 #include "daemon/jpeg_decoder.h"
 #include "stoker/v1/loader.pb.h"
 
@@ -38,6 +39,11 @@ struct Pipeline {
   ImageSize resized;
   bool center_crop = false;
   double flip_p = 0.0;
+  // ColorJitter strengths (0: off).
+  float brightness = 0;
+  float contrast = 0;
+  float saturation = 0;
+  bool jitter() const { return brightness > 0 || contrast > 0 || saturation > 0; }
   bool normalize = false;
   std::array<float, 3> mean = {0, 0, 0};
   std::array<float, 3> std = {1, 1, 1};
@@ -62,6 +68,7 @@ void PipelineToProto(const Pipeline& pipeline, v1::JobSpec* spec);
 struct SampleParams {
   Region box;  // the part of the source image that becomes the output
   bool flip = false;
+  JitterParams jitter;
 };
 
 // torchvision's RandomResizedCrop.get_params: up to 10 draws of a target
@@ -75,6 +82,9 @@ Region RandomResizedCropBox(ImageSize image, const Pipeline& pipeline,
 // torchvision's Resize (shorter side, or exact) + CenterCrop mapped back to
 // the source image: the box that becomes the output.
 Region ResizeCenterCropBox(ImageSize image, const Pipeline& pipeline);
+
+// ColorJitter's order and factors, from the stream keyed by `key`.
+JitterParams DrawJitter(const Pipeline& pipeline, uint64_t key);
 
 // The key of sample `index` in `epoch` of a job seeded `seed`.
 uint64_t SampleKey(uint64_t seed, uint64_t epoch, uint64_t index);

@@ -137,6 +137,9 @@ absl::Status SampleDecoder::Process(const std::string& path,
       std::memcpy(plane, spare, o.Pixels());
     }
   }
+  if (pipeline.jitter()) {
+    ApplyJitter(planes, pipeline.output.Pixels(), params_.jitter);
+  }
   WriteOutput(planes, pipeline, out);
   return absl::OkStatus();
 }

@@ -51,10 +51,12 @@ class AugmentTest : public ::testing::Test {
   AugmentTest() {
     data_ = MakeDataset(dir_.path() + "/data", 3, 7, 120, 90);
   }
+  // RandomResizedCrop + flip + ColorJitter: every random op.
   JobSpec Train(uint64_t seed) {
     JobSpec spec{.dataset_path = dir_.path() + "/data", .batch_size = 5,
                  .slots = 3, .pipeline = TrainPipeline(48), .seed = seed,
                  .epochs = 2};
+    spec.pipeline.push_back(ColorJitter{});
     return spec;
   }
 
@@ -84,6 +86,21 @@ TEST_F(AugmentTest, OneOrFourWorkersAndARestartGiveByteIdenticalEpochs) {
 TEST_F(AugmentTest, AnotherSeedGivesOtherCropsAndOrder) {
   TestDaemon daemon;
   EXPECT_NE(JobBytes(daemon, Train(3)), JobBytes(daemon, Train(4)));
+}
+
+TEST_F(AugmentTest, ColorJitterChangesPixelsButNotTheSampleOrder) {
+  TestDaemon daemon;
+  JobSpec jittered = Train(3);
+  JobSpec plain = jittered;
+  plain.pipeline.pop_back();
+  const std::string a = JobBytes(daemon, plain);
+  const std::string b = JobBytes(daemon, jittered);
+  ASSERT_EQ(a.size(), b.size());
+  EXPECT_NE(a, b);
+  // Labels and indices (the tail of each batch) are the same: the jitter
+  // draws from its own stream.
+  const size_t image_bytes = 5 * 48 * 48 * 3;
+  EXPECT_EQ(a.substr(image_bytes, 5 * 16), b.substr(image_bytes, 5 * 16));
 }
 
 TEST_F(AugmentTest, FloatOutputIsTheNormalisedUint8Output) {

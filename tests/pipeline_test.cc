@@ -2,6 +2,7 @@
 // per-sample random parameters, and the float16 conversion.
 #include "daemon/pipeline.h"
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 #include <tuple>
@@ -46,6 +47,14 @@ v1::Op Norm() {
     op.mutable_normalize()->add_mean(0.5f);
     op.mutable_normalize()->add_std(0.25f);
   }
+  return op;
+}
+
+v1::Op Jitter(float b, float c, float s) {
+  v1::Op op;
+  op.mutable_color_jitter()->set_brightness(b);
+  op.mutable_color_jitter()->set_contrast(c);
+  op.mutable_color_jitter()->set_saturation(s);
   return op;
 }
 
@@ -130,6 +139,41 @@ TEST(ParsePipeline, RefusesImpossibleCombinations) {
   v1::JobSpec layout = WithOps({Rrc(8)});
   layout.mutable_output()->set_layout(static_cast<v1::Layout>(7));
   ExpectRefused(layout, "output.layout");
+}
+
+TEST(ParsePipeline, ColorJitterGoesAfterTheFlipAndNeedsAStrength) {
+  auto p = ParsePipeline(WithOps({Rrc(8), Flip(), Jitter(0.4f, 0, 0.2f)}));
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_FLOAT_EQ(p->brightness, 0.4f);
+  EXPECT_TRUE(p->jitter());
+  ExpectRefused(WithOps({Rrc(8), Jitter(0.4f, 0, 0), Flip()}),
+                "pipeline[2]: impossible order");
+  ExpectRefused(WithOps({Rrc(8), Jitter(-1, 0, 0)}),
+                "pipeline[1].color_jitter.brightness");
+  ExpectRefused(WithOps({Rrc(8), Jitter(0, 0, 0)}), "are all 0");
+}
+
+TEST(DrawJitter, FactorsInTorchvisionRangesOrderAPermutation) {
+  Pipeline p;
+  p.brightness = 0.4f;
+  p.saturation = 1.5f;  // lower bound clamps at 0
+  std::set<std::array<int, 3>> orders;
+  for (uint64_t key = 0; key < 500; ++key) {
+    const JitterParams j = DrawJitter(p, key);
+    EXPECT_GE(j.brightness, 0.6f);
+    EXPECT_LE(j.brightness, 1.4f);
+    EXPECT_EQ(j.contrast, 1.0f) << "contrast is off";
+    EXPECT_GE(j.saturation, 0.0f);
+    EXPECT_LE(j.saturation, 2.5f);
+    std::array<int, 3> sorted = j.order;
+    std::sort(sorted.begin(), sorted.end());
+    EXPECT_EQ(sorted, (std::array<int, 3>{0, 1, 2}));
+    orders.insert(j.order);
+    const JitterParams again = DrawJitter(p, key);
+    EXPECT_EQ(again.order, j.order);
+    EXPECT_EQ(again.brightness, j.brightness);
+  }
+  EXPECT_EQ(orders.size(), 6u) << "not every order occurs";
 }
 
 TEST(RandomResizedCropBox, StaysInsideWithAreaAndRatioInRange) {

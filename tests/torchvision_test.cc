@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "daemon/color_jitter.h"
 #include "daemon/sample_decoder.h"
 #include "gtest/gtest.h"
 #include "tests/test_util.h"
@@ -81,6 +82,46 @@ TEST(Torchvision, ResizeAndCenterCropAgreeWithinTheStatedError) {
     RecordProperty(f.file, std::to_string(mae));
     std::printf("%-36s mean abs error %.2f\n", f.file.c_str(), mae);
     EXPECT_LT(mae, kMaxMeanAbsError) << f.file;
+  }
+}
+
+// The three ColorJitter adjustments with fixed factors equal Pillow's (via
+// torchvision.transforms.functional) to the last bit.
+TEST(Torchvision, ColorJitterAdjustmentsAreExactlyPillows) {
+  const std::string dir = std::string(STOKER_FIXTURES_DIR) + "/torchvision/";
+  const std::string input = testdata::ReadTextFile(dir + "jitter_input.rgb");
+  constexpr size_t kPixels = 48 * 40;
+  ASSERT_EQ(input.size(), kPixels * 3);
+  struct Case {
+    const char* name;
+    void (*adjust)(uint8_t*, size_t, float);
+    float factor;
+  };
+  const Case cases[] = {
+      {"brightness_0.6", AdjustBrightness, 0.6f},
+      {"brightness_1.3", AdjustBrightness, 1.3f},
+      {"contrast_0.5", AdjustContrast, 0.5f},
+      {"contrast_1.4", AdjustContrast, 1.4f},
+      {"saturation_0.3", AdjustSaturation, 0.3f},
+      {"saturation_1.7", AdjustSaturation, 1.7f},
+  };
+  for (const Case& c : cases) {
+    // HWC -> planes, adjust, planes -> HWC.
+    std::vector<uint8_t> planes(kPixels * 3);
+    for (size_t i = 0; i < kPixels; ++i) {
+      for (int ch = 0; ch < 3; ++ch) planes[ch * kPixels + i] = input[i * 3 + ch];
+    }
+    c.adjust(planes.data(), kPixels, c.factor);
+    std::string ours(kPixels * 3, '\0');
+    for (size_t i = 0; i < kPixels; ++i) {
+      for (int ch = 0; ch < 3; ++ch) ours[i * 3 + ch] = planes[ch * kPixels + i];
+    }
+    const std::string theirs =
+        testdata::ReadTextFile(dir + "jitter." + c.name + ".rgb");
+    ASSERT_EQ(theirs.size(), ours.size()) << c.name;
+    size_t differing = 0;
+    for (size_t i = 0; i < ours.size(); ++i) differing += ours[i] != theirs[i];
+    EXPECT_EQ(differing, 0u) << c.name;
   }
 }
 

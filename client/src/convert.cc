@@ -51,6 +51,12 @@ struct OpWriter {
   void operator()(const RandomHorizontalFlip& o) const {
     op->mutable_random_horizontal_flip()->set_p(o.p);
   }
+  void operator()(const ColorJitter& o) const {
+    auto* p = op->mutable_color_jitter();
+    p->set_brightness(o.brightness);
+    p->set_contrast(o.contrast);
+    p->set_saturation(o.saturation);
+  }
   void operator()(const Normalize& o) const {
     auto* p = op->mutable_normalize();
     for (int c = 0; c < 3; ++c) {
@@ -77,6 +83,10 @@ std::optional<Op> OpFrom(const v1::Op& op) {
       return CenterCrop{op.center_crop().height(), op.center_crop().width()};
     case v1::Op::kRandomHorizontalFlip:
       return RandomHorizontalFlip{op.random_horizontal_flip().p()};
+    case v1::Op::kColorJitter:
+      return ColorJitter{op.color_jitter().brightness(),
+                         op.color_jitter().contrast(),
+                         op.color_jitter().saturation()};
     case v1::Op::kNormalize: {
       Normalize n;
       for (int c = 0; c < 3 && c < op.normalize().mean_size() &&

@@ -56,12 +56,17 @@ struct CenterCrop {
 struct RandomHorizontalFlip {
   float p = 0.5f;
 };
+struct ColorJitter {  // 0 leaves a property alone; no hue
+  float brightness = 0.4f;
+  float contrast = 0.4f;
+  float saturation = 0.4f;
+};
 struct Normalize {  // ImageNet statistics by default
   std::array<float, 3> mean = {0.485f, 0.456f, 0.406f};
   std::array<float, 3> std = {0.229f, 0.224f, 0.225f};
 };
 using Op = std::variant<RandomResizedCrop, Resize, CenterCrop,
-                        RandomHorizontalFlip, Normalize>;
+                        RandomHorizontalFlip, ColorJitter, Normalize>;
 
 // RandomResizedCrop(size) + RandomHorizontalFlip(): the usual training
 // pipeline (add Normalize() for float output).
@@ -74,8 +79,9 @@ struct JobSpec {
   std::string dataset_path;  // ImageFolder root: <root>/<class>/<file>.jpg
   uint32_t batch_size = 64;  // 1..4096
   uint32_t slots = 8;        // ring depth, 1..256
-  // Accepted orders: RandomResizedCrop [RandomHorizontalFlip] [Normalize],
-  // or Resize [CenterCrop] [RandomHorizontalFlip] [Normalize]. Each sample's
+  // Accepted orders: RandomResizedCrop [RandomHorizontalFlip] [ColorJitter]
+  // [Normalize], or Resize [CenterCrop] [RandomHorizontalFlip] [ColorJitter]
+  // [Normalize]. Each sample's
   // random parameters depend only on (seed, epoch, sample index).
   std::vector<Op> pipeline;
   uint32_t height = 224;     // with an empty pipeline: resize to height x width
