@@ -76,6 +76,12 @@ absl::Status JpegDecoder::Decode(
     jpeg_abort_decompress(cinfo);
     return refused;
   }
+  if (cinfo->jpeg_color_space == JCS_CMYK ||
+      cinfo->jpeg_color_space == JCS_YCCK) {
+    jpeg_abort_decompress(cinfo);
+    return absl::InvalidArgumentError(
+        "CMYK JPEG: use DecodeRegion, which converts it");
+  }
   const Destination dest = destination(size);
   cinfo->out_color_space =
       dest.format == PixelFormat::kRgb ? JCS_EXT_RGB : JCS_EXT_RGBX;
@@ -96,6 +102,24 @@ absl::Status JpegDecoder::Decode(
 }
 
 namespace {
+
+// PIL's CMYK -> RGB (Convert.c, cmyk2rgb): R = (255 - K) - C (255 - K) / 255
+// with its rounding, after undoing Adobe's inverted storage (PIL's
+// "CMYK;I" raw mode, used when the file has an Adobe marker).
+void CmykToRgb(const uint8_t* cmyk, int width, bool inverted, uint8_t* rgb) {
+  auto muldiv255 = [](int a, int b) {
+    const int t = a * b + 128;
+    return ((t >> 8) + t) >> 8;
+  };
+  for (int x = 0; x < width; ++x, cmyk += 4, rgb += 3) {
+    const int k = inverted ? 255 - cmyk[3] : cmyk[3];
+    const int nk = 255 - k;
+    for (int c = 0; c < 3; ++c) {
+      const int v = inverted ? 255 - cmyk[c] : cmyk[c];
+      rgb[c] = static_cast<uint8_t>(std::clamp(nk - muldiv255(v, nk), 0, 255));
+    }
+  }
+}
 
 // The largest DCT scale denominator d (8, 4, 2 or 1) that keeps `region`
 // at least `target` large. The in-between factors libjpeg offers (3/8,
@@ -144,7 +168,10 @@ absl::Status JpegDecoder::DecodeRegion(
   const int d = ChooseScale(r, request.target);
   cinfo->scale_num = 1;
   cinfo->scale_denom = d;
-  cinfo->out_color_space = JCS_EXT_RGB;
+  const bool cmyk = cinfo->jpeg_color_space == JCS_CMYK ||
+                    cinfo->jpeg_color_space == JCS_YCCK;
+  // libjpeg cannot turn CMYK into RGB; it gives CMYK rows, converted below.
+  cinfo->out_color_space = cmyk ? JCS_CMYK : JCS_EXT_RGB;
   cinfo->dct_method = JDCT_ISLOW;
   jpeg_start_decompress(cinfo);
   // The region in scaled pixels.
@@ -157,11 +184,17 @@ absl::Status JpegDecoder::DecodeRegion(
     jpeg_crop_scanline(cinfo, &crop_x, &crop_width);
   }
   const size_t stride = size_t(crop_width) * 3;
-  buffer->resize(stride * (y1 - y0));
+  // CMYK rows go through a 4-byte-per-pixel row at the end of the buffer.
+  buffer->resize(stride * (y1 - y0) + (cmyk ? size_t(crop_width) * 4 : 0));
+  uint8_t* cmyk_row = buffer->data() + stride * (y1 - y0);
   if (y0 > 0) jpeg_skip_scanlines(cinfo, y0);
   for (int row = 0; row < y1 - y0; ++row) {
-    JSAMPROW line = buffer->data() + row * stride;
+    JSAMPROW line = cmyk ? cmyk_row : buffer->data() + row * stride;
     jpeg_read_scanlines(cinfo, &line, 1);
+    if (cmyk) {
+      CmykToRgb(cmyk_row, crop_width, cinfo->saw_Adobe_marker,
+                buffer->data() + row * stride);
+    }
   }
   jpeg_abort_decompress(cinfo);  // the rows below the region are not needed
   if (s->warned) {
@@ -176,11 +209,6 @@ absl::Status JpegDecoder::DecodeRegion(
 }
 
 absl::Status JpegDecoder::Refuse(const ImageSize& size) const {
-  const jpeg_decompress_struct* cinfo = &state_->cinfo;
-  if (cinfo->jpeg_color_space == JCS_CMYK ||
-      cinfo->jpeg_color_space == JCS_YCCK) {
-    return absl::InvalidArgumentError("CMYK/YCCK JPEG is not supported yet");
-  }
   if (size.Pixels() > limits_.max_pixels) {
     return absl::InvalidArgumentError(absl::StrCat(
         "image is ", size.width, "x", size.height, " = ", size.Pixels(),

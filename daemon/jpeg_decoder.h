@@ -1,4 +1,6 @@
 // JpegDecoder: decodes JPEG bytes to 8-bit RGB or RGBX with libjpeg-turbo.
+// Grayscale becomes RGB; CMYK and YCCK become RGB as Pillow converts them
+// (DecodeRegion only).
 //
 // One per worker thread (it keeps its libjpeg state between images); not
 // thread-safe. Corrupt, truncated, unsupported and oversized inputs give an
@@ -101,7 +103,7 @@ class JpegDecoder {
   struct State;  // libjpeg state; public only for its C callbacks
 
  private:
-  // Why an image with this header must not be decoded, if it must not.
+  // Why an image of this size must not be decoded, if it must not.
   absl::Status Refuse(const ImageSize& size) const;
 
   const DecodeLimits limits_;
