@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/ring_layout.h"
+#include "daemon/pipeline_proto.h"
 
 namespace stoker {
 namespace {

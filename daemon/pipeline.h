@@ -9,10 +9,8 @@
 #include <array>
 #include <cstdint>
 
-#include "absl/status/statusor.h"
 #include "daemon/color_jitter.h"
 #include "daemon/jpeg_decoder.h"
-#include "stoker/v1/loader.pb.h"
 
 namespace stoker {
 
@@ -56,13 +54,6 @@ struct Pipeline {
     return output.Pixels() * 3 * BytesPerValue();
   }
 };
-
-// Validates spec.pipeline() together with spec.output(). INVALID_ARGUMENT
-// naming the op ("pipeline[1].center_crop.height ...") or field.
-absl::StatusOr<Pipeline> ParsePipeline(const v1::JobSpec& spec);
-
-// Writes `pipeline` back as ops and output (for Job replies).
-void PipelineToProto(const Pipeline& pipeline, v1::JobSpec* spec);
 
 // What one sample gets.
 struct SampleParams {

@@ -110,19 +110,25 @@ absl::Status SampleDecoder::Process(const std::string& path,
                                     const Pipeline& pipeline, uint64_t key,
                                     uint8_t* out) {
   if (absl::Status read = ReadFile(path, &file_); !read.ok()) return read;
+  return ProcessBytes(file_, pipeline, key, out);
+}
+
+absl::Status SampleDecoder::ProcessBytes(std::span<const uint8_t> file,
+                                         const Pipeline& pipeline, uint64_t key,
+                                         uint8_t* out) {
   DecodedRegion region;
   auto plan = [&](const ImageSize& size) {
     params_ = DrawSampleParams(pipeline, size, key);
     return RegionRequest{params_.box, pipeline.output};
   };
   absl::Status decoded;
-  if (IsJpeg(file_)) {
-    decoded = jpeg_.DecodeRegion(file_, plan, &region_, &region);
-  } else if (IsPng(file_)) {
-    decoded = png_.DecodeRegion(file_, plan, &region_, &region);
+  if (IsJpeg(file)) {
+    decoded = jpeg_.DecodeRegion(file, plan, &region_, &region);
+  } else if (IsPng(file)) {
+    decoded = png_.DecodeRegion(file, plan, &region_, &region);
   } else {
     decoded = absl::InvalidArgumentError(
-        file_.empty() ? "empty file" : "not a JPEG or PNG file");
+        file.empty() ? "empty file" : "not a JPEG or PNG file");
   }
   if (!decoded.ok()) return decoded;
   uint8_t* planes =

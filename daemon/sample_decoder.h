@@ -11,6 +11,7 @@
 
 #include <array>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,11 @@ class SampleDecoder {
   // Errors say what was wrong with the file (not which file).
   absl::Status Process(const std::string& path, const Pipeline& pipeline,
                        uint64_t key, uint8_t* out);
+
+  // The same for the bytes of a file already in memory.
+  absl::Status ProcessBytes(std::span<const uint8_t> file,
+                            const Pipeline& pipeline, uint64_t key,
+                            uint8_t* out);
 
   // The parameters the last Process() call drew.
   const SampleParams& last_params() const { return params_; }

@@ -7,6 +7,7 @@
 #include <set>
 #include <tuple>
 
+#include "daemon/pipeline_proto.h"
 #include "daemon/sample_decoder.h"
 #include "gtest/gtest.h"
 
