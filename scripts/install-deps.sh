@@ -8,7 +8,7 @@ packages=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libboost-dev libspdlog-dev
   libjpeg62-turbo-dev libturbojpeg0-dev libyuv-dev libspng-dev
-  libgtest-dev
+  libgtest-dev clang libclang-rt-14-dev
 )
 
 missing=()
