@@ -204,6 +204,56 @@ TEST_F(DecoderTest, RegionDecodeIsTheSameRegionOfTheFullDecode) {
   }
 }
 
+TEST_F(DecoderTest, ProgressiveJpegDecodesExactlyAlsoByRegion) {
+  const std::vector<uint8_t> pixels = testdata::RenderImage(120, 90, 3);
+  auto jpeg = testdata::EncodeJpeg(pixels, 120, 90, 90, /*grayscale=*/false,
+                                   /*progressive=*/true);
+  ASSERT_TRUE(jpeg.ok());
+  const std::string path = dir_.path() + "/progressive.jpg";
+  ASSERT_TRUE(testdata::WriteFile(path, *jpeg).ok());
+  const testing::RgbImage full = ReferenceDecode(path);
+  SampleDecoder decoder({});
+  std::vector<uint8_t> out(120 * 90 * 3);
+  ASSERT_TRUE(decoder.DecodeTo(path, {120, 90}, out.data()).ok());
+  EXPECT_EQ(out, full.pixels);
+  JpegDecoder jpeg_decoder({});
+  std::vector<uint8_t> buffer;
+  DecodedRegion region;
+  ASSERT_TRUE(jpeg_decoder
+                  .DecodeRegion(*jpeg,
+                                [](const ImageSize&) {
+                                  return RegionRequest{{17, 20, 60, 40}, {60, 40}};
+                                },
+                                &buffer, &region)
+                  .ok());
+  for (int y = 0; y < 40; ++y) {
+    ASSERT_EQ(0, std::memcmp(region.data + y * region.stride,
+                             &full.pixels[((y + 20) * 120 + 17) * 3], 60 * 3));
+  }
+}
+
+TEST_F(DecoderTest, TwelveBitJpegIsRefusedAsUnsupported) {
+  const std::vector<uint8_t> pixels = testdata::RenderImage(16, 16, 5);
+  auto jpeg = testdata::EncodeJpeg(pixels, 16, 16, 90);
+  ASSERT_TRUE(jpeg.ok());
+  // The SOF0 segment's precision byte: 8 becomes 12.
+  for (size_t i = 0; i + 4 < jpeg->size(); ++i) {
+    if ((*jpeg)[i] == 0xff && (*jpeg)[i + 1] == 0xc0) {
+      ASSERT_EQ((*jpeg)[i + 4], 8);
+      (*jpeg)[i + 4] = 12;
+      break;
+    }
+  }
+  SampleDecoder decoder({});
+  std::vector<uint8_t> out(16 * 16 * 3);
+  Pipeline pipeline;
+  pipeline.output = pipeline.resized = {16, 16};
+  const absl::Status status = decoder.ProcessBytes(*jpeg, pipeline, 0, out.data());
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("precision 12"), absl::string_view::npos)
+      << status;
+}
+
 TEST_F(DecoderTest, RegionDecodeScalesInTheDctDomainOnlyByPowersOfTwo) {
   const std::string path =
       WriteJpeg("dct.jpg", 640, 480, /*grayscale=*/false, /*smooth=*/true);

@@ -108,14 +108,15 @@ std::vector<uint8_t> RenderImage(int width, int height, uint64_t seed,
 
 absl::StatusOr<std::vector<uint8_t>> EncodeJpeg(
     const std::vector<uint8_t>& pixels, int width, int height, int quality,
-    bool grayscale) {
+    bool grayscale, bool progressive) {
   tjhandle handle = tjInitCompress();
   if (handle == nullptr) return absl::InternalError("tjInitCompress failed");
   unsigned char* jpeg = nullptr;
   unsigned long size = 0;
   const int rc = tjCompress2(handle, pixels.data(), width, 0, height,
                              grayscale ? TJPF_GRAY : TJPF_RGB, &jpeg, &size,
-                             grayscale ? TJSAMP_GRAY : TJSAMP_420, quality, 0);
+                             grayscale ? TJSAMP_GRAY : TJSAMP_420, quality,
+                             progressive ? TJFLAG_PROGRESSIVE : 0);
   absl::StatusOr<std::vector<uint8_t>> result =
       rc == 0 ? absl::StatusOr<std::vector<uint8_t>>(
                     std::vector<uint8_t>(jpeg, jpeg + size))

@@ -44,7 +44,7 @@ std::vector<uint8_t> RenderImage(int width, int height, uint64_t seed,
 // JPEG-encodes packed pixels (3 channels RGB, or 1 when `grayscale`).
 absl::StatusOr<std::vector<uint8_t>> EncodeJpeg(
     const std::vector<uint8_t>& pixels, int width, int height, int quality,
-    bool grayscale = false);
+    bool grayscale = false, bool progressive = false);
 
 absl::Status WriteFile(const std::string& path,
                        const std::vector<uint8_t>& bytes);
