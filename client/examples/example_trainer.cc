@@ -107,6 +107,7 @@ int Fail(const absl::Status& status) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // interleave sanely with logs
   absl::ParseCommandLine(argc, argv);
   auto client = stoker::Client::Connect(absl::GetFlag(FLAGS_target));
   if (!client.ok()) return Fail(client.status());
