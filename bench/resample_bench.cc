@@ -29,16 +29,21 @@ struct Rgb {
 };
 
 Rgb Decode(const std::string& path) {
-  std::vector<uint8_t> bytes;
+  std::vector<uint8_t> bytes, buffer;
   (void)stoker::ReadFile(path, &bytes);
   stoker::JpegDecoder decoder({});
-  Rgb rgb;
-  (void)decoder.Decode(bytes, [&](const ImageSize& s) {
-    rgb.width = s.width;
-    rgb.height = s.height;
-    rgb.pixels.resize(s.Pixels() * 3);
-    return stoker::Destination{rgb.pixels.data(), stoker::PixelFormat::kRgb};
-  });
+  stoker::DecodedRegion region;
+  (void)decoder.DecodeRegion(
+      bytes,
+      [](const ImageSize& s) {
+        return stoker::RegionRequest{{0, 0, s.width, s.height}, s};
+      },
+      &buffer, &region);
+  Rgb rgb{region.size.width, region.size.height, {}};
+  for (int y = 0; y < region.size.height; ++y) {
+    rgb.pixels.insert(rgb.pixels.end(), region.data + y * region.stride,
+                      region.data + y * region.stride + rgb.width * 3);
+  }
   return rgb;
 }
 

@@ -14,7 +14,8 @@
 namespace stoker {
 
 // libjpeg reports errors through a callback that must not return: it longjmps
-// back into Decode(). Nothing with a destructor may live across setjmp there.
+// back into DecodeRegion(). Nothing with a destructor may live across setjmp
+// there.
 struct JpegDecoder::State {
   jpeg_decompress_struct cinfo;
   jpeg_error_mgr err;
@@ -50,56 +51,6 @@ JpegDecoder::JpegDecoder(DecodeLimits limits)
 }
 
 JpegDecoder::~JpegDecoder() { jpeg_destroy_decompress(&state_->cinfo); }
-
-absl::Status JpegDecoder::Decode(
-    std::span<const uint8_t> jpeg,
-    absl::FunctionRef<Destination(const ImageSize&)> destination) {
-  State* s = state_.get();
-  jpeg_decompress_struct* cinfo = &s->cinfo;
-  s->warned = false;
-  s->message[0] = '\0';
-  // Plain locals only below: a longjmp may land here.
-  ImageSize size;
-  if (setjmp(s->jump) != 0) {
-    jpeg_abort_decompress(cinfo);
-    return absl::InvalidArgumentError(
-        absl::StrCat("corrupt or unsupported JPEG: ", s->message));
-  }
-  if (jpeg.empty()) {
-    return absl::InvalidArgumentError("empty file");
-  }
-  jpeg_mem_src(cinfo, jpeg.data(), static_cast<unsigned long>(jpeg.size()));
-  jpeg_read_header(cinfo, TRUE);
-  size = {static_cast<int>(cinfo->image_width),
-          static_cast<int>(cinfo->image_height)};
-  if (absl::Status refused = Refuse(size); !refused.ok()) {
-    jpeg_abort_decompress(cinfo);
-    return refused;
-  }
-  if (cinfo->jpeg_color_space == JCS_CMYK ||
-      cinfo->jpeg_color_space == JCS_YCCK) {
-    jpeg_abort_decompress(cinfo);
-    return absl::InvalidArgumentError(
-        "CMYK JPEG: use DecodeRegion, which converts it");
-  }
-  const Destination dest = destination(size);
-  cinfo->out_color_space =
-      dest.format == PixelFormat::kRgb ? JCS_EXT_RGB : JCS_EXT_RGBX;
-  cinfo->dct_method = JDCT_ISLOW;
-  jpeg_start_decompress(cinfo);
-  uint8_t* out = dest.data;
-  const size_t stride = size_t(size.width) * Channels(dest.format);
-  while (cinfo->output_scanline < cinfo->output_height) {
-    JSAMPROW row = out + size_t(cinfo->output_scanline) * stride;
-    jpeg_read_scanlines(cinfo, &row, 1);
-  }
-  jpeg_finish_decompress(cinfo);
-  if (s->warned) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("corrupt JPEG data: ", s->message));
-  }
-  return absl::OkStatus();
-}
 
 namespace {
 
@@ -160,11 +111,7 @@ absl::Status JpegDecoder::DecodeRegion(
     return refused;
   }
   const RegionRequest request = plan(size);
-  Region r = request.region;
-  r.x = std::clamp(r.x, 0, size.width - 1);
-  r.y = std::clamp(r.y, 0, size.height - 1);
-  r.width = std::clamp(r.width, 1, size.width - r.x);
-  r.height = std::clamp(r.height, 1, size.height - r.y);
+  const Region r = ClampRegion(request.region, size);
   const int d = ChooseScale(r, request.target);
   cinfo->scale_num = 1;
   cinfo->scale_denom = d;
@@ -206,6 +153,14 @@ absl::Status JpegDecoder::DecodeRegion(
   out->size = {x1 - x0, y1 - y0};
   out->scale_denom = d;
   return absl::OkStatus();
+}
+
+Region ClampRegion(Region r, ImageSize size) {
+  r.x = std::clamp(r.x, 0, size.width - 1);
+  r.y = std::clamp(r.y, 0, size.height - 1);
+  r.width = std::clamp(r.width, 1, size.width - r.x);
+  r.height = std::clamp(r.height, 1, size.height - r.y);
+  return r;
 }
 
 absl::Status JpegDecoder::Refuse(const ImageSize& size) const {

@@ -1,6 +1,6 @@
-// JpegDecoder: decodes JPEG bytes to 8-bit RGB or RGBX with libjpeg-turbo.
-// Grayscale becomes RGB; CMYK and YCCK become RGB as Pillow converts them
-// (DecodeRegion only).
+// JpegDecoder: decodes JPEG bytes (or the part of them a crop needs) to
+// 8-bit RGB with libjpeg-turbo. Grayscale becomes RGB; CMYK and YCCK become
+// RGB as Pillow converts them.
 //
 // One per worker thread (it keeps its libjpeg state between images); not
 // thread-safe. Corrupt, truncated, unsupported and oversized inputs give an
@@ -9,10 +9,10 @@
 // pixels silently.
 //
 //   JpegDecoder decoder({.max_pixels = 64 << 20});
-//   auto status = decoder.Decode(bytes, [&](const ImageSize& size) {
-//     buf.resize(size.Pixels() * 3);
-//     return Destination{buf.data(), PixelFormat::kRgb};
-//   });
+//   DecodedRegion region;
+//   auto status = decoder.DecodeRegion(bytes, [&](const ImageSize& size) {
+//     return RegionRequest{{0, 0, size.width, size.height}, {224, 224}};
+//   }, &buffer, &region);
 #ifndef STOKER_DAEMON_JPEG_DECODER_H_
 #define STOKER_DAEMON_JPEG_DECODER_H_
 
@@ -26,22 +26,10 @@
 
 namespace stoker {
 
-enum class PixelFormat { kRgb, kRgbx };
-
-inline int Channels(PixelFormat format) {
-  return format == PixelFormat::kRgb ? 3 : 4;
-}
-
 struct ImageSize {
   int width = 0;
   int height = 0;
   uint64_t Pixels() const { return uint64_t(width) * uint64_t(height); }
-};
-
-// Where Decode() writes an image, and as what: chosen once the header is read.
-struct Destination {
-  uint8_t* data = nullptr;  // width * height * Channels(format) bytes
-  PixelFormat format = PixelFormat::kRgb;
 };
 
 // A rectangle of an image, in its pixels.
@@ -70,6 +58,10 @@ struct DecodedRegion {
   int scale_denom = 1;
 };
 
+// `region` moved and shrunk to lie inside an image of `size` (at least one
+// pixel).
+Region ClampRegion(Region region, ImageSize size);
+
 struct DecodeLimits {
   // Images with more pixels are refused from their header, before any
   // decoding: a guard against decompression bombs.
@@ -82,12 +74,6 @@ class JpegDecoder {
   ~JpegDecoder();
   JpegDecoder(const JpegDecoder&) = delete;
   JpegDecoder& operator=(const JpegDecoder&) = delete;
-
-  // Decodes `jpeg`. Once the header is read, `destination` is called with the
-  // image size and says where to write the pixels (rows packed) and in which
-  // format.
-  absl::Status Decode(std::span<const uint8_t> jpeg,
-                      absl::FunctionRef<Destination(const ImageSize&)> destination);
 
   // Decodes only what `plan` asks for, once it has seen the image size:
   // rows above and below the region are skipped, columns outside it are

@@ -77,12 +77,7 @@ absl::Status PngDecoder::DecodeRegion(
         uint64_t(ihdr.width) * ihdr.height, " pixels, above the limit of ",
         limits_.max_pixels));
   }
-  const RegionRequest request = plan(size);
-  Region r = request.region;
-  r.x = std::clamp(r.x, 0, size.width - 1);
-  r.y = std::clamp(r.y, 0, size.height - 1);
-  r.width = std::clamp(r.width, 1, size.width - r.x);
-  r.height = std::clamp(r.height, 1, size.height - r.y);
+  const Region r = ClampRegion(plan(size).region, size);
   size_t bytes = 0;
   if (const int rc = spng_decoded_image_size(ctx.get(), SPNG_FMT_RGB8, &bytes);
       rc != 0) {
