@@ -25,5 +25,6 @@ if [[ -z $data ]]; then
     --height=430
   set -- --data="$data" "$@"
 fi
-exec /usr/bin/python3 bench/compare_torch.py --stokerd="$build/daemon/stokerd" \
+# Not exec: the EXIT trap must still remove the generated dataset.
+/usr/bin/python3 bench/compare_torch.py --stokerd="$build/daemon/stokerd" \
   --bench="$build/bench/bench_e2e" "$@"
