@@ -26,6 +26,15 @@ absl::StatusOr<std::shared_ptr<Job>> Job::Create(
     std::string id, JobConfig config, Dataset dataset,
     std::string segment_name, mode_t segment_mode,
     std::function<void()> on_work) {
+  const uint64_t per_rank = ShardSize(dataset.samples.size(), config.sharding);
+  if (BatchPlan(per_rank, config.batch_size, config.drop_last)
+          .batches_per_epoch() == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "an epoch would hold no batch: ", per_rank,
+        " samples per rank (dataset of ", dataset.samples.size(),
+        ", world_size ", config.sharding.world_size, ") with batch_size ",
+        config.batch_size, " and drop_last"));
+  }
   const RingGeometry geometry = ComputeRingGeometry(
       config.slots, ComputeSlotLayout(config.batch_size,
                                       config.pipeline.BytesPerImage()));
@@ -41,7 +50,8 @@ Job::Job(std::string id, JobConfig config, Dataset dataset,
     : id_(std::move(id)),
       config_(std::move(config)),
       dataset_(std::move(dataset)),
-      plan_(dataset_.samples.size(), config_.batch_size, config_.drop_last),
+      plan_(ShardSize(dataset_.samples.size(), config_.sharding),
+            config_.batch_size, config_.drop_last),
       total_batches_(config_.epochs == 0
                          ? std::numeric_limits<uint64_t>::max()
                          : config_.epochs * plan_.batches_per_epoch()),
@@ -59,11 +69,14 @@ const std::vector<uint32_t>& Job::Order(uint64_t epoch) {
     oldest = std::min(oldest, f.seq / plan_.batches_per_epoch());
   }
   orders_.erase(orders_.begin(), orders_.lower_bound(oldest));
+  // Every rank draws the same order and takes its DistributedSampler share.
   return orders_
-      .emplace(epoch, EpochPermutation(
-                          config_.seed, epoch,
-                          static_cast<uint32_t>(dataset_.samples.size()),
-                          config_.shuffle))
+      .emplace(epoch,
+               Shard(EpochPermutation(
+                         config_.seed, epoch,
+                         static_cast<uint32_t>(dataset_.samples.size()),
+                         config_.shuffle),
+                     config_.sharding))
       .first->second;
 }
 

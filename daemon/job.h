@@ -49,6 +49,7 @@ struct JobConfig {
   bool drop_last = false;
   uint32_t epochs = 1;  // 0: until deleted
   OnErrorPolicy on_error = OnErrorPolicy::kReplace;
+  Sharding sharding;
 };
 
 // One sample for a worker to decode into row `row` of slot `slot`.
@@ -107,7 +108,8 @@ struct JobCounters {
 class Job {
  public:
   // Reserves the ring `segment_name` (RESOURCE_EXHAUSTED if /dev/shm cannot
-  // hold it). `on_work` is called (without locks) whenever slots free up.
+  // hold it). INVALID_ARGUMENT if an epoch of this dataset, shard and batch
+  // size would hold no batch. `on_work` is called (without locks) whenever slots free up.
   static absl::StatusOr<std::shared_ptr<Job>> Create(
       std::string id, JobConfig config, Dataset dataset,
       std::string segment_name, mode_t segment_mode,

@@ -65,6 +65,14 @@ absl::StatusOr<JobConfig> ValidateJobSpec(const v1::JobSpec& spec) {
   auto on_error = ParseOnError(spec.on_error());
   if (!on_error.ok()) return on_error.status();
   config.on_error = *on_error;
+  const uint32_t world = spec.world_size() == 0 ? 1 : spec.world_size();
+  if (world > kMaxWorldSize) {
+    return OutOfRange("world_size", world, 1, kMaxWorldSize);
+  }
+  if (spec.rank() >= world) {
+    return OutOfRange("rank", spec.rank(), 0, world - 1);
+  }
+  config.sharding = {spec.rank(), world, spec.shard_drop_last()};
   config.seed = spec.seed();
   config.shuffle = spec.has_shuffle() ? spec.shuffle() : true;
   config.drop_last = spec.drop_last();
@@ -86,6 +94,9 @@ v1::JobSpec EffectiveSpec(const JobConfig& config) {
                         ? v1::ON_ERROR_FAIL
                         : v1::ON_ERROR_REPLACE);
   spec.set_name(config.name);
+  spec.set_rank(config.sharding.rank);
+  spec.set_world_size(config.sharding.world_size);
+  spec.set_shard_drop_last(config.sharding.drop_tail);
   return spec;
 }
 

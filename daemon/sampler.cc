@@ -38,6 +38,27 @@ std::vector<uint32_t> EpochPermutation(uint64_t seed, uint64_t epoch,
   return order;
 }
 
+uint64_t ShardSize(uint64_t n, const Sharding& s) {
+  const uint64_t w = s.world_size;
+  if (s.drop_tail && n % w != 0) return (n - w + w - 1) / w;  // ceil((n-w)/w)
+  return (n + w - 1) / w;
+}
+
+std::vector<uint32_t> Shard(const std::vector<uint32_t>& order,
+                            const Sharding& s) {
+  if (s.world_size == 1) return order;
+  const uint64_t per_rank = ShardSize(order.size(), s);
+  const uint64_t total = per_rank * s.world_size;
+  std::vector<uint32_t> shard;
+  shard.reserve(per_rank);
+  // Position i of the padded (or cut) order is order[i % n]: padding
+  // repeats the head of the order, as DistributedSampler does.
+  for (uint64_t i = s.rank; i < total; i += s.world_size) {
+    shard.push_back(order[i % order.size()]);
+  }
+  return shard;
+}
+
 uint64_t BatchPlan::batches_per_epoch() const {
   if (drop_last_) return num_samples_ / batch_size_;
   return (num_samples_ + batch_size_ - 1) / batch_size_;

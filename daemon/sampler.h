@@ -29,6 +29,26 @@ uint64_t UniformBelow(uint64_t key, uint64_t* k, uint64_t bound);
 std::vector<uint32_t> EpochPermutation(uint64_t seed, uint64_t epoch,
                                        uint32_t num_samples, bool shuffle);
 
+// One rank's share of an epoch, exactly as torch.utils.data.
+// DistributedSampler computes it from the same epoch order: every rank
+// takes order[rank::world_size] of an order that is either padded by
+// repeating its head until it divides evenly (drop_tail = false) or cut to
+// the largest multiple of world_size (drop_tail = true). Shards of
+// different ranks are disjoint except for the padding, and together cover
+// the epoch.
+struct Sharding {
+  uint32_t rank = 0;
+  uint32_t world_size = 1;
+  bool drop_tail = false;
+};
+
+// Samples per rank per epoch.
+uint64_t ShardSize(uint64_t num_samples, const Sharding& sharding);
+
+// This rank's samples of `order` (an epoch order of every sample).
+std::vector<uint32_t> Shard(const std::vector<uint32_t>& order,
+                            const Sharding& sharding);
+
 // How an epoch of `num_samples` splits into batches of `batch_size`.
 class BatchPlan {
  public:

@@ -204,6 +204,60 @@ TEST_F(DaemonTest, DropLastDropsTheShortBatch) {
   EXPECT_EQ(seen[1].indices.size(), 7u);
 }
 
+TEST_F(DaemonTest, RanksShardEachEpochLikeDistributedSampler) {
+  MakeDataset(DataDir(), 2, 5);  // 10 samples
+  for (bool cut : {false, true}) {
+    std::map<uint64_t, std::multiset<int64_t>> per_epoch;
+    for (uint32_t rank = 0; rank < 3; ++rank) {
+      JobSpec spec = Spec(DataDir());
+      spec.batch_size = 2;
+      spec.rank = rank;
+      spec.world_size = 3;
+      spec.shard_drop_last = cut;
+      auto job = client_->CreateJob(spec);
+      ASSERT_TRUE(job.ok()) << job.status();
+      EXPECT_EQ(job->batches_per_epoch, 2u);  // 4 (padded) or 3 (cut) each
+      EXPECT_EQ(job->spec.rank, rank);
+      auto consumer = client_->Attach(job->id);
+      std::vector<Seen> seen;
+      EXPECT_EQ(ConsumeAll(**consumer, &seen).code(),
+                absl::StatusCode::kOutOfRange);
+      for (const Seen& s : seen) {
+        per_epoch[s.epoch].insert(s.indices.begin(), s.indices.end());
+      }
+    }
+    for (uint64_t epoch : {0, 1}) {
+      const auto& all = per_epoch[epoch];
+      std::set<int64_t> distinct(all.begin(), all.end());
+      if (cut) {
+        EXPECT_EQ(all.size(), 9u);  // the order cut to 3 x 3
+        EXPECT_EQ(distinct.size(), 9u) << "ranks overlap";
+      } else {
+        EXPECT_EQ(all.size(), 12u);  // padded to 3 x 4 with its head
+        EXPECT_EQ(distinct.size(), 10u) << "the epoch is not covered";
+      }
+    }
+  }
+}
+
+TEST_F(DaemonTest, AnEpochWithoutABatchIsRefused) {
+  MakeDataset(DataDir(), 1, 3);
+  JobSpec spec = Spec(DataDir());  // batch_size 7
+  spec.drop_last = true;
+  spec.epochs = 0;
+  auto job = client_->CreateJob(spec);
+  EXPECT_EQ(job.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(job.status().message().find("no batch"), absl::string_view::npos)
+      << job.status();
+  spec.drop_last = false;
+  spec.rank = 3;
+  spec.world_size = 3;
+  job = client_->CreateJob(spec);
+  EXPECT_EQ(job.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(job.status().message().find("rank"), absl::string_view::npos);
+  EXPECT_TRUE(daemon_.Segments().empty());
+}
+
 TEST_F(DaemonTest, TwoJobsConsumedAtOnceByTwoClients) {
   MakeDataset(DataDir("a"), 2, 12);
   MakeDataset(DataDir("b"), 3, 9);

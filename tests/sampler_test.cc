@@ -61,6 +61,55 @@ TEST(UniformBelow, StaysInRangeAndCoversIt) {
   for (int count : seen) EXPECT_GT(count, 800);
 }
 
+// DistributedSampler's arithmetic, written out from its source (torch 1.13):
+// num_samples = ceil((n - w) / w) if drop_last and n % w else ceil(n / w);
+// indices padded with their head (or cut) to num_samples * w; then
+// indices[rank::w].
+TEST(Shard, MatchesDistributedSamplerOnAKnownOrder) {
+  const std::vector<uint32_t> order = {9, 3, 7, 0, 5, 1, 8, 2, 6, 4};  // n = 10
+  // w = 3, padded: 12 = 10 + 2 (head 9, 3).
+  EXPECT_EQ(Shard(order, {0, 3, false}), (std::vector<uint32_t>{9, 0, 8, 4}));
+  EXPECT_EQ(Shard(order, {1, 3, false}), (std::vector<uint32_t>{3, 5, 2, 9}));
+  EXPECT_EQ(Shard(order, {2, 3, false}), (std::vector<uint32_t>{7, 1, 6, 3}));
+  // w = 3, drop: ceil(7 / 3) = 3 each, the first 9 of the order.
+  EXPECT_EQ(Shard(order, {0, 3, true}), (std::vector<uint32_t>{9, 0, 8}));
+  EXPECT_EQ(Shard(order, {2, 3, true}), (std::vector<uint32_t>{7, 1, 6}));
+  // w = 4 on 10: padded to 12; w = 1: everything.
+  EXPECT_EQ(ShardSize(10, {0, 4, false}), 3u);
+  EXPECT_EQ(ShardSize(10, {0, 4, true}), 2u);
+  EXPECT_EQ(Shard(order, {0, 1, false}), order);
+}
+
+TEST(Shard, RanksAreDisjointBesidesPaddingAndCoverTheEpoch) {
+  for (uint32_t n : {1u, 7u, 10u, 11u, 64u}) {
+    for (uint32_t w : {1u, 2u, 3u, 4u, 7u}) {
+      for (bool drop : {false, true}) {
+        if (drop && n < w) continue;
+        const auto order = EpochPermutation(5, 2, n, true);
+        std::vector<int> seen(n, 0);
+        for (uint32_t r = 0; r < w; ++r) {
+          const auto shard = Shard(order, {r, w, drop});
+          ASSERT_EQ(shard.size(), ShardSize(n, {r, w, drop}));
+          for (uint32_t i : shard) ++seen[i];
+        }
+        const uint64_t total = ShardSize(n, {0, w, drop}) * w;
+        int covered = 0, repeated = 0;
+        for (int count : seen) {
+          covered += count > 0;
+          repeated += count > 1 ? count - 1 : 0;
+        }
+        if (drop) {
+          EXPECT_EQ(covered, int(total)) << n << " " << w;  // the cut tail only
+          EXPECT_EQ(repeated, 0);
+        } else {
+          EXPECT_EQ(covered, int(n)) << n << " " << w;  // the whole epoch
+          EXPECT_EQ(repeated, int(total - n)) << "only the padding repeats";
+        }
+      }
+    }
+  }
+}
+
 TEST(BatchPlan, KeepsTheShortLastBatchUnlessDropLast) {
   const BatchPlan keep(10, 4, false);
   EXPECT_EQ(keep.batches_per_epoch(), 3u);

@@ -124,6 +124,9 @@ JobSpec SpecFrom(const v1::JobSpec& p) {
   spec.on_error =
       p.on_error() == v1::ON_ERROR_FAIL ? OnError::kFail : OnError::kReplace;
   spec.name = p.name();
+  spec.rank = p.rank();
+  spec.world_size = p.world_size() == 0 ? 1 : p.world_size();
+  spec.shard_drop_last = p.shard_drop_last();
   return spec;
 }
 
@@ -157,6 +160,9 @@ v1::JobSpec ToProto(const JobSpec& spec) {
   p.set_on_error(spec.on_error == OnError::kFail ? v1::ON_ERROR_FAIL
                                                  : v1::ON_ERROR_REPLACE);
   p.set_name(spec.name);
+  p.set_rank(spec.rank);
+  p.set_world_size(spec.world_size);
+  p.set_shard_drop_last(spec.shard_drop_last);
   return p;
 }
 

@@ -94,6 +94,12 @@ struct JobSpec {
   uint32_t epochs = 1;       // 0: until the job is deleted
   OnError on_error = OnError::kReplace;
   std::string name;          // a label for humans
+  // Data-parallel sharding, exactly torch's DistributedSampler: this job
+  // serves rank `rank` of `world_size` ranks (same seed on every rank);
+  // shard_drop_last is DistributedSampler's drop_last.
+  uint32_t rank = 0;
+  uint32_t world_size = 1;
+  bool shard_drop_last = false;
 };
 
 enum class JobState { kRunning, kFinished, kFailed };
