@@ -122,7 +122,9 @@ absl::Status ConsumeReactor::HandleAttach(const v1::Attach& attach) {
     absl::MutexLock lock(&mu_);
     writing_ = true;
   }
-  if (absl::Status attached = (*job)->Attach(link_, attach.credits());
+  uint64_t first_unreleased = 0;
+  if (absl::Status attached =
+          (*job)->Attach(link_, attach.credits(), &first_unreleased);
       !attached.ok()) {
     if (std::optional<absl::Status> finish = ReleaseWriter()) {
       DetachAndFinish(*finish);
@@ -130,6 +132,9 @@ absl::Status ConsumeReactor::HandleAttach(const v1::Attach& attach) {
     return attached;
   }
   JobToProto(**job, response_.mutable_attached()->mutable_job());
+  const uint64_t per_epoch = (*job)->batches_per_epoch();
+  response_.mutable_attached()->set_position_epoch(first_unreleased / per_epoch);
+  response_.mutable_attached()->set_position_batch(first_unreleased % per_epoch);
   {
     absl::MutexLock lock(&mu_);
     job_ = *job;

@@ -35,6 +35,19 @@ absl::StatusOr<std::shared_ptr<Job>> Job::Create(
         ", world_size ", config.sharding.world_size, ") with batch_size ",
         config.batch_size, " and drop_last"));
   }
+  const uint64_t per_epoch =
+      BatchPlan(per_rank, config.batch_size, config.drop_last)
+          .batches_per_epoch();
+  if (config.start_batch >= per_epoch) {
+    return absl::OutOfRangeError(absl::StrCat(
+        "start_batch ", config.start_batch, " is past an epoch of ", per_epoch,
+        " batches"));
+  }
+  if (config.epochs > 0 && config.start_epoch >= config.epochs) {
+    return absl::OutOfRangeError(absl::StrCat(
+        "start_epoch ", config.start_epoch, " is past the job's ",
+        config.epochs, " epochs"));
+  }
   const RingGeometry geometry = ComputeRingGeometry(
       config.slots, ComputeSlotLayout(config.batch_size,
                                       config.pipeline.BytesPerImage()));
@@ -55,10 +68,15 @@ Job::Job(std::string id, JobConfig config, Dataset dataset,
       total_batches_(config_.epochs == 0
                          ? std::numeric_limits<uint64_t>::max()
                          : config_.epochs * plan_.batches_per_epoch()),
+      start_seq_(config_.start_epoch * plan_.batches_per_epoch() +
+                 config_.start_batch),
       geometry_(ring->geometry()),
       segment_name_(ring->name()),
       on_work_(std::move(on_work)),
-      ring_(std::move(ring)) {}
+      ring_(std::move(ring)) {
+  // A resumed job starts where its predecessor's consumer stopped.
+  next_fill_seq_ = next_send_seq_ = start_seq_;
+}
 
 const std::vector<uint32_t>& Job::Order(uint64_t epoch) {
   auto it = orders_.find(epoch);
@@ -164,7 +182,7 @@ void Job::FinishTask(const SampleTask& task, const absl::Status& status) {
 }
 
 absl::Status Job::Attach(std::shared_ptr<JobListener> listener,
-                         uint32_t credits) {
+                         uint32_t credits, uint64_t* first_unreleased) {
   absl::MutexLock lock(&mu_);
   if (phase_ == JobPhase::kFinished) {
     return absl::OutOfRangeError(absl::StrCat(
@@ -177,6 +195,11 @@ absl::Status Job::Attach(std::shared_ptr<JobListener> listener,
   }
   listener_ = std::move(listener);
   credits_ = AddCapped(0, credits);
+  // Nothing is leased now (one consumer at a time); what its predecessor
+  // held is back in ready_, in front of everything not yet sent.
+  *first_unreleased =
+      ready_.empty() ? next_send_seq_
+                     : std::min(ready_.begin()->first, next_send_seq_);
   return absl::OkStatus();
 }
 
@@ -236,7 +259,7 @@ absl::Status Job::Release(uint32_t slot, uint64_t generation) {
     }
     STOKER_RETURN_IF_ERROR(ring_->Release(slot, generation));
     leased_.erase(slot);
-    if (++batches_released_ == total_batches_) {
+    if (start_seq_ + ++batches_released_ == total_batches_) {
       phase_ = JobPhase::kFinished;
       MaybeFreeRing();
       return absl::OkStatus();

@@ -50,6 +50,8 @@ struct JobConfig {
   uint32_t epochs = 1;  // 0: until deleted
   OnErrorPolicy on_error = OnErrorPolicy::kReplace;
   Sharding sharding;
+  uint64_t start_epoch = 0;  // resume position
+  uint64_t start_batch = 0;
 };
 
 // One sample for a worker to decode into row `row` of slot `slot`.
@@ -131,7 +133,9 @@ class Job {
   void FinishTask(const SampleTask& task, const absl::Status& status);
 
   // Consumers. One consumer at a time for now.
-  absl::Status Attach(std::shared_ptr<JobListener> listener, uint32_t credits);
+  // *first_unreleased: the seq of the first batch nobody has released yet.
+  absl::Status Attach(std::shared_ptr<JobListener> listener, uint32_t credits,
+                      uint64_t* first_unreleased);
   void Detach(const JobListener* listener);
   void AddCredit(uint32_t credits);
   Delivery NextDelivery(Delivered* out, absl::Status* ended);
@@ -170,6 +174,7 @@ class Job {
   const Dataset dataset_;
   const BatchPlan plan_;
   const uint64_t total_batches_;  // UINT64_MAX when epochs == 0
+  const uint64_t start_seq_;      // first batch served (resume)
   const RingGeometry geometry_;
   const std::string segment_name_;
   const std::function<void()> on_work_;

@@ -73,6 +73,8 @@ absl::StatusOr<JobConfig> ValidateJobSpec(const v1::JobSpec& spec) {
     return OutOfRange("rank", spec.rank(), 0, world - 1);
   }
   config.sharding = {spec.rank(), world, spec.shard_drop_last()};
+  config.start_epoch = spec.start_epoch();
+  config.start_batch = spec.start_batch();
   config.seed = spec.seed();
   config.shuffle = spec.has_shuffle() ? spec.shuffle() : true;
   config.drop_last = spec.drop_last();
@@ -97,6 +99,8 @@ v1::JobSpec EffectiveSpec(const JobConfig& config) {
   spec.set_rank(config.sharding.rank);
   spec.set_world_size(config.sharding.world_size);
   spec.set_shard_drop_last(config.sharding.drop_tail);
+  spec.set_start_epoch(config.start_epoch);
+  spec.set_start_batch(config.start_batch);
   return spec;
 }
 

@@ -15,6 +15,15 @@ namespace {
 using testing::MakeDataset;
 using testing::TestDaemon;
 
+void AppendBatch(const Batch& batch, std::string* bytes) {
+  const Batch::ImageTensor images = batch.image_tensor();
+  bytes->append(static_cast<const char*>(images.data), images.bytes);
+  bytes->append(reinterpret_cast<const char*>(batch.labels().data()),
+                batch.labels().size_bytes());
+  bytes->append(reinterpret_cast<const char*>(batch.indices().data()),
+                batch.indices().size_bytes());
+}
+
 // Every byte of every batch of a job, in order: images, labels, indices.
 std::string JobBytes(TestDaemon& daemon, const JobSpec& spec) {
   auto client = daemon.Connect();
@@ -29,13 +38,30 @@ std::string JobBytes(TestDaemon& daemon, const JobSpec& spec) {
       EXPECT_EQ(batch.status().code(), absl::StatusCode::kOutOfRange);
       break;
     }
-    const Batch::ImageTensor images = batch->image_tensor();
-    bytes.append(static_cast<const char*>(images.data), images.bytes);
-    bytes.append(reinterpret_cast<const char*>(batch->labels().data()),
-                 batch->labels().size_bytes());
-    bytes.append(reinterpret_cast<const char*>(batch->indices().data()),
-                 batch->indices().size_bytes());
+    AppendBatch(*batch, &bytes);
   }
+  return bytes;
+}
+
+// Consumes the first `released` batches of a job and releases them, takes
+// one more without releasing it, and returns the bytes of the released ones
+// and the consumer's position, saved and read back as a trainer would.
+std::string ConsumeThenStop(TestDaemon& daemon, const JobSpec& spec,
+                            int released, Position* position) {
+  auto client = daemon.Connect();
+  auto job = client->CreateJob(spec);
+  auto consumer = client->Attach(job->id);
+  std::string bytes;
+  for (int i = 0; i < released; ++i) {
+    auto batch = (*consumer)->Next();
+    EXPECT_TRUE(batch.ok()) << batch.status();
+    AppendBatch(*batch, &bytes);
+  }  // each released as it goes out of scope
+  auto held = (*consumer)->Next();  // in flight when the trainer dies
+  EXPECT_TRUE(held.ok());
+  auto saved = ParsePosition(SerializePosition((*consumer)->position()));
+  EXPECT_TRUE(saved.ok());
+  *position = *saved;
   return bytes;
 }
 
@@ -81,6 +107,48 @@ TEST_F(AugmentTest, OneOrFourWorkersAndARestartGiveByteIdenticalEpochs) {
   ASSERT_EQ(one.size(), 2u * 21 * (48 * 48 * 3 + 16));
   EXPECT_TRUE(one == four) << "1 and 4 workers disagree";
   EXPECT_TRUE(one == restarted) << "a new daemon disagrees";
+}
+
+TEST_F(AugmentTest, ResumeAfterATrainerRestartIsByteIdentical) {
+  TestDaemon daemon;
+  const std::string full = JobBytes(daemon, Train(3));  // 2 epochs x 5
+  Position position;
+  std::string bytes = ConsumeThenStop(daemon, Train(3), 6, &position);
+  // The 7th batch was in flight, not released: the position points at it.
+  EXPECT_EQ(position, (Position{1, 1}));
+  JobSpec resumed = Train(3);
+  resumed.start = position;
+  bytes += JobBytes(daemon, resumed);
+  EXPECT_TRUE(bytes == full) << "the resumed run differs";
+}
+
+TEST_F(AugmentTest, ResumeAfterADaemonRestartIsByteIdentical) {
+  std::string full, bytes;
+  Position position;
+  {
+    TestDaemon daemon;
+    full = JobBytes(daemon, Train(5));
+    bytes = ConsumeThenStop(daemon, Train(5), 3, &position);
+  }  // the daemon stops; its rings are gone
+  EXPECT_EQ(position, (Position{0, 3}));
+  TestDaemon restarted({.workers = 3});
+  JobSpec resumed = Train(5);
+  resumed.start = position;
+  bytes += JobBytes(restarted, resumed);
+  EXPECT_TRUE(bytes == full) << "the resumed run differs";
+}
+
+TEST(Position, TextFormRoundTripsAndRefusesGarbage) {
+  const Position p{12, 34567};
+  EXPECT_EQ(SerializePosition(p), "stoker-position:12:34567");
+  EXPECT_EQ(*ParsePosition(SerializePosition(p)), p);
+  for (const char* bad : {"", "stoker-position:", "stoker-position:1",
+                          "stoker-position:a:1", "position:1:2",
+                          "stoker-position:1:2x"}) {
+    EXPECT_EQ(ParsePosition(bad).status().code(),
+              absl::StatusCode::kInvalidArgument)
+        << bad;
+  }
 }
 
 TEST_F(AugmentTest, AnotherSeedGivesOtherCropsAndOrder) {

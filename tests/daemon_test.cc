@@ -340,6 +340,8 @@ TEST_F(DaemonTest, AConsumerThatLeavesMidEpochLosesNothing) {
   }  // the first consumer goes away holding a lease
   auto second = client_->Attach(job->id);
   ASSERT_TRUE(second.ok()) << second.status();
+  // Its resume position starts at the job's first unreleased batch.
+  EXPECT_EQ((*second)->position(), (Position{0, held.index()}));
   std::vector<Seen> seen;
   EXPECT_EQ(ConsumeAll(**second, &seen).code(), absl::StatusCode::kOutOfRange);
   ASSERT_FALSE(seen.empty());

@@ -2,6 +2,7 @@
 #include <atomic>
 #include <utility>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "client/src/consumer_core.h"
 #include "stoker/consumer.h"
@@ -88,7 +89,7 @@ absl::Status Batch::CheckIntact() const {
 
 void Batch::Release() {
   if (core_ == nullptr) return;
-  core_->Release(slot_, generation_);
+  core_->Release(slot_, generation_, epoch_, index_);
   core_.reset();
 }
 
@@ -98,6 +99,30 @@ Consumer::Consumer(std::shared_ptr<internal::ConsumerCore> core)
 Consumer::~Consumer() { core_->Close(); }
 
 const JobInfo& Consumer::job() const { return core_->job(); }
+
+Position Consumer::position() const { return core_->position(); }
+
+std::string SerializePosition(const Position& position) {
+  return absl::StrCat("stoker-position:", position.epoch, ":", position.batch);
+}
+
+absl::StatusOr<Position> ParsePosition(std::string_view text) {
+  constexpr std::string_view kPrefix = "stoker-position:";
+  Position position;
+  const std::string_view rest =
+      text.starts_with(kPrefix) ? text.substr(kPrefix.size()) : "";
+  const size_t colon = rest.find(':');
+  if (colon == std::string_view::npos ||
+      !absl::SimpleAtoi(absl::string_view(rest.data(), colon), &position.epoch) ||
+      !absl::SimpleAtoi(absl::string_view(rest.data() + colon + 1,
+                                          rest.size() - colon - 1),
+                        &position.batch)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "'", std::string(text),
+        "' is not a stoker position (stoker-position:<epoch>:<batch>)"));
+  }
+  return position;
+}
 
 absl::StatusOr<Batch> Consumer::Next() {
   absl::StatusOr<v1::BatchHandle> handle = core_->NextHandle();

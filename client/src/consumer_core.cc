@@ -48,6 +48,12 @@ absl::StatusOr<std::shared_ptr<ConsumerCore>> ConsumerCore::Open(
     return status.ok() ? ring.status() : FromGrpcStatus(status);
   }
   core->ring_ = *std::move(ring);
+  {
+    absl::MutexLock lock(&core->mu_);
+    core->next_unreleased_ =
+        reply.attached().position_epoch() * core->job_.batches_per_epoch +
+        reply.attached().position_batch();
+  }
   core->reader_ = std::thread([c = core.get()] { c->ReadLoop(); });
   core->writer_ = std::thread([c = core.get()] { c->WriteLoop(); });
   return core;
@@ -138,7 +144,24 @@ absl::StatusOr<v1::BatchHandle> ConsumerCore::NextHandle() {
   return final_status_;
 }
 
-void ConsumerCore::Release(uint32_t slot, uint64_t generation) {
+Position ConsumerCore::position() {
+  absl::MutexLock lock(&mu_);
+  const uint64_t per_epoch = std::max<uint64_t>(job_.batches_per_epoch, 1);
+  return {next_unreleased_ / per_epoch, next_unreleased_ % per_epoch};
+}
+
+void ConsumerCore::Release(uint32_t slot, uint64_t generation, uint64_t epoch,
+                           uint64_t batch) {
+  {
+    absl::MutexLock lock(&mu_);
+    const uint64_t seq = epoch * job_.batches_per_epoch + batch;
+    if (seq == next_unreleased_) {
+      ++next_unreleased_;
+      while (released_ahead_.erase(next_unreleased_) == 1) ++next_unreleased_;
+    } else if (seq > next_unreleased_) {
+      released_ahead_.insert(seq);
+    }
+  }
   v1::ConsumeRequest release;
   release.mutable_release()->set_slot(slot);
   release.mutable_release()->set_generation(generation);

@@ -11,6 +11,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include <deque>
+#include <set>
 #include <memory>
 #include <string>
 #include <thread>
@@ -35,8 +36,11 @@ class ConsumerCore {
 
   // Blocks for the next handle; see Consumer::Next() for the errors.
   absl::StatusOr<v1::BatchHandle> NextHandle();
-  // Queues the release of a slot; a no-op once the stream is closed.
-  void Release(uint32_t slot, uint64_t generation);
+  // Queues the release of a slot; a no-op once the stream is closed. Moves
+  // the resume position past the batch when it is the first unreleased one.
+  void Release(uint32_t slot, uint64_t generation, uint64_t epoch,
+               uint64_t batch);
+  Position position();
   // Half-closes the stream, waits for the daemon's status, joins threads.
   void Close();
 
@@ -67,6 +71,10 @@ class ConsumerCore {
   bool finished_ ABSL_GUARDED_BY(mu_) = false;
   absl::Status final_status_ ABSL_GUARDED_BY(mu_);
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
+  // Resume position: the first unreleased batch (as epoch * per_epoch +
+  // batch), and the released batches beyond it.
+  uint64_t next_unreleased_ ABSL_GUARDED_BY(mu_) = 0;
+  std::set<uint64_t> released_ahead_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace stoker::internal

@@ -127,6 +127,7 @@ JobSpec SpecFrom(const v1::JobSpec& p) {
   spec.rank = p.rank();
   spec.world_size = p.world_size() == 0 ? 1 : p.world_size();
   spec.shard_drop_last = p.shard_drop_last();
+  spec.start = {p.start_epoch(), p.start_batch()};
   return spec;
 }
 
@@ -163,6 +164,8 @@ v1::JobSpec ToProto(const JobSpec& spec) {
   p.set_rank(spec.rank);
   p.set_world_size(spec.world_size);
   p.set_shard_drop_last(spec.shard_drop_last);
+  p.set_start_epoch(spec.start.epoch);
+  p.set_start_batch(spec.start.batch);
   return p;
 }
 

@@ -29,6 +29,8 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
+#include <string_view>
 
 #include "absl/status/statusor.h"
 #include "stoker/types.h"
@@ -119,6 +121,12 @@ class Consumer {
 
   const JobInfo& job() const;
 
+  // Where to resume: the first batch, in delivery order, not yet released.
+  // Save it with the model checkpoint (SerializePosition) and pass it as
+  // JobSpec::start to a new job with the same spec, after a trainer or a
+  // daemon restart: it serves exactly the batches not yet consumed.
+  Position position() const;
+
  private:
   friend class Client;
   friend class CudaCopier;
@@ -126,6 +134,10 @@ class Consumer {
 
   std::shared_ptr<internal::ConsumerCore> core_;
 };
+
+// "stoker-position:<epoch>:<batch>", and back (INVALID_ARGUMENT if malformed).
+std::string SerializePosition(const Position& position);
+absl::StatusOr<Position> ParsePosition(std::string_view text);
 
 }  // namespace stoker
 

@@ -74,6 +74,13 @@ std::vector<Op> TrainPipeline(uint32_t size = 224);
 // Resize(shorter side) + CenterCrop(crop): the usual evaluation pipeline.
 std::vector<Op> EvalPipeline(uint32_t resize = 256, uint32_t crop = 224);
 
+// A place in a job's stream of batches: batch `batch` of epoch `epoch`.
+struct Position {
+  uint64_t epoch = 0;
+  uint64_t batch = 0;
+  bool operator==(const Position&) const = default;
+};
+
 // What a trainer asks for. Defaults give a 224x224 ImageNet-style stream.
 struct JobSpec {
   std::string dataset_path;  // ImageFolder root: <root>/<class>/<file>.jpg
@@ -100,6 +107,9 @@ struct JobSpec {
   uint32_t rank = 0;
   uint32_t world_size = 1;
   bool shard_drop_last = false;
+  // Resume: serve from this position on (see Consumer::position()), with
+  // the same bytes an uninterrupted job would have served there.
+  Position start;
 };
 
 enum class JobState { kRunning, kFinished, kFailed };
