@@ -27,17 +27,16 @@ absl::StatusOr<std::shared_ptr<Job>> Job::Create(
     std::string segment_name, mode_t segment_mode,
     std::function<void()> on_work) {
   const uint64_t per_rank = ShardSize(dataset.samples.size(), config.sharding);
-  if (BatchPlan(per_rank, config.batch_size, config.drop_last)
-          .batches_per_epoch() == 0) {
+  const uint64_t per_epoch =
+      BatchPlan(per_rank, config.batch_size, config.drop_last)
+          .batches_per_epoch();
+  if (per_epoch == 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "an epoch would hold no batch: ", per_rank,
         " samples per rank (dataset of ", dataset.samples.size(),
         ", world_size ", config.sharding.world_size, ") with batch_size ",
         config.batch_size, " and drop_last"));
   }
-  const uint64_t per_epoch =
-      BatchPlan(per_rank, config.batch_size, config.drop_last)
-          .batches_per_epoch();
   if (config.start_batch >= per_epoch) {
     return absl::OutOfRangeError(absl::StrCat(
         "start_batch ", config.start_batch, " is past an epoch of ", per_epoch,

@@ -281,6 +281,18 @@ absl::StatusOr<Pipeline> ParsePipeline(const v1::JobSpec& spec) {
   return p;
 }
 
+v1::DType ImageDTypeToProto(OutputDType dtype) {
+  switch (dtype) {
+    case OutputDType::kUInt8:
+      return v1::DTYPE_UINT8;
+    case OutputDType::kFloat16:
+      return v1::DTYPE_FLOAT16;
+    case OutputDType::kFloat32:
+      return v1::DTYPE_FLOAT32;
+  }
+  return v1::DTYPE_UNSPECIFIED;
+}
+
 void PipelineToProto(const Pipeline& p, v1::JobSpec* spec) {
   spec->clear_pipeline();
   const auto interpolation = p.interpolation == Filter::kNearest
@@ -329,9 +341,7 @@ void PipelineToProto(const Pipeline& p, v1::JobSpec* spec) {
   auto* out = spec->mutable_output();
   out->set_height(p.output.height);
   out->set_width(p.output.width);
-  out->set_dtype(p.dtype == OutputDType::kUInt8     ? v1::DTYPE_UINT8
-                 : p.dtype == OutputDType::kFloat16 ? v1::DTYPE_FLOAT16
-                                                    : v1::DTYPE_FLOAT32);
+  out->set_dtype(ImageDTypeToProto(p.dtype));
   out->set_layout(p.layout == OutputLayout::kNHWC ? v1::LAYOUT_NHWC
                                                   : v1::LAYOUT_NCHW);
 }

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "daemon/job_spec.h"
+#include "daemon/pipeline_proto.h"
 
 namespace stoker {
 namespace {
@@ -84,9 +85,7 @@ void DeliveredToHandle(const Job& job, const Delivered& batch,
   const Pipeline& p = config.pipeline;
   const int64_t h = p.output.height;
   const int64_t w = p.output.width;
-  const v1::DType dtype = p.dtype == OutputDType::kUInt8     ? v1::DTYPE_UINT8
-                          : p.dtype == OutputDType::kFloat16 ? v1::DTYPE_FLOAT16
-                                                             : v1::DTYPE_FLOAT32;
+  const v1::DType dtype = ImageDTypeToProto(p.dtype);
   const uint64_t image_bytes = n * p.BytesPerImage();
   if (p.layout == OutputLayout::kNHWC) {
     AddTensor("images", dtype, {n, h, w, kImageChannels},

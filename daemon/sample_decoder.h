@@ -61,9 +61,6 @@ class SampleDecoder {
                             const Pipeline& pipeline, uint64_t key,
                             uint8_t* out);
 
-  // The parameters the last Process() call drew.
-  const SampleParams& last_params() const { return params_; }
-
   // Shorthand: `path` resized to out_size, RGB uint8 NHWC.
   absl::Status DecodeTo(const std::string& path, ImageSize out_size,
                         uint8_t* out);

@@ -20,27 +20,11 @@ std::vector<uint8_t> Bytes(const std::string& s) {
   return std::vector<uint8_t>(s.begin(), s.end());
 }
 
-// The whole image, through DecodeRegion with a full-size region.
 absl::Status DecodeWhole(const std::vector<uint8_t>& jpeg,
                          std::vector<uint8_t>* out, ImageSize* size,
                          DecodeLimits limits = {}) {
   JpegDecoder decoder(limits);
-  std::vector<uint8_t> buffer;
-  DecodedRegion region;
-  absl::Status status = decoder.DecodeRegion(
-      jpeg,
-      [&](const ImageSize& s) {
-        *size = s;
-        return RegionRequest{{0, 0, s.width, s.height}, s};
-      },
-      &buffer, &region);
-  if (!status.ok()) return status;
-  out->clear();
-  for (int y = 0; y < region.size.height; ++y) {
-    out->insert(out->end(), region.data + y * region.stride,
-                region.data + y * region.stride + region.size.width * 3);
-  }
-  return absl::OkStatus();
+  return testing::DecodeWhole(decoder, jpeg, out, size);
 }
 
 class DecoderTest : public ::testing::Test {

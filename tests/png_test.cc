@@ -49,20 +49,10 @@ std::vector<uint8_t> EncodePng(const void* samples, size_t bytes, int width,
 absl::StatusOr<std::vector<uint8_t>> Decode(const std::vector<uint8_t>& png,
                                             DecodeLimits limits = {}) {
   PngDecoder decoder(limits);
-  std::vector<uint8_t> buffer;
-  DecodedRegion region;
-  absl::Status status = decoder.DecodeRegion(
-      png,
-      [](const ImageSize& s) {
-        return RegionRequest{{0, 0, s.width, s.height}, s};
-      },
-      &buffer, &region);
-  if (!status.ok()) return status;
   std::vector<uint8_t> rgb;
-  for (int y = 0; y < region.size.height; ++y) {
-    rgb.insert(rgb.end(), region.data + y * region.stride,
-               region.data + y * region.stride + region.size.width * 3);
-  }
+  ImageSize size;
+  absl::Status status = testing::DecodeWhole(decoder, png, &rgb, &size);
+  if (!status.ok()) return status;
   return rgb;
 }
 

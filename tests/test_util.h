@@ -5,12 +5,14 @@
 #define STOKER_TESTS_TEST_UTIL_H_
 
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "bench/support/dataset_gen.h"
 #include "bench/support/process.h"
 #include "daemon/daemon.h"
+#include "daemon/jpeg_decoder.h"
 #include "stoker/client.h"
 
 namespace stoker::testing {
@@ -59,6 +61,29 @@ RgbImage ReferenceDecode(const std::string& path);
 RgbImage ReferenceResize(const RgbImage& image, int width, int height);
 
 double MeanAbsDiff(const uint8_t* a, const uint8_t* b, size_t n);
+
+// The whole of an encoded image through a decoder's DecodeRegion (a
+// JpegDecoder or PngDecoder), as packed RGB; *size gets its size.
+template <typename Decoder>
+absl::Status DecodeWhole(Decoder& decoder, std::span<const uint8_t> encoded,
+                         std::vector<uint8_t>* rgb, ImageSize* size) {
+  std::vector<uint8_t> buffer;
+  DecodedRegion region;
+  absl::Status status = decoder.DecodeRegion(
+      encoded,
+      [&](const ImageSize& s) {
+        *size = s;
+        return RegionRequest{{0, 0, s.width, s.height}, s};
+      },
+      &buffer, &region);
+  if (!status.ok()) return status;
+  rgb->clear();
+  for (int y = 0; y < region.size.height; ++y) {
+    const uint8_t* row = region.data + size_t(y) * region.stride;
+    rgb->insert(rgb->end(), row, row + size_t(region.size.width) * 3);
+  }
+  return absl::OkStatus();
+}
 
 }  // namespace stoker::testing
 

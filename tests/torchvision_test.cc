@@ -131,25 +131,16 @@ TEST(Torchvision, CmykJpegReadsAsPillowReadsIt) {
   const std::string theirs = testdata::ReadTextFile(dir + "cmyk.jpg.rgb");
   ASSERT_EQ(theirs.size(), 48u * 40 * 3);
   JpegDecoder decoder({});
-  std::vector<uint8_t> buffer;
-  DecodedRegion region;
-  ASSERT_TRUE(decoder
-                  .DecodeRegion(
-                      std::span<const uint8_t>(
-                          reinterpret_cast<const uint8_t*>(jpeg.data()),
-                          jpeg.size()),
-                      [](const ImageSize& s) {
-                        return RegionRequest{{0, 0, s.width, s.height}, s};
-                      },
-                      &buffer, &region)
-                  .ok());
-  ASSERT_EQ(region.size.width, 48);
-  ASSERT_EQ(region.size.height, 40);
   std::vector<uint8_t> ours;
-  for (int y = 0; y < 40; ++y) {
-    ours.insert(ours.end(), region.data + y * region.stride,
-                region.data + y * region.stride + 48 * 3);
-  }
+  ImageSize size;
+  ASSERT_TRUE(testing::DecodeWhole(
+                  decoder,
+                  std::span<const uint8_t>(
+                      reinterpret_cast<const uint8_t*>(jpeg.data()), jpeg.size()),
+                  &ours, &size)
+                  .ok());
+  ASSERT_EQ(size.width, 48);
+  ASSERT_EQ(size.height, 40);
   EXPECT_EQ(testing::MeanAbsDiff(ours.data(),
                                  reinterpret_cast<const uint8_t*>(theirs.data()),
                                  ours.size()),
