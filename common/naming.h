@@ -7,6 +7,10 @@
 
 namespace stoker {
 
+// Request metadata with which the SDK names its client (process) to the
+// daemon, for per-client limits and stats.
+inline constexpr char kClientMetadataKey[] = "stoker-client";
+
 inline constexpr std::string_view kDaemonDefaultTarget =
     "unix:///run/stoker/stoker.sock";
 

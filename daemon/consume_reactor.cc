@@ -2,10 +2,16 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/grpc_status.h"
+#include "common/status_macros.h"
 #include "daemon/proto_convert.h"
 #include "common/log.h"
 
 namespace stoker {
+namespace {
+
+constexpr size_t kMaxConsumerNameBytes = 128;
+
+}  // namespace
 
 ConsumeReactor* ConsumerLink::Acquire() {
   absl::MutexLock lock(&mu_);
@@ -63,9 +69,12 @@ void ConsumerSet::ShutdownAll(const absl::Status& why) {
   for (const auto& link : links) link->Shutdown(why);
 }
 
-ConsumeReactor::ConsumeReactor(JobRegistry* registry, ConsumerSet* consumers)
+ConsumeReactor::ConsumeReactor(JobRegistry* registry, ConsumerSet* consumers,
+                               ClientLimits* limits, std::string client)
     : registry_(registry),
       consumers_(consumers),
+      limits_(limits),
+      client_(std::move(client)),
       link_(std::make_shared<ConsumerLink>(this)) {
   consumers_->Add(link_);
   StartRead(&request_);
@@ -101,22 +110,45 @@ absl::Status ConsumeReactor::Handle(const v1::ConsumeRequest& request) {
         "the first message of a Consume stream must be attach");
   }
   switch (request.kind_case()) {
-    case v1::ConsumeRequest::kCredit:
-      job->AddCredit(request.credit().credits());
+    case v1::ConsumeRequest::kCredit: {
+      const uint32_t credits = request.credit().credits();
+      STOKER_RETURN_IF_ERROR(limits_->Reserve(client_, credits));
+      outstanding_ += credits;
+      job->AddCredit(link_.get(), credits);
       Pump();
       return absl::OkStatus();
+    }
     case v1::ConsumeRequest::kRelease:
-      return job->Release(request.release().slot(),
-                          request.release().generation());
+      STOKER_RETURN_IF_ERROR(job->Release(link_.get(),
+                                          request.release().slot(),
+                                          request.release().generation()));
+      if (outstanding_ > 0) {
+        --outstanding_;
+        limits_->Return(client_, 1);
+      }
+      return absl::OkStatus();
+    case v1::ConsumeRequest::kReport: {
+      const v1::Report& r = request.report();
+      job->Report(link_.get(), {r.batches(), r.wait_us(), r.step_us(),
+                                r.recent_wait_us(), r.recent_step_us()});
+      return absl::OkStatus();
+    }
     default:
       return absl::InvalidArgumentError(
-          "ConsumeRequest holds none of attach, credit, release");
+          "ConsumeRequest holds none of attach, credit, release, report");
   }
 }
 
 absl::Status ConsumeReactor::HandleAttach(const v1::Attach& attach) {
   auto job = registry_->Get(attach.job_id());
   if (!job.ok()) return job.status();
+  if (attach.name().size() > kMaxConsumerNameBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "attach.name is ", attach.name().size(), " bytes, more than ",
+        kMaxConsumerNameBytes));
+  }
+  STOKER_RETURN_IF_ERROR(limits_->Reserve(client_, attach.credits()));
+  outstanding_ = attach.credits();
   {
     // Claim the writer so that no batch can overtake the Attached reply.
     absl::MutexLock lock(&mu_);
@@ -124,8 +156,11 @@ absl::Status ConsumeReactor::HandleAttach(const v1::Attach& attach) {
   }
   uint64_t first_unreleased = 0;
   if (absl::Status attached =
-          (*job)->Attach(link_, attach.credits(), &first_unreleased);
+          (*job)->Attach(link_, {attach.name(), client_}, attach.credits(),
+                         &first_unreleased);
       !attached.ok()) {
+    limits_->Return(client_, outstanding_);
+    outstanding_ = 0;
     if (std::optional<absl::Status> finish = ReleaseWriter()) {
       DetachAndFinish(*finish);
     }
@@ -139,7 +174,8 @@ absl::Status ConsumeReactor::HandleAttach(const v1::Attach& attach) {
     absl::MutexLock lock(&mu_);
     job_ = *job;
   }
-  spdlog::debug("job {}: consumer attached", (*job)->id());
+  spdlog::debug("job {}: consumer '{}' of client {} attached", (*job)->id(),
+                attach.name(), client_);
   StartWrite(&response_);
   return absl::OkStatus();
 }
@@ -160,7 +196,7 @@ void ConsumeReactor::Pump() {
     }
     Delivered batch;
     absl::Status ended;
-    switch (job->NextDelivery(&batch, &ended)) {
+    switch (job->NextDelivery(link_.get(), &batch, &ended)) {
       case Delivery::kBatch:
         response_.Clear();
         DeliveredToHandle(*job, batch, response_.mutable_batch());
@@ -228,6 +264,11 @@ void ConsumeReactor::DetachAndFinish(const absl::Status& status) {
     job = job_;
   }
   if (job != nullptr) job->Detach(link_.get());
+  if (!status.ok()) {
+    spdlog::info("{}{}consumer of client {} ended: {}",
+                 job != nullptr ? "job " + job->id() : std::string(),
+                 job != nullptr ? ": " : "", client_, status.message());
+  }
   Finish(ToGrpcStatus(status));
 }
 
@@ -243,6 +284,7 @@ void ConsumeReactor::OnWriteDone(bool ok) {
 
 void ConsumeReactor::OnDone() {
   link_->Retire();
+  limits_->Return(client_, outstanding_);
   consumers_->Remove(link_.get());
   std::shared_ptr<Job> job;
   {

@@ -15,9 +15,11 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <string>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "daemon/client_limits.h"
 #include "daemon/job.h"
 #include "daemon/job_registry.h"
 #include "stoker/v1/loader.grpc.pb.h"
@@ -60,7 +62,10 @@ class ConsumerSet {
 class ConsumeReactor
     : public grpc::ServerBidiReactor<v1::ConsumeRequest, v1::ConsumeResponse> {
  public:
-  ConsumeReactor(JobRegistry* registry, ConsumerSet* consumers);
+  // `client` names the peer (ClientOf); its outstanding batches count
+  // against `limits`.
+  ConsumeReactor(JobRegistry* registry, ConsumerSet* consumers,
+                 ClientLimits* limits, std::string client);
 
   // Sends what can be sent now; safe from any thread.
   void Pump();
@@ -82,6 +87,11 @@ class ConsumeReactor
 
   JobRegistry* const registry_;
   ConsumerSet* const consumers_;
+  ClientLimits* const limits_;
+  const std::string client_;
+  // Credits granted plus batches leased and not released on this stream;
+  // touched only by the reading side and OnDone, which never overlap.
+  uint64_t outstanding_ = 0;
   const std::shared_ptr<ConsumerLink> link_;
   v1::ConsumeRequest request_;    // owned by the read in flight
   v1::ConsumeResponse response_;  // owned by the write in flight

@@ -1,5 +1,7 @@
 #include "daemon/daemon.h"
 
+#include "daemon/byte_size.h"
+
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -74,11 +76,20 @@ absl::Status Daemon::Serve(const DaemonOptions& options) {
   registry_ = std::make_unique<JobRegistry>(
       RegistryOptions{.segment_prefix = segment_prefix_,
                       .segment_mode = 0640,
-                      .max_jobs = options.max_jobs},
+                      .max_jobs = options.max_jobs,
+                      .max_jobs_per_client = options.max_jobs_per_client,
+                      .shm_budget_bytes = options.shm_budget_bytes},
       pool_.get());
   consumers_ = std::make_unique<ConsumerSet>();
+  limits_ = std::make_unique<ClientLimits>(options.max_leases_per_client);
   service_ = std::make_unique<LoaderService>(registry_.get(), pool_.get(),
-                                             consumers_.get());
+                                             consumers_.get(), limits_.get());
+  sampler_ = std::make_unique<Ticker>(
+      absl::Milliseconds(500), [pool = pool_.get(), registry = registry_.get()] {
+        const absl::Time now = absl::Now();
+        pool->SampleRates(now);
+        for (const auto& job : registry->List()) job->SampleRates(now);
+      });
   grpc::ServerBuilder builder;
   builder.AddListeningPort("unix:" + socket_path_,
                            grpc::InsecureServerCredentials());
@@ -91,8 +102,13 @@ absl::Status Daemon::Serve(const DaemonOptions& options) {
   if (::chmod(socket_path_.c_str(), 0660) != 0) {
     spdlog::warn("chmod 0660 {}: {}", socket_path_, std::strerror(errno));
   }
-  spdlog::info("stokerd listening on {} with {} workers", socket_path_,
-               workers);
+  spdlog::info("stokerd listening on {} with {} workers (shared-memory budget "
+               "{}, {} free in /dev/shm)",
+               socket_path_, workers,
+               options.shm_budget_bytes > 0
+                   ? FormatByteSize(options.shm_budget_bytes)
+                   : std::string("none"),
+               FormatByteSize(FreeBytes("/dev/shm") & ~uint64_t{1023}));
   return absl::OkStatus();
 }
 
@@ -112,6 +128,7 @@ void Daemon::Shutdown() {
                       std::chrono::seconds(2));
     server_->Wait();
   }
+  sampler_.reset();
   service_.reset();
   if (pool_ != nullptr) pool_->Stop();
   registry_.reset();

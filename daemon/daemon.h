@@ -23,10 +23,12 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "common/naming.h"
+#include "daemon/client_limits.h"
 #include "daemon/consume_reactor.h"
 #include "daemon/instance_lock.h"
 #include "daemon/job_registry.h"
 #include "daemon/loader_service.h"
+#include "daemon/ticker.h"
 #include "daemon/worker_pool.h"
 
 namespace stoker {
@@ -36,6 +38,9 @@ struct DaemonOptions {
   int workers = 0;  // 0: one per core but one, at least one
   uint32_t max_jobs = 64;
   uint64_t max_image_pixels = uint64_t{1} << 26;
+  uint32_t max_jobs_per_client = 16;
+  uint32_t max_leases_per_client = 256;
+  uint64_t shm_budget_bytes = 0;  // 0: /dev/shm's free space is the limit
 };
 
 class Daemon {
@@ -59,7 +64,9 @@ class Daemon {
   std::unique_ptr<WorkerPool> pool_;
   std::unique_ptr<JobRegistry> registry_;
   std::unique_ptr<ConsumerSet> consumers_;
+  std::unique_ptr<ClientLimits> limits_;
   std::unique_ptr<LoaderService> service_;
+  std::unique_ptr<Ticker> sampler_;
   std::unique_ptr<grpc::Server> server_;
 
   absl::Mutex shutdown_mu_;

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/check.h"
+#include "common/log.h"
 #include "common/status_macros.h"
 
 namespace stoker {
@@ -152,7 +153,7 @@ void Job::RecordError(uint32_t sample, std::string reason) {
 }
 
 void Job::FinishTask(const SampleTask& task, const absl::Status& status) {
-  std::shared_ptr<JobListener> notify;
+  std::vector<std::shared_ptr<JobListener>> notify;
   {
     absl::MutexLock lock(&mu_);
     --inflight_tasks_;
@@ -162,110 +163,390 @@ void Job::FinishTask(const SampleTask& task, const absl::Status& status) {
     }
     if (!status.ok()) {
       Stop(JobPhase::kFailed, status);
-      notify = listener_;
+      notify = Listeners();
     } else {
       ++samples_decoded_;
       for (auto it = filling_.begin(); it != filling_.end(); ++it) {
         if (it->seq != task.seq) continue;
         if (++it->done_rows == it->count) {
           ring_->Publish(it->slot);
-          ready_.emplace(it->seq, it->slot);
+          published_.emplace(it->seq, Published{it->slot});
+          if (!broadcast()) ready_.insert(it->seq);
           filling_.erase(it);
-          notify = listener_;
+          notify = Listeners();
         }
         break;
       }
     }
   }
-  if (notify) notify->OnDeliverable();
+  for (const auto& listener : notify) listener->OnDeliverable();
+}
+
+Demand Job::demand() const {
+  absl::MutexLock lock(&mu_);
+  if (phase_ != JobPhase::kRunning || ring_ == nullptr) return Demand::kNone;
+  bool room = false;
+  for (const Filling& f : filling_) room = room || f.next_row < f.count;
+  room = room || (next_fill_seq_ < total_batches_ && ring_->FindFree());
+  if (!room) return Demand::kNone;
+  for (const auto& [key, c] : consumers_) {
+    if (c.evicted.ok() && c.credits > 0 && !Deliverable(c)) {
+      return Demand::kWaiting;
+    }
+  }
+  return Demand::kPrefetch;
+}
+
+std::vector<std::shared_ptr<JobListener>> Job::Listeners() const {
+  std::vector<std::shared_ptr<JobListener>> listeners;
+  for (const auto& [key, c] : consumers_) listeners.push_back(c.listener);
+  return listeners;
+}
+
+uint64_t Job::Leader() const {
+  uint64_t leader = 0;
+  for (const auto& [key, c] : consumers_) {
+    if (c.evicted.ok()) leader = std::max(leader, c.next_seq);
+  }
+  return leader;
+}
+
+uint64_t Job::OldestHeld(const Consumer& c) const {
+  uint64_t oldest = c.next_seq;
+  for (const auto& [slot, seq] : c.leased) oldest = std::min(oldest, seq);
+  return oldest;
+}
+
+uint64_t Job::BroadcastJoinPoint() const {
+  // The oldest batch from which the ring (or the workers) still hold every
+  // batch up to the newest: a joiner must not need a batch already freed.
+  auto held = [&](uint64_t seq) {
+    if (published_.count(seq) > 0) return true;
+    for (const Filling& f : filling_) {
+      if (f.seq == seq) return true;
+    }
+    return false;
+  };
+  uint64_t start = next_fill_seq_;
+  while (start > start_seq_ && held(start - 1)) --start;
+  const uint64_t leader = Leader();
+  const uint32_t max_lag = config_.sharing.max_lag;
+  if (leader > max_lag) start = std::max(start, leader - max_lag);
+  return start;
 }
 
 absl::Status Job::Attach(std::shared_ptr<JobListener> listener,
-                         uint32_t credits, uint64_t* first_unreleased) {
+                         const ConsumerIdentity& who, uint32_t credits,
+                         uint64_t* start) {
   absl::MutexLock lock(&mu_);
   if (phase_ == JobPhase::kFinished) {
     return absl::OutOfRangeError(absl::StrCat(
         "job ", id_, " has finished: every batch was delivered and released"));
   }
   if (phase_ != JobPhase::kRunning) return error_;
-  if (listener_ != nullptr) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("job ", id_, " already has a consumer attached"));
+  if (config_.sharing.mode == SharingMode::kExclusive &&
+      !consumers_.empty()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "job ", id_, " already has a consumer attached (its sharing mode is "
+        "exclusive; create it with broadcast or partition to share it)"));
   }
-  listener_ = std::move(listener);
-  credits_ = AddCapped(0, credits);
-  // Nothing is leased now (one consumer at a time); what its predecessor
-  // held is back in ready_, in front of everything not yet sent.
-  *first_unreleased =
-      ready_.empty() ? next_send_seq_
-                     : std::min(ready_.begin()->first, next_send_seq_);
+  if (consumers_.size() >= kMaxConsumersPerJob) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "job ", id_, " already has ", consumers_.size(),
+        " consumers, the most a job can have"));
+  }
+  Consumer c;
+  c.listener = listener;
+  c.who = who;
+  c.id = next_consumer_id_++;
+  c.credits = AddCapped(0, credits);
+  if (broadcast()) {
+    c.next_seq = BroadcastJoinPoint();
+    *start = c.next_seq;
+  } else {
+    // The first batch nobody has released: requeued or leased ones come
+    // before everything not yet sent.
+    uint64_t first = next_send_seq_;
+    if (!ready_.empty()) first = std::min(first, *ready_.begin());
+    for (const auto& [key, other] : consumers_) {
+      for (const auto& [slot, seq] : other.leased) first = std::min(first, seq);
+    }
+    *start = first;
+  }
+  consumers_.emplace(listener.get(), std::move(c));
   return absl::OkStatus();
 }
 
 void Job::Detach(const JobListener* listener) {
-  absl::MutexLock lock(&mu_);
-  if (listener_.get() != listener) return;
-  listener_.reset();
-  credits_ = 0;
-  // What the consumer held goes back, in order, to the next one.
-  for (const auto& [slot, seq] : leased_) {
-    if (ring_ != nullptr) ring_->Unlease(slot);
-    ready_.emplace(seq, slot);
+  std::vector<std::shared_ptr<JobListener>> notify;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = consumers_.find(listener);
+    if (it == consumers_.end()) return;
+    std::map<uint32_t, uint64_t> leased = std::move(it->second.leased);
+    consumers_.erase(it);
+    if (ring_ == nullptr || phase_ != JobPhase::kRunning) return;
+    if (broadcast()) {
+      // The others no longer wait for it.
+      FreeBroadcast();
+    } else {
+      // What it held goes back, in order, to the next consumer.
+      for (const auto& [slot, seq] : leased) ready_.insert(seq);
+      if (!leased.empty()) notify = Listeners();
+    }
   }
-  leased_.clear();
+  for (const auto& l : notify) l->OnDeliverable();
+  on_work_();
 }
 
-void Job::AddCredit(uint32_t credits) {
+void Job::AddCredit(const JobListener* listener, uint32_t credits) {
   absl::MutexLock lock(&mu_);
-  credits_ = AddCapped(credits_, credits);
+  auto it = consumers_.find(listener);
+  if (it != consumers_.end()) {
+    it->second.credits = AddCapped(it->second.credits, credits);
+  }
 }
 
-Delivery Job::NextDelivery(Delivered* out, absl::Status* ended) {
+void Job::Report(const JobListener* listener, const ConsumerReport& report) {
   absl::MutexLock lock(&mu_);
-  if (phase_ == JobPhase::kFailed || phase_ == JobPhase::kDeleted) {
-    *ended = error_;
-    return Delivery::kEnded;
+  auto it = consumers_.find(listener);
+  if (it != consumers_.end()) {
+    it->second.reported = true;
+    it->second.report = report;
   }
-  if (next_send_seq_ == total_batches_ && ready_.empty()) {
-    return Delivery::kEndOfJob;
+}
+
+std::optional<uint64_t> Job::Deliverable(const Consumer& c) const {
+  if (broadcast()) {
+    if (published_.count(c.next_seq) == 0) return std::nullopt;
+    return c.next_seq;
   }
-  if (credits_ == 0 || ready_.empty() ||
-      ready_.begin()->first > next_send_seq_) {
-    return Delivery::kNothing;
+  if (ready_.empty() || *ready_.begin() > next_send_seq_) return std::nullopt;
+  return *ready_.begin();
+}
+
+Delivery Job::NextDelivery(const JobListener* listener, Delivered* out,
+                           absl::Status* ended) {
+  std::vector<std::shared_ptr<JobListener>> evicted;
+  Delivery result = Delivery::kNothing;
+  bool freed = false;
+  {
+    absl::MutexLock lock(&mu_);
+    const uint64_t completed_before = completed_;
+    if (phase_ == JobPhase::kFailed || phase_ == JobPhase::kDeleted) {
+      *ended = error_;
+      return Delivery::kEnded;
+    }
+    auto it = consumers_.find(listener);
+    if (it == consumers_.end()) return Delivery::kNothing;
+    Consumer& c = it->second;
+    if (!c.evicted.ok()) {
+      *ended = c.evicted;
+      return Delivery::kEnded;
+    }
+    if (phase_ == JobPhase::kFinished) return Delivery::kEndOfJob;
+    switch (config_.sharing.mode) {
+      case SharingMode::kExclusive:
+        if (next_send_seq_ == total_batches_ && ready_.empty()) {
+          return Delivery::kEndOfJob;
+        }
+        break;
+      case SharingMode::kBroadcast:
+        if (c.next_seq >= total_batches_) return Delivery::kEndOfJob;
+        break;
+      case SharingMode::kPartition:
+        break;  // until the job finishes, a batch may come back
+    }
+    const std::optional<uint64_t> seq = Deliverable(c);
+    if (c.credits > 0 && seq) {
+      Lease(c, *seq, out);
+      result = Delivery::kBatch;
+      if (broadcast()) evicted = EnforceLag();
+    } else if (c.credits > 0 && broadcast()) {
+      evicted = RelievePinnedRing(c);
+    }
+    freed = completed_ != completed_before;
   }
-  const auto [seq, slot] = *ready_.begin();
-  ready_.erase(ready_.begin());
-  if (seq == next_send_seq_) ++next_send_seq_;
-  ring_->Lease(slot);
-  leased_.emplace(slot, seq);
-  --credits_;
+  // Evicted consumers learn why; skipped or evicted batches free slots.
+  for (const auto& l : evicted) l->OnDeliverable();
+  if (freed) on_work_();
+  return result;
+}
+
+absl::Status Job::LagError(const Consumer& c, uint64_t lag,
+                           absl::string_view why) const {
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "consumer ", c.id, c.who.name.empty() ? "" : " '", c.who.name,
+      c.who.name.empty() ? "" : "'", " of broadcast job ", id_, " fell ", lag,
+      " batches behind the most advanced consumer (max_lag ",
+      config_.sharing.max_lag, ", ", c.leased.size(),
+      " batches held unreleased)", why,
+      "; detached so that the others keep going (on_lag=",
+      config_.sharing.on_lag == OnLagPolicy::kSkip ? "SKIP" : "DETACH", ")"));
+}
+
+void Job::Evict(Consumer& c, absl::Status why,
+                std::vector<std::shared_ptr<JobListener>>* evicted) {
+  spdlog::info("job {}: {}", id_, why.message());
+  c.evicted = std::move(why);
+  c.leased.clear();
+  c.credits = 0;
+  evicted->push_back(c.listener);
+}
+
+void Job::Lease(Consumer& c, uint64_t seq, Delivered* out) {
+  const uint32_t slot = published_.at(seq).slot;
+  if (broadcast()) {
+    ++c.next_seq;
+  } else {
+    ready_.erase(seq);
+    if (seq == next_send_seq_) ++next_send_seq_;
+  }
+  c.leased.emplace(slot, seq);
+  --c.credits;
+  ++c.delivered;
   ++batches_delivered_;
   out->slot = slot;
   out->generation = ring_->generation(slot);
   out->epoch = seq / plan_.batches_per_epoch();
   out->batch = seq % plan_.batches_per_epoch();
   out->sample_count = plan_.BatchSize(out->batch);
-  return Delivery::kBatch;
+  images_delivered_ += out->sample_count;
 }
 
-absl::Status Job::Release(uint32_t slot, uint64_t generation) {
+std::vector<std::shared_ptr<JobListener>> Job::EnforceLag() {
+  std::vector<std::shared_ptr<JobListener>> evicted;
+  const uint64_t leader = Leader();
+  const uint32_t max_lag = config_.sharing.max_lag;
+  for (auto& [key, c] : consumers_) {
+    if (!c.evicted.ok() || c.next_seq + max_lag >= leader) continue;
+    if (config_.sharing.on_lag == OnLagPolicy::kSkip) {
+      c.skipped += leader - max_lag - c.next_seq;
+      c.next_seq = leader - max_lag;
+    } else {
+      Evict(c, LagError(c, leader - c.next_seq, ""), &evicted);
+    }
+  }
+  FreeBroadcast();
+  return evicted;
+}
+
+std::vector<std::shared_ptr<JobListener>> Job::RelievePinnedRing(
+    const Consumer& starving) {
+  std::vector<std::shared_ptr<JobListener>> evicted;
+  // Pinned: no slot to fill, so the batch `starving` waits for cannot be
+  // decoded until someone lets go of an older one.
+  if (ring_->FindFree() || !filling_.empty()) return evicted;
+  Consumer* blocker = nullptr;
+  for (auto& [key, c] : consumers_) {
+    if (c.evicted.ok() &&
+        (blocker == nullptr || OldestHeld(c) < OldestHeld(*blocker))) {
+      blocker = &c;
+    }
+  }
+  if (blocker == nullptr || blocker == &starving ||
+      OldestHeld(*blocker) >= OldestHeld(starving)) {
+    return evicted;  // it waits for itself, or for nobody in particular
+  }
+  if (config_.sharing.on_lag == OnLagPolicy::kSkip &&
+      blocker->next_seq < starving.next_seq) {
+    blocker->skipped += starving.next_seq - blocker->next_seq;
+    blocker->next_seq = starving.next_seq;
+  } else {
+    Evict(*blocker,
+          LagError(*blocker, Leader() - OldestHeld(*blocker),
+                   ": the ring is full of batches it has not released"),
+          &evicted);
+  }
+  FreeBroadcast();
+  return evicted;
+}
+
+void Job::Complete(uint64_t seq) {
+  auto it = published_.find(seq);
+  ring_->Free(it->second.slot);
+  published_.erase(it);
+  ++completed_;
+  if (start_seq_ + completed_ == total_batches_) {
+    phase_ = JobPhase::kFinished;
+    MaybeFreeRing();
+  }
+}
+
+void Job::FreeBroadcast() {
+  std::vector<uint64_t> done;
+  for (const auto& [seq, p] : published_) {
+    if (p.releases < config_.sharing.min_consumers) continue;
+    bool needed = false;
+    for (const auto& [key, c] : consumers_) {
+      if (!c.evicted.ok()) continue;
+      needed = needed || c.next_seq <= seq || c.leased.count(p.slot) > 0;
+    }
+    if (!needed) done.push_back(seq);
+  }
+  for (uint64_t seq : done) {
+    if (phase_ != JobPhase::kRunning) break;
+    Complete(seq);
+  }
+}
+
+absl::Status Job::Release(const JobListener* listener, uint32_t slot,
+                          uint64_t generation) {
+  std::vector<std::shared_ptr<JobListener>> notify;
   {
     absl::MutexLock lock(&mu_);
-    // Releases racing the end of the job (deleted, failed, finished) have
-    // nothing left to free: they are not the consumer's fault.
+    // Releases racing the end of the job (deleted, failed, finished) or of
+    // this consumer (evicted) have nothing left to free: they are not the
+    // consumer's fault.
     if (ring_ == nullptr || phase_ != JobPhase::kRunning) {
       return absl::OkStatus();
     }
-    STOKER_RETURN_IF_ERROR(ring_->Release(slot, generation));
-    leased_.erase(slot);
-    if (start_seq_ + ++batches_released_ == total_batches_) {
-      phase_ = JobPhase::kFinished;
-      MaybeFreeRing();
+    auto it = consumers_.find(listener);
+    if (it == consumers_.end() || !it->second.evicted.ok()) {
       return absl::OkStatus();
     }
+    Consumer& c = it->second;
+    if (slot >= ring_->slot_count()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "release.slot ", slot, " is out of range: the ring has ",
+          ring_->slot_count(), " slots"));
+    }
+    const uint64_t current = ring_->generation(slot);
+    if (generation != current) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "release of slot ", slot, " generation ", generation,
+          " is stale: the slot is at generation ", current));
+    }
+    auto lease = c.leased.find(slot);
+    if (lease == c.leased.end()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "release of slot ", slot, " generation ", generation,
+          ": this consumer does not hold it (double release, or another "
+          "consumer's slot?)"));
+    }
+    const uint64_t seq = lease->second;
+    c.leased.erase(lease);
+    ++c.released;
+    ++batches_released_;
+    if (broadcast()) {
+      ++published_.at(seq).releases;
+      FreeBroadcast();
+    } else {
+      Complete(seq);
+    }
+    // Partition consumers learn of the end only now (until the last release
+    // a batch may still come back to them).
+    if (phase_ == JobPhase::kFinished) notify = Listeners();
   }
-  on_work_();
+  for (const auto& l : notify) l->OnDeliverable();
+  if (notify.empty()) on_work_();
   return absl::OkStatus();
+}
+
+void Job::SampleRates(absl::Time now) {
+  absl::MutexLock lock(&mu_);
+  decoded_rate_.Record(now, static_cast<double>(samples_decoded_));
+  delivered_rate_.Record(now, static_cast<double>(images_delivered_));
 }
 
 void Job::Stop(JobPhase phase, const absl::Status& why) {
@@ -282,13 +563,13 @@ void Job::MaybeFreeRing() {
 }
 
 void Job::End(const absl::Status& why) {
-  std::shared_ptr<JobListener> notify;
+  std::vector<std::shared_ptr<JobListener>> notify;
   {
     absl::MutexLock lock(&mu_);
     Stop(JobPhase::kDeleted, why);
-    notify = listener_;
+    notify = Listeners();
   }
-  if (notify) notify->OnDeliverable();
+  for (const auto& l : notify) l->OnDeliverable();
 }
 
 JobPhase Job::phase() const {
@@ -310,11 +591,36 @@ JobCounters Job::Counters() const {
   c.batches_released = batches_released_;
   c.decode_errors = decode_errors_;
   c.errors = errors_;
+  c.decoded_per_second = decoded_rate_.PerSecond();
+  c.delivered_per_second = delivered_rate_.PerSecond();
+  c.worker_busy_ns = worker_busy_ns_.load();
   if (ring_ != nullptr) {
-    c.ready_slots = ring_->CountInState(SlotState::kReady);
-    c.leased_slots = ring_->CountInState(SlotState::kLeased);
+    c.filling_slots = ring_->CountInState(SlotState::kFilling);
+    std::set<uint32_t> leased;
+    for (const auto& [key, consumer] : consumers_) {
+      for (const auto& [slot, seq] : consumer.leased) leased.insert(slot);
+    }
+    c.leased_slots = static_cast<uint32_t>(leased.size());
+    c.ready_slots = static_cast<uint32_t>(published_.size()) - c.leased_slots;
   }
-  c.consumers = listener_ != nullptr ? 1 : 0;
+  const uint64_t leader = Leader();
+  for (const auto& [key, consumer] : consumers_) {
+    ConsumerCounters& out = c.consumers.emplace_back();
+    out.id = consumer.id;
+    out.name = consumer.who.name;
+    out.client = consumer.who.client;
+    out.delivered = consumer.delivered;
+    out.released = consumer.released;
+    out.skipped = consumer.skipped;
+    out.leased = static_cast<uint32_t>(consumer.leased.size());
+    out.lag = broadcast() && consumer.evicted.ok() && leader > consumer.next_seq
+                  ? leader - consumer.next_seq
+                  : 0;
+    out.reported = consumer.reported;
+    out.report = consumer.report;
+  }
+  std::sort(c.consumers.begin(), c.consumers.end(),
+            [](const auto& a, const auto& b) { return a.id < b.id; });
   return c;
 }
 

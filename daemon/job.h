@@ -2,11 +2,17 @@
 //
 // A job numbers its batches with a sequence number seq = epoch *
 // batches_per_epoch + batch. Workers fill free slots with batches in seq
-// order (TakeTask/FinishTask, one sample per task, several slots at once);
-// the consumer receives them strictly in seq order (NextDelivery), one per
-// credit, and releases them (Release), which frees the slot for the next
-// batch. When a consumer goes away (Detach) the batches it held return to the
-// front of the queue and are delivered again to the next consumer.
+// order (TakeTask/FinishTask, one sample per task, several slots at once),
+// across epoch boundaries; consumers receive them in seq order
+// (NextDelivery), one per credit, and release them (Release).
+//
+// Exclusive and partition mode: each batch goes to one consumer; its release
+// frees the slot. When a consumer goes away (Detach) the batches it held
+// return to the front of the queue, for the next consumer (or another one).
+// Broadcast: every consumer walks the whole sequence at its own pace
+// (Consumer::next_seq); a slot is freed once at least min_consumers released
+// it and no attached consumer still needs it. A consumer more than max_lag
+// batches behind the most advanced one is detached or skips ahead.
 //
 // Ownership: shared by the registry, the worker pool (while a worker decodes
 // into it) and consumers. Thread-safety: all methods are thread-safe. Lock
@@ -15,10 +21,12 @@
 #ifndef STOKER_DAEMON_JOB_H_
 #define STOKER_DAEMON_JOB_H_
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -26,16 +34,32 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "daemon/image_folder.h"
 #include "daemon/jpeg_decoder.h"
 #include "daemon/pipeline.h"
+#include "daemon/rate_meter.h"
 #include "daemon/ring.h"
 #include "daemon/sampler.h"
 
 namespace stoker {
 
+// The most consumers attached to one job at once.
+inline constexpr uint32_t kMaxConsumersPerJob = 64;
+
 enum class OnErrorPolicy { kReplace, kFail };
 enum class JobPhase { kRunning, kFinished, kFailed, kDeleted };
+enum class SharingMode { kExclusive, kBroadcast, kPartition };
+enum class OnLagPolicy { kDetach, kSkip };
+
+// How a job's batches are shared among its consumers (see SharingSpec in
+// loader.proto). Validated: max_lag is in [1, slots - 1] for broadcast.
+struct SharingConfig {
+  SharingMode mode = SharingMode::kExclusive;
+  uint32_t max_lag = 0;
+  OnLagPolicy on_lag = OnLagPolicy::kDetach;
+  uint32_t min_consumers = 1;
+};
 
 // A validated job spec (see job_spec.h).
 struct JobConfig {
@@ -52,6 +76,9 @@ struct JobConfig {
   Sharding sharding;
   uint64_t start_epoch = 0;  // resume position
   uint64_t start_batch = 0;
+  SharingConfig sharing;
+  uint32_t weight = 1;  // share of the worker pool
+  std::string owner;    // the client that created the job
 };
 
 // One sample for a worker to decode into row `row` of slot `slot`.
@@ -79,7 +106,14 @@ enum class Delivery {
   kBatch,     // *out holds a batch, now leased
   kNothing,   // nothing to send now (no credit or no ready batch)
   kEndOfJob,  // every batch has been sent
-  kEnded,     // the job failed or was deleted; *ended says why
+  kEnded,     // the job (or this consumer) ended; *ended says why
+};
+
+// What the workers can do for a job now (WorkerPool's scheduling).
+enum class Demand {
+  kNone,      // no free slot and no open row, or the job is over
+  kPrefetch,  // there is room in the ring
+  kWaiting,   // and a consumer with credit has nothing to receive
 };
 
 class JobListener {
@@ -95,6 +129,28 @@ struct SampleErrorRecord {
   std::string reason;
 };
 
+// What a consumer measured (Report in loader.proto), cumulative.
+struct ConsumerReport {
+  uint64_t batches = 0;
+  uint64_t wait_us = 0;
+  uint64_t step_us = 0;
+  uint64_t recent_wait_us = 0;
+  uint64_t recent_step_us = 0;
+};
+
+struct ConsumerCounters {
+  uint64_t id = 0;
+  std::string name;
+  std::string client;
+  uint64_t delivered = 0;
+  uint64_t released = 0;
+  uint64_t skipped = 0;
+  uint32_t leased = 0;
+  uint64_t lag = 0;
+  bool reported = false;
+  ConsumerReport report;
+};
+
 struct JobCounters {
   JobPhase phase = JobPhase::kRunning;
   uint64_t samples_decoded = 0;
@@ -102,9 +158,19 @@ struct JobCounters {
   uint64_t batches_released = 0;
   uint64_t decode_errors = 0;
   std::vector<SampleErrorRecord> errors;
+  uint32_t filling_slots = 0;
   uint32_t ready_slots = 0;
   uint32_t leased_slots = 0;
-  uint32_t consumers = 0;
+  double decoded_per_second = 0;
+  double delivered_per_second = 0;
+  uint64_t worker_busy_ns = 0;
+  std::vector<ConsumerCounters> consumers;
+};
+
+// Who attaches (for stats and logs).
+struct ConsumerIdentity {
+  std::string name;
+  std::string client;
 };
 
 class Job {
@@ -132,14 +198,30 @@ class Job {
   // decoded and the job must fail.
   void FinishTask(const SampleTask& task, const absl::Status& status);
 
-  // Consumers. One consumer at a time for now.
-  // *first_unreleased: the seq of the first batch nobody has released yet.
-  absl::Status Attach(std::shared_ptr<JobListener> listener, uint32_t credits,
-                      uint64_t* first_unreleased);
+  // Scheduling: what workers could do for this job now, and the worker time
+  // spent on it.
+  Demand demand() const;
+  void AddWorkerTime(uint64_t ns) { worker_busy_ns_.fetch_add(ns); }
+
+  // Consumers, each named by its listener. *start: the first batch this
+  // consumer's position counts from (exclusive and partition: the first
+  // batch nobody has released; broadcast: where it joins).
+  absl::Status Attach(std::shared_ptr<JobListener> listener,
+                      const ConsumerIdentity& who, uint32_t credits,
+                      uint64_t* start);
   void Detach(const JobListener* listener);
-  void AddCredit(uint32_t credits);
-  Delivery NextDelivery(Delivered* out, absl::Status* ended);
-  absl::Status Release(uint32_t slot, uint64_t generation);
+  void AddCredit(const JobListener* listener, uint32_t credits);
+  void Report(const JobListener* listener, const ConsumerReport& report);
+  Delivery NextDelivery(const JobListener* listener, Delivered* out,
+                        absl::Status* ended);
+  // INVALID_ARGUMENT for a slot out of range; FAILED_PRECONDITION for a stale
+  // generation or a slot this consumer does not hold (double release, or
+  // another consumer's slot).
+  absl::Status Release(const JobListener* listener, uint32_t slot,
+                       uint64_t generation);
+
+  // Records the rates GetStats reports; called about twice a second.
+  void SampleRates(absl::Time now);
 
   // Stops the job for good (DeleteJob, shutdown): the consumer is told
   // `why`, the ring's name is unlinked at once.
@@ -157,16 +239,69 @@ class Job {
     uint32_t next_row;
     uint32_t done_rows;
   };
+  // A batch in the ring, published and not yet freed.
+  struct Published {
+    uint32_t slot;
+    uint32_t releases = 0;  // broadcast: consumers that released it
+  };
+  struct Consumer {
+    std::shared_ptr<JobListener> listener;
+    ConsumerIdentity who;
+    uint64_t id = 0;
+    uint32_t credits = 0;
+    uint64_t next_seq = 0;                // broadcast: next batch for it
+    std::map<uint32_t, uint64_t> leased;  // slot -> seq
+    absl::Status evicted;                 // broadcast: dropped for lagging
+    uint64_t delivered = 0;
+    uint64_t released = 0;
+    uint64_t skipped = 0;
+    bool reported = false;
+    ConsumerReport report;
+  };
 
   Job(std::string id, JobConfig config, Dataset dataset,
       std::unique_ptr<Ring> ring, std::function<void()> on_work);
 
+  bool broadcast() const {
+    return config_.sharing.mode == SharingMode::kBroadcast;
+  }
   bool StartBatch() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   const std::vector<uint32_t>& Order(uint64_t epoch)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Stop(JobPhase phase, const absl::Status& why)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void MaybeFreeRing() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The next batch `c` may receive now, if any.
+  std::optional<uint64_t> Deliverable(const Consumer& c) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Hands batch `seq` to `c` (it has credit).
+  void Lease(Consumer& c, uint64_t seq, Delivered* out)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Frees the slot of `seq` (released by all who must): it may be refilled.
+  void Complete(uint64_t seq) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Broadcast: frees every batch no active consumer still needs.
+  void FreeBroadcast() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Broadcast: applies the lag policy to consumers more than max_lag
+  // batches behind the leader; returns the consumers it evicted.
+  std::vector<std::shared_ptr<JobListener>> EnforceLag()
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Broadcast: `starving` has credit but its next batch cannot be decoded
+  // because every slot holds an older batch: the consumer holding the
+  // oldest one skips (SKIP, if it has unsent batches) or is evicted.
+  std::vector<std::shared_ptr<JobListener>> RelievePinnedRing(
+      const Consumer& starving) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Evict(Consumer& c, absl::Status why,
+             std::vector<std::shared_ptr<JobListener>>* evicted)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status LagError(const Consumer& c, uint64_t lag,
+                        absl::string_view why) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  uint64_t Leader() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  uint64_t OldestHeld(const Consumer& c) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  uint64_t BroadcastJoinPoint() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  std::vector<std::shared_ptr<JobListener>> Listeners() const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // Constant after construction.
   const std::string id_;
@@ -178,6 +313,7 @@ class Job {
   const RingGeometry geometry_;
   const std::string segment_name_;
   const std::function<void()> on_work_;
+  std::atomic<uint64_t> worker_busy_ns_{0};
 
   mutable absl::Mutex mu_;
   JobPhase phase_ ABSL_GUARDED_BY(mu_) = JobPhase::kRunning;
@@ -186,18 +322,24 @@ class Job {
   std::map<uint64_t, std::vector<uint32_t>> orders_ ABSL_GUARDED_BY(mu_);
   std::vector<Filling> filling_ ABSL_GUARDED_BY(mu_);
   uint64_t next_fill_seq_ ABSL_GUARDED_BY(mu_) = 0;
+  // Exclusive and partition: the next batch never sent, and the published
+  // batches nobody holds (requeued ones first, being older).
   uint64_t next_send_seq_ ABSL_GUARDED_BY(mu_) = 0;
-  std::map<uint64_t, uint32_t> ready_ ABSL_GUARDED_BY(mu_);   // seq -> slot
-  std::map<uint32_t, uint64_t> leased_ ABSL_GUARDED_BY(mu_);  // slot -> seq
+  std::set<uint64_t> ready_ ABSL_GUARDED_BY(mu_);
+  std::map<uint64_t, Published> published_ ABSL_GUARDED_BY(mu_);
+  std::map<const JobListener*, Consumer> consumers_ ABSL_GUARDED_BY(mu_);
+  uint64_t next_consumer_id_ ABSL_GUARDED_BY(mu_) = 1;
+  uint64_t completed_ ABSL_GUARDED_BY(mu_) = 0;  // batches freed for good
   uint32_t inflight_tasks_ ABSL_GUARDED_BY(mu_) = 0;
-  std::shared_ptr<JobListener> listener_ ABSL_GUARDED_BY(mu_);
-  uint32_t credits_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t samples_decoded_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t batches_delivered_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t batches_released_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t decode_errors_ ABSL_GUARDED_BY(mu_) = 0;
   std::vector<SampleErrorRecord> errors_ ABSL_GUARDED_BY(mu_);
   std::set<uint32_t> error_samples_ ABSL_GUARDED_BY(mu_);
+  RateMeter decoded_rate_ ABSL_GUARDED_BY(mu_);
+  RateMeter delivered_rate_ ABSL_GUARDED_BY(mu_);
+  uint64_t images_delivered_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace stoker

@@ -1,5 +1,8 @@
 #include "daemon/job_registry.h"
 
+#include <sys/statvfs.h>
+
+#include <algorithm>
 #include <random>
 
 #include "absl/strings/str_cat.h"
@@ -19,20 +22,66 @@ std::string JobRegistry::NewJobId() {
   return absl::StrFormat("j%012x", rng() & 0xffffffffffffull);
 }
 
+uint64_t FreeBytes(const std::string& dir) {
+  struct statvfs vfs;
+  if (::statvfs(dir.c_str(), &vfs) != 0) return 0;
+  return uint64_t{vfs.f_bavail} * vfs.f_frsize;
+}
+
+absl::Status JobRegistry::CheckLimits(const JobConfig& config) const {
+  uint32_t live = 0;
+  uint32_t owned = 0;
+  uint64_t reserved = 0;
+  for (const auto& [id, job] : jobs_) {
+    if (job->phase() != JobPhase::kRunning) continue;
+    ++live;
+    owned += job->config().owner == config.owner ? 1 : 0;
+    reserved += job->geometry().segment_bytes;
+  }
+  if (live >= options_.max_jobs) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "stokerd already runs ", live, " jobs, its limit (--max_jobs=",
+        options_.max_jobs, "); delete finished jobs first"));
+  }
+  if (owned >= options_.max_jobs_per_client) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "client ", config.owner, " already runs ", owned,
+        " jobs, the limit per client (--max_jobs_per_client=",
+        options_.max_jobs_per_client, "); delete finished jobs first"));
+  }
+  const uint64_t bytes =
+      ComputeRingGeometry(config.slots,
+                          ComputeSlotLayout(config.batch_size,
+                                            config.pipeline.BytesPerImage()))
+          .segment_bytes;
+  const uint64_t budget = options_.shm_budget_bytes;
+  if (budget > 0 && reserved + bytes > budget) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "the job's ring needs ", bytes, " bytes of shared memory (", config.slots,
+        " slots x ", bytes / config.slots, "); ", live, " running jobs hold ",
+        reserved, " of the daemon's budget of ", budget,
+        " bytes (--shm_budget), leaving ", budget - std::min(budget, reserved),
+        ": use fewer slots or a smaller batch, or delete a job"));
+  }
+  const uint64_t free_bytes = FreeBytes(options_.shm_dir);
+  if (bytes > free_bytes) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "the job's ring needs ", bytes, " bytes of shared memory but ",
+        options_.shm_dir, " has only ", free_bytes,
+        " bytes free: use fewer slots or a smaller batch, or enlarge ",
+        options_.shm_dir));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::shared_ptr<Job>> JobRegistry::Create(
     const JobConfig& config) {
   {
     absl::MutexLock lock(&mu_);
     if (closed_) return absl::UnavailableError("stokerd is shutting down");
-    uint32_t live = 0;
-    for (const auto& [id, job] : jobs_) {
-      live += job->phase() == JobPhase::kRunning ? 1 : 0;
-    }
-    if (live >= options_.max_jobs) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "stokerd already runs ", live, " jobs, its limit (--max_jobs=",
-          options_.max_jobs, "); delete finished jobs first"));
-    }
+    // CreateJob calls run one at a time (the service's control thread), so
+    // nothing can take the room between this check and the ring's creation.
+    STOKER_RETURN_IF_ERROR(CheckLimits(config));
   }
   STOKER_ASSIGN_OR_RETURN(Dataset dataset,
                           ScanImageFolder(config.dataset_path));
@@ -48,11 +97,11 @@ absl::StatusOr<std::shared_ptr<Job>> JobRegistry::Create(
     jobs_.emplace(id, job);
   }
   pool_->Add(job);
-  spdlog::info("job {}: created '{}' on {} ({} samples, {} classes, {} slots "
-               "of {} bytes)",
-               id, config.name, config.dataset_path,
+  spdlog::info("job {}: created '{}' for client {} on {} ({} samples, {} "
+               "classes, {} slots of {} bytes, weight {})",
+               id, config.name, config.owner, config.dataset_path,
                job->dataset().samples.size(), job->dataset().class_names.size(),
-               config.slots, job->geometry().slot.slot_bytes);
+               config.slots, job->geometry().slot.slot_bytes, config.weight);
   return job;
 }
 

@@ -24,12 +24,21 @@ struct RegistryOptions {
   std::string segment_prefix;  // see SegmentPrefix()
   mode_t segment_mode = 0640;
   uint32_t max_jobs = 64;
+  uint32_t max_jobs_per_client = 16;
+  // Total bytes all live rings may reserve; 0: only /dev/shm's free space.
+  uint64_t shm_budget_bytes = 0;
+  std::string shm_dir = "/dev/shm";  // where POSIX shared memory lives
 };
+
+// Free bytes in `dir`'s file system (0 if it cannot be read).
+uint64_t FreeBytes(const std::string& dir);
 
 class JobRegistry {
  public:
   JobRegistry(RegistryOptions options, WorkerPool* pool);
 
+  // RESOURCE_EXHAUSTED, naming the numbers, past --max_jobs, the owner's
+  // --max_jobs_per_client, the shared-memory budget or /dev/shm's free space.
   absl::StatusOr<std::shared_ptr<Job>> Create(const JobConfig& config);
   // NOT_FOUND naming the id.
   absl::StatusOr<std::shared_ptr<Job>> Get(const std::string& id) const;
@@ -38,9 +47,12 @@ class JobRegistry {
   // Ends every job with `why` and refuses new ones (daemon shutdown).
   void CloseAll(const absl::Status& why);
   uint64_t shm_bytes() const;
+  const RegistryOptions& options() const { return options_; }
 
  private:
   std::string NewJobId();
+  absl::Status CheckLimits(const JobConfig& config) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const RegistryOptions options_;
   WorkerPool* const pool_;

@@ -1,5 +1,7 @@
 #include "daemon/job_spec.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "common/ring_layout.h"
 #include "daemon/pipeline_proto.h"
@@ -27,7 +29,76 @@ absl::StatusOr<OnErrorPolicy> ParseOnError(int value) {
   }
 }
 
+absl::StatusOr<SharingConfig> ParseSharing(const v1::SharingSpec& spec,
+                                           uint32_t slots) {
+  SharingConfig sharing;
+  switch (spec.mode()) {
+    case v1::CONSUMER_MODE_UNSPECIFIED:
+    case v1::CONSUMER_MODE_EXCLUSIVE:
+      sharing.mode = SharingMode::kExclusive;
+      break;
+    case v1::CONSUMER_MODE_BROADCAST:
+      sharing.mode = SharingMode::kBroadcast;
+      break;
+    case v1::CONSUMER_MODE_PARTITION:
+      sharing.mode = SharingMode::kPartition;
+      break;
+    default:
+      return absl::InvalidArgumentError(absl::StrCat(
+          "sharing.mode: unknown value ", spec.mode(),
+          " (expected EXCLUSIVE, BROADCAST or PARTITION)"));
+  }
+  switch (spec.on_lag()) {
+    case v1::LAG_POLICY_UNSPECIFIED:
+    case v1::LAG_POLICY_DETACH:
+      sharing.on_lag = OnLagPolicy::kDetach;
+      break;
+    case v1::LAG_POLICY_SKIP:
+      sharing.on_lag = OnLagPolicy::kSkip;
+      break;
+    default:
+      return absl::InvalidArgumentError(absl::StrCat(
+          "sharing.on_lag: unknown value ", spec.on_lag(),
+          " (expected DETACH or SKIP)"));
+  }
+  if (sharing.mode != SharingMode::kBroadcast) {
+    if (spec.max_lag() != 0 || spec.min_consumers() > 1 ||
+        spec.on_lag() != v1::LAG_POLICY_UNSPECIFIED) {
+      return absl::InvalidArgumentError(
+          "sharing.max_lag, on_lag and min_consumers apply to broadcast only");
+    }
+    return sharing;
+  }
+  if (slots < 2) {
+    return absl::InvalidArgumentError(
+        "sharing.mode BROADCAST needs slots >= 2 (a consumer may lag behind "
+        "another by at least one batch)");
+  }
+  sharing.max_lag = spec.max_lag() == 0 ? slots / 2 : spec.max_lag();
+  if (sharing.max_lag > slots - 1) {
+    return OutOfRange("sharing.max_lag", sharing.max_lag, 1, slots - 1);
+  }
+  if (spec.min_consumers() > kMaxConsumersPerJob) {
+    return OutOfRange("sharing.min_consumers", spec.min_consumers(), 0,
+                      kMaxConsumersPerJob);
+  }
+  sharing.min_consumers = std::max<uint32_t>(spec.min_consumers(), 1);
+  return sharing;
+}
+
 }  // namespace
+
+v1::ConsumerMode ConsumerModeToProto(SharingMode mode) {
+  switch (mode) {
+    case SharingMode::kExclusive:
+      return v1::CONSUMER_MODE_EXCLUSIVE;
+    case SharingMode::kBroadcast:
+      return v1::CONSUMER_MODE_BROADCAST;
+    case SharingMode::kPartition:
+      return v1::CONSUMER_MODE_PARTITION;
+  }
+  return v1::CONSUMER_MODE_UNSPECIFIED;
+}
 
 absl::StatusOr<JobConfig> ValidateJobSpec(const v1::JobSpec& spec) {
   JobConfig config;
@@ -73,6 +144,13 @@ absl::StatusOr<JobConfig> ValidateJobSpec(const v1::JobSpec& spec) {
     return OutOfRange("rank", spec.rank(), 0, world - 1);
   }
   config.sharding = {spec.rank(), world, spec.shard_drop_last()};
+  auto sharing = ParseSharing(spec.sharing(), config.slots);
+  if (!sharing.ok()) return sharing.status();
+  config.sharing = *sharing;
+  if (spec.weight() > kMaxWeight) {
+    return OutOfRange("weight", spec.weight(), 0, kMaxWeight);
+  }
+  config.weight = std::max<uint32_t>(spec.weight(), 1);
   config.start_epoch = spec.start_epoch();
   config.start_batch = spec.start_batch();
   config.seed = spec.seed();
@@ -101,6 +179,16 @@ v1::JobSpec EffectiveSpec(const JobConfig& config) {
   spec.set_shard_drop_last(config.sharding.drop_tail);
   spec.set_start_epoch(config.start_epoch);
   spec.set_start_batch(config.start_batch);
+  v1::SharingSpec* sharing = spec.mutable_sharing();
+  sharing->set_mode(ConsumerModeToProto(config.sharing.mode));
+  if (config.sharing.mode == SharingMode::kBroadcast) {
+    sharing->set_max_lag(config.sharing.max_lag);
+    sharing->set_on_lag(config.sharing.on_lag == OnLagPolicy::kSkip
+                            ? v1::LAG_POLICY_SKIP
+                            : v1::LAG_POLICY_DETACH);
+    sharing->set_min_consumers(config.sharing.min_consumers);
+  }
+  spec.set_weight(config.weight);
   return spec;
 }
 

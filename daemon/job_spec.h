@@ -17,6 +17,7 @@ inline constexpr uint64_t kMaxSlotBytes = uint64_t{2} << 30;
 inline constexpr size_t kMaxNameBytes = 128;
 inline constexpr uint32_t kMaxWorldSize = 1 << 16;
 inline constexpr size_t kMaxPathBytes = 4096;
+inline constexpr uint32_t kMaxWeight = 100;
 
 // INVALID_ARGUMENT naming the field for anything out of range or unknown.
 // The dataset itself is not looked at here (see ScanImageFolder).
@@ -24,6 +25,8 @@ absl::StatusOr<JobConfig> ValidateJobSpec(const v1::JobSpec& spec);
 
 // The spec as the daemon applies it (defaults filled in), for Job replies.
 v1::JobSpec EffectiveSpec(const JobConfig& config);
+
+v1::ConsumerMode ConsumerModeToProto(SharingMode mode);
 
 }  // namespace stoker
 

@@ -42,10 +42,11 @@ void ControlThread::Run() {
 }
 
 LoaderService::LoaderService(JobRegistry* registry, WorkerPool* pool,
-                             ConsumerSet* consumers)
+                             ConsumerSet* consumers, ClientLimits* limits)
     : registry_(registry),
       pool_(pool),
       consumers_(consumers),
+      limits_(limits),
       started_(std::chrono::steady_clock::now()) {}
 
 grpc::ServerUnaryReactor* LoaderService::CreateJob(
@@ -58,6 +59,7 @@ grpc::ServerUnaryReactor* LoaderService::CreateJob(
     reactor->Finish(ToGrpcStatus(config.status()));
     return reactor;
   }
+  config->owner = ClientOf(*context);
   control_.Post([this, reactor, response, config = *std::move(config)] {
     auto job = registry_->Create(config);
     if (!job.ok()) {
@@ -114,6 +116,10 @@ grpc::ServerUnaryReactor* LoaderService::GetStats(
   daemon->set_shm_bytes(registry_->shm_bytes());
   daemon->set_samples_decoded(pool_->samples_decoded());
   daemon->set_decode_errors(pool_->decode_errors());
+  daemon->set_worker_busy_percent(pool_->busy_percent());
+  daemon->set_decoded_per_second(pool_->decoded_per_second());
+  daemon->set_shm_budget_bytes(registry_->options().shm_budget_bytes);
+  daemon->set_shm_free_bytes(FreeBytes(registry_->options().shm_dir));
   for (const auto& job : registry_->List()) {
     CountersToProto(*job, job->Counters(), response->add_jobs());
   }
@@ -123,7 +129,7 @@ grpc::ServerUnaryReactor* LoaderService::GetStats(
 
 grpc::ServerBidiReactor<v1::ConsumeRequest, v1::ConsumeResponse>*
 LoaderService::Consume(grpc::CallbackServerContext* context) {
-  return new ConsumeReactor(registry_, consumers_);
+  return new ConsumeReactor(registry_, consumers_, limits_, ClientOf(*context));
 }
 
 }  // namespace stoker

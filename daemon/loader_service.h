@@ -13,6 +13,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "daemon/client_limits.h"
 #include "daemon/consume_reactor.h"
 #include "daemon/job_registry.h"
 #include "daemon/worker_pool.h"
@@ -39,7 +40,7 @@ class ControlThread {
 class LoaderService final : public v1::Loader::CallbackService {
  public:
   LoaderService(JobRegistry* registry, WorkerPool* pool,
-                ConsumerSet* consumers);
+                ConsumerSet* consumers, ClientLimits* limits);
 
   grpc::ServerUnaryReactor* CreateJob(grpc::CallbackServerContext* context,
                                       const v1::CreateJobRequest* request,
@@ -63,6 +64,7 @@ class LoaderService final : public v1::Loader::CallbackService {
   JobRegistry* const registry_;
   WorkerPool* const pool_;
   ConsumerSet* const consumers_;
+  ClientLimits* const limits_;
   const std::chrono::steady_clock::time_point started_;
   ControlThread control_;
 };

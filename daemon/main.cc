@@ -7,6 +7,7 @@
 #include "absl/flags/usage.h"
 #include "common/log.h"
 #include "common/naming.h"
+#include "daemon/byte_size.h"
 #include "daemon/daemon.h"
 
 ABSL_FLAG(std::string, socket, std::string(stoker::kDaemonDefaultTarget),
@@ -17,6 +18,14 @@ ABSL_FLAG(uint32_t, max_jobs, 64, "most jobs running at once");
 ABSL_FLAG(uint64_t, max_image_pixels, uint64_t{1} << 26,
           "images with more pixels are refused as corrupt (decompression "
           "bomb guard)");
+ABSL_FLAG(uint32_t, max_jobs_per_client, 16,
+          "most jobs one client may run at once");
+ABSL_FLAG(uint32_t, max_leases_per_client, 256,
+          "most batches one client may have outstanding (credits plus "
+          "unreleased leases, over all its consumers)");
+ABSL_FLAG(stoker::ByteSize, shm_budget, stoker::ByteSize{0},
+          "shared memory all job rings together may reserve, e.g. 16G; 0 "
+          "leaves only /dev/shm's free space as the limit");
 ABSL_FLAG(std::string, log_level, "info",
           "trace, debug, info, warn, error or off");
 
@@ -34,5 +43,8 @@ int main(int argc, char** argv) {
       .workers = absl::GetFlag(FLAGS_workers),
       .max_jobs = absl::GetFlag(FLAGS_max_jobs),
       .max_image_pixels = absl::GetFlag(FLAGS_max_image_pixels),
+      .max_jobs_per_client = absl::GetFlag(FLAGS_max_jobs_per_client),
+      .max_leases_per_client = absl::GetFlag(FLAGS_max_leases_per_client),
+      .shm_budget_bytes = absl::GetFlag(FLAGS_shm_budget).bytes,
   });
 }

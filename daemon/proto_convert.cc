@@ -32,6 +32,11 @@ void AddTensor(const char* name, v1::DType dtype,
   t->set_bytes(bytes);
 }
 
+double InputBoundPercent(uint64_t wait_us, uint64_t step_us) {
+  const uint64_t total = wait_us + step_us;
+  return total == 0 ? 0 : 100.0 * static_cast<double>(wait_us) / total;
+}
+
 }  // namespace
 
 void JobToProto(const Job& job, v1::Job* out) {
@@ -56,6 +61,8 @@ void JobToProto(const Job& job, v1::Job* out) {
 
 void CountersToProto(const Job& job, const JobCounters& c, v1::JobStats* out) {
   out->set_job_id(job.id());
+  out->set_name(job.config().name);
+  out->set_owner(job.config().owner);
   out->set_state(StateOf(c.phase));
   out->set_samples_decoded(c.samples_decoded);
   out->set_batches_delivered(c.batches_delivered);
@@ -66,9 +73,38 @@ void CountersToProto(const Job& job, const JobCounters& c, v1::JobStats* out) {
     error->set_path(e.path);
     error->set_reason(e.reason);
   }
+  out->set_filling_slots(c.filling_slots);
   out->set_ready_slots(c.ready_slots);
   out->set_leased_slots(c.leased_slots);
-  out->set_consumers(c.consumers);
+  const uint32_t slots = job.geometry().slot_count;
+  out->set_slots(slots);
+  out->set_ring_occupancy_percent(
+      100.0 * (c.filling_slots + c.ready_slots + c.leased_slots) / slots);
+  out->set_decoded_per_second(c.decoded_per_second);
+  out->set_delivered_per_second(c.delivered_per_second);
+  out->set_worker_busy_us(c.worker_busy_ns / 1000);
+  out->set_weight(job.config().weight);
+  out->set_mode(ConsumerModeToProto(job.config().sharing.mode));
+  out->set_consumers(static_cast<uint32_t>(c.consumers.size()));
+  for (const ConsumerCounters& k : c.consumers) {
+    v1::ConsumerStats* s = out->add_consumer();
+    s->set_id(k.id);
+    s->set_name(k.name);
+    s->set_client(k.client);
+    s->set_batches_delivered(k.delivered);
+    s->set_batches_released(k.released);
+    s->set_batches_skipped(k.skipped);
+    s->set_leased(k.leased);
+    s->set_lag(k.lag);
+    s->set_wait_us(k.report.wait_us);
+    s->set_step_us(k.report.step_us);
+    s->set_input_bound_percent(
+        k.reported ? InputBoundPercent(k.report.wait_us, k.report.step_us) : -1);
+    s->set_recent_input_bound_percent(
+        k.reported ? InputBoundPercent(k.report.recent_wait_us,
+                                       k.report.recent_step_us)
+                   : -1);
+  }
 }
 
 void DeliveredToHandle(const Job& job, const Delivered& batch,

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <new>
 
-#include "absl/strings/str_cat.h"
 #include "common/check.h"
 #include "common/status_macros.h"
 
@@ -70,41 +69,15 @@ void Ring::BeginFill(uint32_t slot, uint64_t epoch, uint64_t batch,
 
 uint64_t Ring::Publish(uint32_t slot) {
   STOKER_CHECK(states_[slot] == SlotState::kFilling);
-  states_[slot] = SlotState::kReady;
+  states_[slot] = SlotState::kPublished;
   // Release: the pixels written by workers become visible before the even
   // generation does.
   return Header(slot)->generation.fetch_add(1, std::memory_order_release) + 1;
 }
 
-void Ring::Lease(uint32_t slot) {
-  STOKER_CHECK(states_[slot] == SlotState::kReady);
-  states_[slot] = SlotState::kLeased;
-}
-
-void Ring::Unlease(uint32_t slot) {
-  STOKER_CHECK(states_[slot] == SlotState::kLeased);
-  states_[slot] = SlotState::kReady;
-}
-
-absl::Status Ring::Release(uint32_t slot, uint64_t generation) {
-  if (slot >= states_.size()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "release.slot ", slot, " is out of range: the ring has ",
-        states_.size(), " slots"));
-  }
-  const uint64_t current = this->generation(slot);
-  if (generation != current) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "release of slot ", slot, " generation ", generation,
-        " is stale: the slot is at generation ", current));
-  }
-  if (states_[slot] != SlotState::kLeased) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "release of slot ", slot, " generation ", generation,
-        ": the slot is not leased (double release?)"));
-  }
+void Ring::Free(uint32_t slot) {
+  STOKER_CHECK(states_[slot] == SlotState::kPublished);
   states_[slot] = SlotState::kFree;
-  return absl::OkStatus();
 }
 
 }  // namespace stoker

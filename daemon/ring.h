@@ -4,9 +4,10 @@
 // what clients can see is the ring layout (common/ring_layout.h): the header,
 // and per slot its generation and batch identity. A slot cycles
 //
-//   kFree --BeginFill--> kFilling --Publish--> kReady --Lease--> kLeased
-//     ^                                          ^                  |
-//     +-------------------Release----------------+----Unlease-------+
+//   kFree --BeginFill--> kFilling --Publish--> kPublished --Free--> kFree
+//
+// Who holds a published slot (one consumer, or several in broadcast) is the
+// Job's business.
 //
 // BeginFill makes the generation odd, Publish makes it even again: readers
 // holding an older generation see that the slot was reused.
@@ -29,7 +30,7 @@
 
 namespace stoker {
 
-enum class SlotState { kFree, kFilling, kReady, kLeased };
+enum class SlotState { kFree, kFilling, kPublished };
 
 class Ring {
  public:
@@ -51,16 +52,10 @@ class Ring {
   // kFree -> kFilling. Records the batch identity in the slot header.
   void BeginFill(uint32_t slot, uint64_t epoch, uint64_t batch,
                  uint32_t sample_count);
-  // kFilling -> kReady; returns the generation handles must carry.
+  // kFilling -> kPublished; returns the generation handles must carry.
   uint64_t Publish(uint32_t slot);
-  // kReady -> kLeased.
-  void Lease(uint32_t slot);
-  // kLeased -> kReady (its consumer went away; the data is unchanged).
-  void Unlease(uint32_t slot);
-  // kLeased -> kFree, if `generation` is the slot's current one.
-  // INVALID_ARGUMENT for a slot out of range, FAILED_PRECONDITION for a stale
-  // generation or a slot that is not leased.
-  absl::Status Release(uint32_t slot, uint64_t generation);
+  // kPublished -> kFree.
+  void Free(uint32_t slot);
 
   // Start of the slot's batch data (layout: geometry().slot).
   uint8_t* SlotData(uint32_t slot) const;

@@ -12,6 +12,11 @@ namespace {
 // gives up and fails the job (a dataset that is mostly unreadable).
 constexpr int kMaxReplacements = 16;
 
+// How far (in weighted worker nanoseconds) a job that comes back from idle
+// may be behind the others: enough for a prompt first batch, not enough to
+// starve them while it catches up.
+constexpr double kIdleCredit = 50e6;
+
 }  // namespace
 
 WorkerPool::WorkerPool(int threads, DecodeLimits limits) : limits_(limits) {
@@ -33,7 +38,8 @@ void WorkerPool::Stop() {
 
 void WorkerPool::Add(std::shared_ptr<Job> job) {
   absl::MutexLock lock(&mu_);
-  jobs_.push_back(std::move(job));
+  // A new job starts level with the others: no debt, no banked credit.
+  jobs_.push_back({std::move(job), clock_});
   ++notifications_;
   wake_.SignalAll();
 }
@@ -41,7 +47,7 @@ void WorkerPool::Add(std::shared_ptr<Job> job) {
 void WorkerPool::Remove(const Job* job) {
   absl::MutexLock lock(&mu_);
   jobs_.erase(std::remove_if(jobs_.begin(), jobs_.end(),
-                             [job](const auto& j) { return j.get() == job; }),
+                             [job](const Entry& e) { return e.job.get() == job; }),
               jobs_.end());
 }
 
@@ -52,14 +58,43 @@ void WorkerPool::Notify() {
 }
 
 bool WorkerPool::NextTask(std::shared_ptr<Job>* job, SampleTask* task) {
-  for (size_t tried = 0; tried < jobs_.size(); ++tried) {
-    cursor_ = (cursor_ + 1) % jobs_.size();
-    if (jobs_[cursor_]->TakeTask(task)) {
-      *job = jobs_[cursor_];
+  // Rank the jobs that have work: waiting consumers first, then by account.
+  struct Candidate {
+    Demand demand;
+    double account;
+    Entry* entry;
+  };
+  std::vector<Candidate> candidates;
+  candidates.reserve(jobs_.size());
+  for (Entry& e : jobs_) {
+    const Demand demand = e.job->demand();
+    if (demand == Demand::kNone) continue;
+    e.account = std::max(e.account, clock_ - kIdleCredit);
+    candidates.push_back({demand, e.account, &e});
+  }
+  std::sort(candidates.begin(), candidates.end(),
+            [](const Candidate& a, const Candidate& b) {
+              if (a.demand != b.demand) return a.demand > b.demand;
+              return a.account < b.account;
+            });
+  for (const Candidate& c : candidates) {
+    if (c.entry->job->TakeTask(task)) {
+      *job = c.entry->job;
+      clock_ = std::max(clock_, c.entry->account);
       return true;
     }
   }
   return false;
+}
+
+void WorkerPool::Charge(const Job* job, uint64_t ns) {
+  absl::MutexLock lock(&mu_);
+  for (Entry& e : jobs_) {
+    if (e.job.get() == job) {
+      e.account += static_cast<double>(ns) / job->config().weight;
+      return;
+    }
+  }
 }
 
 void WorkerPool::Run() {
@@ -76,8 +111,31 @@ void WorkerPool::Run() {
         while (!stop_ && notifications_ == seen) wake_.Wait(&mu_);
       }
     }
+    const absl::Time start = absl::Now();
     Process(*job, task, decoder);
+    const uint64_t ns = absl::ToInt64Nanoseconds(absl::Now() - start);
+    busy_ns_.fetch_add(ns, std::memory_order_relaxed);
+    job->AddWorkerTime(ns);
+    Charge(job.get(), ns);
   }
+}
+
+void WorkerPool::SampleRates(absl::Time now) {
+  absl::MutexLock lock(&rates_mu_);
+  busy_rate_.Record(now, static_cast<double>(busy_ns_.load()));
+  decoded_rate_.Record(now, static_cast<double>(samples_decoded_.load()));
+}
+
+double WorkerPool::busy_percent() const {
+  absl::MutexLock lock(&rates_mu_);
+  if (threads_.empty()) return 0;
+  // Busy nanoseconds per second, over all workers.
+  return std::min(100.0, busy_rate_.PerSecond() / 1e9 / threads_.size() * 100);
+}
+
+double WorkerPool::decoded_per_second() const {
+  absl::MutexLock lock(&rates_mu_);
+  return decoded_rate_.PerSecond();
 }
 
 void WorkerPool::Process(Job& job, const SampleTask& task,

@@ -105,41 +105,30 @@ TEST(Ring, GenerationIsOddWhileFillingAndEvenOncePublished) {
   const uint64_t published = r.Publish(1);
   EXPECT_EQ(published, 2u);
   EXPECT_EQ(r.generation(1), published);
-  r.Lease(1);
-  ASSERT_TRUE(r.Release(1, published).ok());
+  EXPECT_EQ(r.state(1), SlotState::kPublished);
+  r.Free(1);
+  EXPECT_EQ(r.state(1), SlotState::kFree);
+  // Freeing keeps the generation: only refilling changes it.
+  EXPECT_EQ(r.generation(1), published);
   r.BeginFill(1, 0, 6, 4);
   EXPECT_EQ(r.Publish(1), 4u);
 }
 
-TEST(Ring, ReleaseRejectsBadSlotStaleGenerationAndDoubleRelease) {
-  auto ring = Ring::Create(UniqueName("release"), SmallGeometry(), 0600);
+TEST(Ring, FindFreeSkipsSlotsInUseAndCountsStates) {
+  auto ring = Ring::Create(UniqueName("free"), SmallGeometry(), 0600);
   ASSERT_TRUE(ring.ok());
   Ring& r = **ring;
-  r.BeginFill(0, 0, 0, 4);
-  const uint64_t gen = r.Publish(0);
-  EXPECT_EQ(r.Release(0, gen).code(), absl::StatusCode::kFailedPrecondition)
-      << "released a slot that was never leased";
-  r.Lease(0);
-  EXPECT_EQ(r.Release(9, gen).code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(r.Release(0, gen + 2).code(),
-            absl::StatusCode::kFailedPrecondition);
-  EXPECT_TRUE(r.Release(0, gen).ok());
-  EXPECT_EQ(r.Release(0, gen).code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_EQ(r.state(0), SlotState::kFree);
-}
-
-TEST(Ring, UnleaseReturnsTheSameBatchWithTheSameGeneration) {
-  auto ring = Ring::Create(UniqueName("unlease"), SmallGeometry(), 0600);
-  ASSERT_TRUE(ring.ok());
-  Ring& r = **ring;
-  r.BeginFill(2, 1, 3, 4);
-  const uint64_t gen = r.Publish(2);
-  r.Lease(2);
-  r.Unlease(2);
-  EXPECT_EQ(r.state(2), SlotState::kReady);
-  EXPECT_EQ(r.generation(2), gen);
   EXPECT_EQ(r.FindFree(), 0u);
-  EXPECT_EQ(r.CountInState(SlotState::kReady), 1);
+  r.BeginFill(0, 0, 0, 4);
+  r.BeginFill(1, 0, 1, 4);
+  r.Publish(1);
+  EXPECT_EQ(r.FindFree(), 2u);
+  r.BeginFill(2, 0, 2, 4);
+  EXPECT_EQ(r.FindFree(), std::nullopt);
+  EXPECT_EQ(r.CountInState(SlotState::kFilling), 2);
+  EXPECT_EQ(r.CountInState(SlotState::kPublished), 1);
+  r.Free(1);
+  EXPECT_EQ(r.FindFree(), 1u);
 }
 
 TEST(Ring, ClientMappingIsReadOnlyAndSeesHeaderAndGenerations) {

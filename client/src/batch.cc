@@ -102,6 +102,8 @@ const JobInfo& Consumer::job() const { return core_->job(); }
 
 Position Consumer::position() const { return core_->position(); }
 
+InputStats Consumer::input_stats() const { return core_->input_stats(); }
+
 std::string SerializePosition(const Position& position) {
   return absl::StrCat("stoker-position:", position.epoch, ":", position.batch);
 }

@@ -1,8 +1,12 @@
 #include "stoker/client.h"
 
 #include <grpcpp/grpcpp.h>
+#include <unistd.h>
+
+#include <random>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "client/src/client_impl.h"
 #include "client/src/consumer_core.h"
 #include "client/src/convert.h"
@@ -16,6 +20,22 @@ static_assert(std::string_view(kDefaultTarget) == kDaemonDefaultTarget,
 
 std::unique_ptr<Client> MakeClient(std::unique_ptr<Client::Impl> impl) {
   return std::unique_ptr<Client>(new Client(std::move(impl)));
+}
+
+namespace {
+
+std::string NewClientId() {
+  std::random_device random;
+  return absl::StrFormat("%d-%08x", ::getpid(), random());
+}
+
+}  // namespace
+
+Client::Impl::Impl(std::unique_ptr<v1::Loader::StubInterface> stub)
+    : stub_(std::move(stub)), client_id_(NewClientId()) {}
+
+void Client::Impl::Prepare(grpc::ClientContext* context) const {
+  context->AddMetadata(kClientMetadataKey, client_id_);
 }
 
 Client::Client(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -39,6 +59,7 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Connect(
 
 absl::StatusOr<JobInfo> Client::CreateJob(const JobSpec& spec) {
   grpc::ClientContext context;
+  impl_->Prepare(&context);
   v1::CreateJobRequest request;
   *request.mutable_spec() = internal::ToProto(spec);
   v1::Job job;
@@ -49,6 +70,7 @@ absl::StatusOr<JobInfo> Client::CreateJob(const JobSpec& spec) {
 
 absl::StatusOr<JobInfo> Client::GetJob(std::string_view job_id) {
   grpc::ClientContext context;
+  impl_->Prepare(&context);
   v1::GetJobRequest request;
   request.set_job_id(std::string(job_id));
   v1::Job job;
@@ -59,6 +81,7 @@ absl::StatusOr<JobInfo> Client::GetJob(std::string_view job_id) {
 
 absl::StatusOr<std::vector<JobInfo>> Client::ListJobs() {
   grpc::ClientContext context;
+  impl_->Prepare(&context);
   v1::ListJobsResponse response;
   grpc::Status status =
       impl_->stub()->ListJobs(&context, v1::ListJobsRequest(), &response);
@@ -72,6 +95,7 @@ absl::StatusOr<std::vector<JobInfo>> Client::ListJobs() {
 
 absl::Status Client::DeleteJob(std::string_view job_id) {
   grpc::ClientContext context;
+  impl_->Prepare(&context);
   v1::DeleteJobRequest request;
   request.set_job_id(std::string(job_id));
   v1::DeleteJobResponse response;
@@ -81,6 +105,7 @@ absl::Status Client::DeleteJob(std::string_view job_id) {
 
 absl::StatusOr<DaemonStats> Client::GetStats() {
   grpc::ClientContext context;
+  impl_->Prepare(&context);
   v1::Stats stats;
   grpc::Status status =
       impl_->stub()->GetStats(&context, v1::GetStatsRequest(), &stats);
@@ -90,8 +115,8 @@ absl::StatusOr<DaemonStats> Client::GetStats() {
 
 absl::StatusOr<std::unique_ptr<Consumer>> Client::Attach(
     std::string_view job_id, const ConsumerOptions& options) {
-  auto core = internal::ConsumerCore::Open(impl_->stub(), std::string(job_id),
-                                           options);
+  auto core = internal::ConsumerCore::Open(
+      impl_->stub(), impl_->client_id(), std::string(job_id), options);
   if (!core.ok()) return core.status();
   return std::unique_ptr<Consumer>(new Consumer(*std::move(core)));
 }

@@ -2,7 +2,10 @@
 #ifndef STOKER_CLIENT_SRC_CLIENT_IMPL_H_
 #define STOKER_CLIENT_SRC_CLIENT_IMPL_H_
 
+#include <grpcpp/grpcpp.h>
+
 #include <memory>
+#include <string>
 
 #include "stoker/client.h"
 #include "stoker/v1/loader.grpc.pb.h"
@@ -11,12 +14,17 @@ namespace stoker {
 
 class Client::Impl {
  public:
-  explicit Impl(std::unique_ptr<v1::Loader::StubInterface> stub)
-      : stub_(std::move(stub)) {}
+  explicit Impl(std::unique_ptr<v1::Loader::StubInterface> stub);
   v1::Loader::StubInterface* stub() { return stub_.get(); }
+  // "<pid>-<random>": how the daemon tells this client from others (its
+  // per-client limits, the owner in stats).
+  const std::string& client_id() const { return client_id_; }
+  // Names this client in the call's metadata.
+  void Prepare(grpc::ClientContext* context) const;
 
  private:
   std::unique_ptr<v1::Loader::StubInterface> stub_;
+  const std::string client_id_;
 };
 
 // A Client over any stub (tests pass a mock).

@@ -6,6 +6,7 @@
 #include "absl/time/time.h"
 #include "client/src/convert.h"
 #include "common/grpc_status.h"
+#include "common/naming.h"
 
 namespace stoker::internal {
 namespace {
@@ -13,16 +14,30 @@ namespace {
 // How long Close() waits for the daemon to end a half-closed stream before
 // cancelling it.
 constexpr absl::Duration kCloseGrace = absl::Seconds(5);
+// Input accounting: the recent window, and how often the daemon hears of it.
+constexpr absl::Duration kRecentWindow = absl::Seconds(10);
+constexpr absl::Duration kReportEvery = absl::Seconds(1);
+
+uint64_t Micros(absl::Duration d) {
+  return static_cast<uint64_t>(absl::ToInt64Microseconds(d));
+}
+
+double Percent(absl::Duration wait, absl::Duration step) {
+  const absl::Duration total = wait + step;
+  return total <= absl::ZeroDuration() ? 0 : 100.0 * (wait / total);
+}
 
 }  // namespace
 
 absl::StatusOr<std::shared_ptr<ConsumerCore>> ConsumerCore::Open(
-    v1::Loader::StubInterface* stub, const std::string& job_id,
-    const ConsumerOptions& options) {
+    v1::Loader::StubInterface* stub, const std::string& client_id,
+    const std::string& job_id, const ConsumerOptions& options) {
   std::shared_ptr<ConsumerCore> core(new ConsumerCore());
+  core->context_.AddMetadata(kClientMetadataKey, client_id);
   core->stream_ = stub->Consume(&core->context_);
   v1::ConsumeRequest attach;
   attach.mutable_attach()->set_job_id(job_id);
+  attach.mutable_attach()->set_name(options.name);
   // With no credit the daemon would never send anything.
   attach.mutable_attach()->set_credits(std::max<uint32_t>(options.prefetch, 1));
   v1::ConsumeResponse reply;
@@ -117,6 +132,7 @@ void ConsumerCore::Send(v1::ConsumeRequest request) {
 }
 
 absl::StatusOr<v1::BatchHandle> ConsumerCore::NextHandle() {
+  const absl::Time called = absl::Now();
   absl::MutexLock lock(&mu_);
   mu_.Await(absl::Condition(
       +[](ConsumerCore* c) ABSL_NO_THREAD_SAFETY_ANALYSIS {
@@ -131,6 +147,7 @@ absl::StatusOr<v1::BatchHandle> ConsumerCore::NextHandle() {
       credit.mutable_credit()->set_credits(1);
       outbox_.push_back(std::move(credit));
     }
+    Account(called, absl::Now());
     return handle;
   }
   if (end_of_job_) {
@@ -142,6 +159,41 @@ absl::StatusOr<v1::BatchHandle> ConsumerCore::NextHandle() {
         absl::StrCat("the daemon closed the stream of job ", job_.id));
   }
   return final_status_;
+}
+
+void ConsumerCore::Account(absl::Time called, absl::Time now) {
+  const absl::Duration wait = now - called;
+  const absl::Duration step =
+      last_return_ ? called - *last_return_ : absl::ZeroDuration();
+  last_return_ = now;
+  ++batches_;
+  wait_ += wait;
+  step_ += step;
+  recent_.push_back({now, wait, step});
+  recent_wait_ += wait;
+  recent_step_ += step;
+  while (now - recent_.front().at > kRecentWindow) {
+    recent_wait_ -= recent_.front().wait;
+    recent_step_ -= recent_.front().step;
+    recent_.pop_front();
+  }
+  if (now - last_report_ >= kReportEvery && !closing_ && !read_done_) {
+    last_report_ = now;
+    v1::ConsumeRequest request;
+    v1::Report* report = request.mutable_report();
+    report->set_batches(batches_);
+    report->set_wait_us(Micros(wait_));
+    report->set_step_us(Micros(step_));
+    report->set_recent_wait_us(Micros(recent_wait_));
+    report->set_recent_step_us(Micros(recent_step_));
+    outbox_.push_back(std::move(request));
+  }
+}
+
+InputStats ConsumerCore::input_stats() {
+  absl::MutexLock lock(&mu_);
+  return {batches_, absl::ToDoubleSeconds(wait_), absl::ToDoubleSeconds(step_),
+          Percent(wait_, step_), Percent(recent_wait_, recent_step_)};
 }
 
 Position ConsumerCore::position() {

@@ -13,12 +13,14 @@
 #include <deque>
 #include <set>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "client/src/ring_mapping.h"
 #include "stoker/consumer.h"
 #include "stoker/types.h"
@@ -29,9 +31,10 @@ namespace stoker::internal {
 class ConsumerCore {
  public:
   // Attaches to `job_id` through `stub` and maps the job's ring.
+  // `client_id` names the client to the daemon (request metadata).
   static absl::StatusOr<std::shared_ptr<ConsumerCore>> Open(
-      v1::Loader::StubInterface* stub, const std::string& job_id,
-      const ConsumerOptions& options);
+      v1::Loader::StubInterface* stub, const std::string& client_id,
+      const std::string& job_id, const ConsumerOptions& options);
   ~ConsumerCore();  // Close()
 
   // Blocks for the next handle; see Consumer::Next() for the errors.
@@ -41,6 +44,7 @@ class ConsumerCore {
   void Release(uint32_t slot, uint64_t generation, uint64_t epoch,
                uint64_t batch);
   Position position();
+  InputStats input_stats();
   // Half-closes the stream, waits for the daemon's status, joins threads.
   void Close();
 
@@ -52,6 +56,10 @@ class ConsumerCore {
   void ReadLoop();
   void WriteLoop();
   void Send(v1::ConsumeRequest request);
+  // Accounts one Next() that started at `called` and returned at `now`;
+  // queues a report for the daemon about once a second.
+  void Account(absl::Time called, absl::Time now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   JobInfo job_;
   std::unique_ptr<RingMapping> ring_;
@@ -75,6 +83,21 @@ class ConsumerCore {
   // batch), and the released batches beyond it.
   uint64_t next_unreleased_ ABSL_GUARDED_BY(mu_) = 0;
   std::set<uint64_t> released_ahead_ ABSL_GUARDED_BY(mu_);
+  // Input accounting (see InputStats): totals, and per-batch samples for
+  // the recent window.
+  struct Sample {
+    absl::Time at;
+    absl::Duration wait;
+    absl::Duration step;
+  };
+  uint64_t batches_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::Duration wait_ ABSL_GUARDED_BY(mu_);
+  absl::Duration step_ ABSL_GUARDED_BY(mu_);
+  std::deque<Sample> recent_ ABSL_GUARDED_BY(mu_);
+  absl::Duration recent_wait_ ABSL_GUARDED_BY(mu_);
+  absl::Duration recent_step_ ABSL_GUARDED_BY(mu_);
+  std::optional<absl::Time> last_return_ ABSL_GUARDED_BY(mu_);
+  absl::Time last_report_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
 };
 
 }  // namespace stoker::internal

@@ -1,5 +1,7 @@
 #include "client/src/convert.h"
 
+#include <algorithm>
+
 namespace stoker::internal {
 namespace {
 
@@ -102,6 +104,29 @@ std::optional<Op> OpFrom(const v1::Op& op) {
   }
 }
 
+ConsumerMode ModeFrom(v1::ConsumerMode mode) {
+  switch (mode) {
+    case v1::CONSUMER_MODE_BROADCAST:
+      return ConsumerMode::kBroadcast;
+    case v1::CONSUMER_MODE_PARTITION:
+      return ConsumerMode::kPartition;
+    default:
+      return ConsumerMode::kExclusive;
+  }
+}
+
+v1::ConsumerMode ModeToProto(ConsumerMode mode) {
+  switch (mode) {
+    case ConsumerMode::kBroadcast:
+      return v1::CONSUMER_MODE_BROADCAST;
+    case ConsumerMode::kPartition:
+      return v1::CONSUMER_MODE_PARTITION;
+    case ConsumerMode::kExclusive:
+      break;
+  }
+  return v1::CONSUMER_MODE_EXCLUSIVE;
+}
+
 JobSpec SpecFrom(const v1::JobSpec& p) {
   JobSpec spec;
   spec.dataset_path = p.dataset().path();
@@ -128,6 +153,13 @@ JobSpec SpecFrom(const v1::JobSpec& p) {
   spec.world_size = p.world_size() == 0 ? 1 : p.world_size();
   spec.shard_drop_last = p.shard_drop_last();
   spec.start = {p.start_epoch(), p.start_batch()};
+  spec.sharing.mode = ModeFrom(p.sharing().mode());
+  spec.sharing.max_lag = p.sharing().max_lag();
+  spec.sharing.on_lag = p.sharing().on_lag() == v1::LAG_POLICY_SKIP
+                            ? LagPolicy::kSkip
+                            : LagPolicy::kDetach;
+  spec.sharing.min_consumers = std::max<uint32_t>(p.sharing().min_consumers(), 1);
+  spec.weight = std::max<uint32_t>(p.weight(), 1);
   return spec;
 }
 
@@ -166,6 +198,16 @@ v1::JobSpec ToProto(const JobSpec& spec) {
   p.set_shard_drop_last(spec.shard_drop_last);
   p.set_start_epoch(spec.start.epoch);
   p.set_start_batch(spec.start.batch);
+  v1::SharingSpec* sharing = p.mutable_sharing();
+  sharing->set_mode(ModeToProto(spec.sharing.mode));
+  if (spec.sharing.mode == ConsumerMode::kBroadcast) {
+    sharing->set_max_lag(spec.sharing.max_lag);
+    sharing->set_on_lag(spec.sharing.on_lag == LagPolicy::kSkip
+                            ? v1::LAG_POLICY_SKIP
+                            : v1::LAG_POLICY_DETACH);
+    sharing->set_min_consumers(spec.sharing.min_consumers);
+  }
+  p.set_weight(spec.weight);
   return p;
 }
 
@@ -185,16 +227,25 @@ JobInfo FromProto(const v1::Job& job) {
 
 DaemonStats FromProto(const v1::Stats& stats) {
   DaemonStats out;
-  out.version = stats.daemon().version();
-  out.workers = stats.daemon().workers();
-  out.uptime_ms = stats.daemon().uptime_ms();
-  out.shm_bytes = stats.daemon().shm_bytes();
-  out.samples_decoded = stats.daemon().samples_decoded();
-  out.decode_errors = stats.daemon().decode_errors();
+  const v1::DaemonStats& d = stats.daemon();
+  out.version = d.version();
+  out.workers = d.workers();
+  out.uptime_ms = d.uptime_ms();
+  out.shm_bytes = d.shm_bytes();
+  out.shm_budget_bytes = d.shm_budget_bytes();
+  out.shm_free_bytes = d.shm_free_bytes();
+  out.samples_decoded = d.samples_decoded();
+  out.decode_errors = d.decode_errors();
+  out.worker_busy_percent = d.worker_busy_percent();
+  out.decoded_per_second = d.decoded_per_second();
   for (const v1::JobStats& j : stats.jobs()) {
     JobStats js;
     js.job_id = j.job_id();
+    js.name = j.name();
+    js.owner = j.owner();
     js.state = StateFrom(j.state());
+    js.mode = ModeFrom(j.mode());
+    js.weight = j.weight();
     js.samples_decoded = j.samples_decoded();
     js.batches_delivered = j.batches_delivered();
     js.batches_released = j.batches_released();
@@ -202,9 +253,22 @@ DaemonStats FromProto(const v1::Stats& stats) {
     for (const v1::SampleError& e : j.errors()) {
       js.errors.push_back({e.path(), e.reason()});
     }
+    js.slots = j.slots();
+    js.filling_slots = j.filling_slots();
     js.ready_slots = j.ready_slots();
     js.leased_slots = j.leased_slots();
+    js.ring_occupancy_percent = j.ring_occupancy_percent();
+    js.decoded_per_second = j.decoded_per_second();
+    js.delivered_per_second = j.delivered_per_second();
+    js.worker_busy_us = j.worker_busy_us();
     js.consumers = j.consumers();
+    for (const v1::ConsumerStats& c : j.consumer()) {
+      js.consumer.push_back({c.id(), c.name(), c.client(),
+                             c.batches_delivered(), c.batches_released(),
+                             c.batches_skipped(), c.leased(), c.lag(),
+                             c.input_bound_percent(),
+                             c.recent_input_bound_percent()});
+    }
     out.jobs.push_back(std::move(js));
   }
   return out;

@@ -46,7 +46,8 @@ class Client {
   absl::StatusOr<DaemonStats> GetStats();
 
   // Attaches to the job and maps its ring read-only. FAILED_PRECONDITION if
-  // the job already has a consumer.
+  // the job is exclusive and already has a consumer; RESOURCE_EXHAUSTED if
+  // the prefetch would take this client past the daemon's lease limit.
   absl::StatusOr<std::unique_ptr<Consumer>> Attach(
       std::string_view job_id, const ConsumerOptions& options = {});
 

@@ -102,6 +102,23 @@ class Batch {
 struct ConsumerOptions {
   // Handles the daemon may send ahead of Next() calls (credit); at least 1.
   uint32_t prefetch = 2;
+  // A label for humans (daemon stats and logs), at most 128 bytes.
+  std::string name;
+};
+
+// Where a trainer's time goes, measured by the SDK around Next(): `wait` is
+// time spent inside Next() for a batch, `step` the time between one Next()
+// returning and the next call (the trainer's own work). Input-bound % =
+// wait / (wait + step): near 0 the trainer never waits for data; above ~10-20
+// the input pipeline is what limits the GPU. The SDK also reports these to
+// the daemon about once a second (GetStats, per consumer).
+struct InputStats {
+  uint64_t batches = 0;
+  double wait_seconds = 0;
+  double step_seconds = 0;
+  double input_bound_percent = 0;
+  // The same over about the last 10 seconds.
+  double recent_input_bound_percent = 0;
 };
 
 class Consumer {
@@ -126,6 +143,10 @@ class Consumer {
   // JobSpec::start to a new job with the same spec, after a trainer or a
   // daemon restart: it serves exactly the batches not yet consumed.
   Position position() const;
+
+  // How much of the trainer's time went to waiting for input (see
+  // InputStats).
+  InputStats input_stats() const;
 
  private:
   friend class Client;

@@ -81,6 +81,29 @@ struct Position {
   bool operator==(const Position&) const = default;
 };
 
+// How the consumers attached to one job share its batches.
+enum class ConsumerMode {
+  kExclusive,  // one consumer at a time (default)
+  kBroadcast,  // every consumer receives every batch, decoded once
+  kPartition,  // each batch goes to exactly one consumer
+};
+// Broadcast: what happens to a consumer more than max_lag batches behind the
+// most advanced one.
+enum class LagPolicy {
+  kDetach,  // its Next() fails with RESOURCE_EXHAUSTED; the others go on
+  kSkip,    // it jumps ahead; the batches in between are not delivered to it
+};
+struct Sharing {
+  ConsumerMode mode = ConsumerMode::kExclusive;
+  // Broadcast: batches a consumer may be behind the leader, counting those
+  // it still holds; 1..slots-1, 0: slots / 2.
+  uint32_t max_lag = 0;
+  LagPolicy on_lag = LagPolicy::kDetach;
+  // Broadcast: a batch is refilled only once this many consumers released
+  // it (so late joiners still see the first batches).
+  uint32_t min_consumers = 1;
+};
+
 // What a trainer asks for. Defaults give a 224x224 ImageNet-style stream.
 struct JobSpec {
   std::string dataset_path;  // ImageFolder root: <root>/<class>/<file>.jpg
@@ -110,6 +133,9 @@ struct JobSpec {
   // Resume: serve from this position on (see Consumer::position()), with
   // the same bytes an uninterrupted job would have served there.
   Position start;
+  Sharing sharing;
+  // Share of the daemon's workers relative to other jobs with work, 1..100.
+  uint32_t weight = 1;
 };
 
 enum class JobState { kRunning, kFinished, kFailed };
@@ -131,26 +157,60 @@ struct SampleError {
   std::string reason;
 };
 
+// One consumer of a job, as the daemon sees it.
+struct ConsumerStats {
+  uint64_t id = 0;
+  std::string name;    // ConsumerOptions::name
+  std::string client;  // the process it belongs to
+  uint64_t batches_delivered = 0;
+  uint64_t batches_released = 0;
+  uint64_t batches_skipped = 0;  // broadcast with LagPolicy::kSkip
+  uint32_t leased = 0;
+  uint64_t lag = 0;  // broadcast: batches behind the leader
+  // Share of the trainer's time spent waiting in Next(), from its SDK's
+  // reports; -1 until the first report (about a second after attaching).
+  double input_bound_percent = -1;
+  double recent_input_bound_percent = -1;  // about the last 10 seconds
+};
+
 struct JobStats {
   std::string job_id;
+  std::string name;
+  std::string owner;  // the client that created it
   JobState state = JobState::kRunning;
+  ConsumerMode mode = ConsumerMode::kExclusive;
+  uint32_t weight = 1;
   uint64_t samples_decoded = 0;
-  uint64_t batches_delivered = 0;
+  uint64_t batches_delivered = 0;  // to all consumers
   uint64_t batches_released = 0;
   uint64_t decode_errors = 0;
   std::vector<SampleError> errors;  // first distinct failing files
+  uint32_t slots = 0;
+  uint32_t filling_slots = 0;
   uint32_t ready_slots = 0;
   uint32_t leased_slots = 0;
+  double ring_occupancy_percent = 0;  // (filling + ready + leased) / slots
+  // Over the last few seconds.
+  double decoded_per_second = 0;
+  double delivered_per_second = 0;
+  uint64_t worker_busy_us = 0;  // worker time spent on the job so far
   uint32_t consumers = 0;
+  std::vector<ConsumerStats> consumer;
 };
 
 struct DaemonStats {
   std::string version;
   uint32_t workers = 0;
   uint64_t uptime_ms = 0;
-  uint64_t shm_bytes = 0;
+  uint64_t shm_bytes = 0;         // reserved by live rings
+  uint64_t shm_budget_bytes = 0;  // 0: none beyond /dev/shm's free space
+  uint64_t shm_free_bytes = 0;    // free in /dev/shm
   uint64_t samples_decoded = 0;
   uint64_t decode_errors = 0;
+  // Over the last few seconds: share of worker time spent decoding, and
+  // images decoded per second.
+  double worker_busy_percent = 0;
+  double decoded_per_second = 0;
   std::vector<JobStats> jobs;
 };
 

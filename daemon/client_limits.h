@@ -1,0 +1,49 @@
+// ClientLimits: per-client accounting of outstanding batches (credits asked
+// for plus batches leased and not yet released, over all of a client's
+// Consume streams), so that one trainer cannot pin every slot of the node.
+//
+// A client is what the SDK names itself in the "stoker-client" request
+// metadata (its process id and a random tag); requests without it share one
+// "anonymous" client. The name is the client's own claim: it keeps honest
+// trainers from hurting each other by accident, not a security boundary.
+//
+// Thread-safety: thread-safe.
+#ifndef STOKER_DAEMON_CLIENT_LIMITS_H_
+#define STOKER_DAEMON_CLIENT_LIMITS_H_
+
+#include <grpcpp/grpcpp.h>
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "common/naming.h"
+
+namespace stoker {
+
+// The client named by a request's metadata ("anonymous" without one).
+std::string ClientOf(const grpc::CallbackServerContext& context);
+
+class ClientLimits {
+ public:
+  explicit ClientLimits(uint32_t max_outstanding)
+      : max_outstanding_(max_outstanding) {}
+
+  // Counts `n` more outstanding batches for `client`, or RESOURCE_EXHAUSTED
+  // (counting nothing) if that would pass the limit.
+  absl::Status Reserve(const std::string& client, uint64_t n);
+  void Return(const std::string& client, uint64_t n);
+  uint64_t outstanding(const std::string& client) const;
+
+ private:
+  const uint32_t max_outstanding_;
+  mutable absl::Mutex mu_;
+  std::map<std::string, uint64_t> outstanding_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace stoker
+
+#endif  // STOKER_DAEMON_CLIENT_LIMITS_H_
