@@ -41,6 +41,17 @@ absl::Status ClientLimits::Reserve(const std::string& client, uint64_t n) {
   return absl::OkStatus();
 }
 
+uint64_t ClientLimits::ReserveUpTo(const std::string& client, uint64_t n) {
+  absl::MutexLock lock(&mu_);
+  uint64_t& held = outstanding_[client];
+  const uint64_t granted =
+      std::min<uint64_t>(n, max_outstanding_ - std::min<uint64_t>(
+                                                   held, max_outstanding_));
+  held += granted;
+  if (held == 0) outstanding_.erase(client);
+  return granted;
+}
+
 void ClientLimits::Return(const std::string& client, uint64_t n) {
   absl::MutexLock lock(&mu_);
   auto it = outstanding_.find(client);

@@ -35,6 +35,8 @@ class ClientLimits {
   // Counts `n` more outstanding batches for `client`, or RESOURCE_EXHAUSTED
   // (counting nothing) if that would pass the limit.
   absl::Status Reserve(const std::string& client, uint64_t n);
+  // Counts as many of `n` as fit under the limit; returns how many.
+  uint64_t ReserveUpTo(const std::string& client, uint64_t n);
   void Return(const std::string& client, uint64_t n);
   uint64_t outstanding(const std::string& client) const;
 

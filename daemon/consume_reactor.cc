@@ -10,6 +10,7 @@ namespace stoker {
 namespace {
 
 constexpr size_t kMaxConsumerNameBytes = 128;
+constexpr uint64_t kMaxDeferredCredits = 1 << 16;
 
 }  // namespace
 
@@ -111,10 +112,12 @@ absl::Status ConsumeReactor::Handle(const v1::ConsumeRequest& request) {
   }
   switch (request.kind_case()) {
     case v1::ConsumeRequest::kCredit: {
-      const uint32_t credits = request.credit().credits();
-      STOKER_RETURN_IF_ERROR(limits_->Reserve(client_, credits));
-      outstanding_ += credits;
-      job->AddCredit(link_.get(), credits);
+      const uint64_t asked = request.credit().credits();
+      const uint64_t granted = limits_->ReserveUpTo(client_, asked);
+      outstanding_ += granted;
+      deferred_credits_ = std::min<uint64_t>(deferred_credits_ + asked - granted,
+                                             kMaxDeferredCredits);
+      job->AddCredit(link_.get(), static_cast<uint32_t>(granted));
       Pump();
       return absl::OkStatus();
     }
@@ -122,7 +125,12 @@ absl::Status ConsumeReactor::Handle(const v1::ConsumeRequest& request) {
       STOKER_RETURN_IF_ERROR(job->Release(link_.get(),
                                           request.release().slot(),
                                           request.release().generation()));
-      if (outstanding_ > 0) {
+      if (deferred_credits_ > 0) {
+        // The lease's place goes to a credit that waited for room.
+        --deferred_credits_;
+        job->AddCredit(link_.get(), 1);
+        Pump();
+      } else if (outstanding_ > 0) {
         --outstanding_;
         limits_->Return(client_, 1);
       }

@@ -92,6 +92,9 @@ class ConsumeReactor
   // Credits granted plus batches leased and not released on this stream;
   // touched only by the reading side and OnDone, which never overlap.
   uint64_t outstanding_ = 0;
+  // Credit asked for beyond the client's limit: granted as releases make
+  // room (the consumer simply receives nothing more until then).
+  uint64_t deferred_credits_ = 0;
   const std::shared_ptr<ConsumerLink> link_;
   v1::ConsumeRequest request_;    // owned by the read in flight
   v1::ConsumeResponse response_;  // owned by the write in flight

@@ -274,6 +274,7 @@ absl::Status Job::Attach(std::shared_ptr<JobListener> listener,
     *start = first;
   }
   consumers_.emplace(listener.get(), std::move(c));
+  ++attached_ever_;
   return absl::OkStatus();
 }
 
@@ -474,9 +475,14 @@ void Job::Complete(uint64_t seq) {
 }
 
 void Job::FreeBroadcast() {
+  // Until min_consumers have attached, every batch waits for them.
+  if (attached_ever_ < config_.sharing.min_consumers) return;
+  bool any_active = false;
+  for (const auto& [key, c] : consumers_) any_active = any_active || c.evicted.ok();
   std::vector<uint64_t> done;
   for (const auto& [seq, p] : published_) {
-    if (p.releases < config_.sharing.min_consumers) continue;
+    // With nobody attached, what nobody has seen waits for the next one.
+    if (!any_active && p.releases == 0) continue;
     bool needed = false;
     for (const auto& [key, c] : consumers_) {
       if (!c.evicted.ok()) continue;

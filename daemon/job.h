@@ -10,8 +10,8 @@
 // frees the slot. When a consumer goes away (Detach) the batches it held
 // return to the front of the queue, for the next consumer (or another one).
 // Broadcast: every consumer walks the whole sequence at its own pace
-// (Consumer::next_seq); a slot is freed once at least min_consumers released
-// it and no attached consumer still needs it. A consumer more than max_lag
+// (Consumer::next_seq); a slot is freed once no attached consumer still
+// needs it (and, until min_consumers have attached, never). A consumer more than max_lag
 // batches behind the most advanced one is detached or skips ahead.
 //
 // Ownership: shared by the registry, the worker pool (while a worker decodes
@@ -329,6 +329,7 @@ class Job {
   std::map<uint64_t, Published> published_ ABSL_GUARDED_BY(mu_);
   std::map<const JobListener*, Consumer> consumers_ ABSL_GUARDED_BY(mu_);
   uint64_t next_consumer_id_ ABSL_GUARDED_BY(mu_) = 1;
+  uint64_t attached_ever_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t completed_ ABSL_GUARDED_BY(mu_) = 0;  // batches freed for good
   uint32_t inflight_tasks_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t samples_decoded_ ABSL_GUARDED_BY(mu_) = 0;

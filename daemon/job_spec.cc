@@ -74,7 +74,7 @@ absl::StatusOr<SharingConfig> ParseSharing(const v1::SharingSpec& spec,
         "sharing.mode BROADCAST needs slots >= 2 (a consumer may lag behind "
         "another by at least one batch)");
   }
-  sharing.max_lag = spec.max_lag() == 0 ? slots / 2 : spec.max_lag();
+  sharing.max_lag = spec.max_lag() == 0 ? slots - 1 : spec.max_lag();
   if (sharing.max_lag > slots - 1) {
     return OutOfRange("sharing.max_lag", sharing.max_lag, 1, slots - 1);
   }

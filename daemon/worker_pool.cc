@@ -1,5 +1,7 @@
 #include "daemon/worker_pool.h"
 
+#include <time.h>
+
 #include <algorithm>
 #include <string>
 
@@ -16,6 +18,17 @@ constexpr int kMaxReplacements = 16;
 // may be behind the others: enough for a prompt first batch, not enough to
 // starve them while it catches up.
 constexpr double kIdleCredit = 50e6;
+// How much a job whose consumer is waiting is preferred over one that only
+// prefetches: it goes first unless it already had this much more (weighted)
+// worker time, so waiting consumers are served promptly while the long-run
+// shares still follow the weights.
+constexpr double kWaitingBonus = 20e6;
+
+uint64_t ThreadCpuNanos() {
+  timespec ts;
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return uint64_t(ts.tv_sec) * 1'000'000'000 + uint64_t(ts.tv_nsec);
+}
 
 }  // namespace
 
@@ -58,10 +71,9 @@ void WorkerPool::Notify() {
 }
 
 bool WorkerPool::NextTask(std::shared_ptr<Job>* job, SampleTask* task) {
-  // Rank the jobs that have work: waiting consumers first, then by account.
+  // Rank the jobs that have work by account, waiting consumers first.
   struct Candidate {
-    Demand demand;
-    double account;
+    double key;
     Entry* entry;
   };
   std::vector<Candidate> candidates;
@@ -70,13 +82,11 @@ bool WorkerPool::NextTask(std::shared_ptr<Job>* job, SampleTask* task) {
     const Demand demand = e.job->demand();
     if (demand == Demand::kNone) continue;
     e.account = std::max(e.account, clock_ - kIdleCredit);
-    candidates.push_back({demand, e.account, &e});
+    candidates.push_back(
+        {e.account - (demand == Demand::kWaiting ? kWaitingBonus : 0), &e});
   }
   std::sort(candidates.begin(), candidates.end(),
-            [](const Candidate& a, const Candidate& b) {
-              if (a.demand != b.demand) return a.demand > b.demand;
-              return a.account < b.account;
-            });
+            [](const Candidate& a, const Candidate& b) { return a.key < b.key; });
   for (const Candidate& c : candidates) {
     if (c.entry->job->TakeTask(task)) {
       *job = c.entry->job;
@@ -111,9 +121,11 @@ void WorkerPool::Run() {
         while (!stop_ && notifications_ == seen) wake_.Wait(&mu_);
       }
     }
-    const absl::Time start = absl::Now();
+    // CPU time, not wall time: a worker preempted mid-sample does not
+    // charge its job for the time it did not run.
+    const uint64_t start = ThreadCpuNanos();
     Process(*job, task, decoder);
-    const uint64_t ns = absl::ToInt64Nanoseconds(absl::Now() - start);
+    const uint64_t ns = ThreadCpuNanos() - start;
     busy_ns_.fetch_add(ns, std::memory_order_relaxed);
     job->AddWorkerTime(ns);
     Charge(job.get(), ns);

@@ -3,9 +3,10 @@
 //
 // Each worker takes one sample at a time. A job offers work only while it has
 // a free slot (or a slot being filled), so memory stays bounded by the rings
-// (backpressure). Among jobs with work, a job whose consumer waits with
-// nothing to receive comes first; within each class the job with the least
-// weighted worker time (decode time / weight, as in fair queueing) goes next.
+// (backpressure). Among jobs with work, the job with the least weighted
+// worker time (decode time / weight, as in fair queueing) goes next, and a
+// job whose consumer waits with nothing to receive goes before one that only
+// prefetches (unless it is already kWaitingBonus ahead).
 // A job that had no work does not bank credit for the time it was idle: its
 // account is lifted to within kIdleCredit of the others when it returns.
 // Workers sleep when no job has work and are woken by Notify().

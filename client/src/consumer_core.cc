@@ -24,7 +24,8 @@ uint64_t Micros(absl::Duration d) {
 
 double Percent(absl::Duration wait, absl::Duration step) {
   const absl::Duration total = wait + step;
-  return total <= absl::ZeroDuration() ? 0 : 100.0 * (wait / total);
+  return total <= absl::ZeroDuration() ? 0
+                                      : 100.0 * absl::FDivDuration(wait, total);
 }
 
 }  // namespace

@@ -95,12 +95,12 @@ enum class LagPolicy {
 };
 struct Sharing {
   ConsumerMode mode = ConsumerMode::kExclusive;
-  // Broadcast: batches a consumer may be behind the leader, counting those
-  // it still holds; 1..slots-1, 0: slots / 2.
+  // Broadcast: batches a consumer may be behind the leader (received by the
+  // leader, not by it); 1..slots-1, 0: slots - 1.
   uint32_t max_lag = 0;
   LagPolicy on_lag = LagPolicy::kDetach;
-  // Broadcast: a batch is refilled only once this many consumers released
-  // it (so late joiners still see the first batches).
+  // Broadcast: no slot is refilled before this many consumers attached
+  // (so consumers that attach a little later still see the first batches).
   uint32_t min_consumers = 1;
 };
 

@@ -1,0 +1,195 @@
+// The shared worker pool among jobs, and the stall accounting: a real
+// in-process stokerd with two workers. These tests compare counts (who got
+// how many samples), never speeds.
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <thread>
+
+#include "gtest/gtest.h"
+#include "tests/test_util.h"
+
+namespace stoker {
+namespace {
+
+using testing::MakeDataset;
+using testing::TestDaemon;
+
+std::optional<JobStats> StatsOf(Client& client, const std::string& id) {
+  auto stats = client.GetStats();
+  if (!stats.ok()) return std::nullopt;
+  for (const JobStats& j : stats->jobs) {
+    if (j.job_id == id) return j;
+  }
+  return std::nullopt;
+}
+
+class SchedulingTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    MakeDataset(daemon_.dir() + "/data", 4, 10, 160, 120, false);
+    client_ = daemon_.Connect();
+  }
+  JobSpec Spec(uint32_t weight = 1, uint32_t slots = 2) {
+    return {.dataset_path = daemon_.dir() + "/data", .batch_size = 4,
+            .slots = slots, .height = 64, .width = 64, .epochs = 0,
+            .weight = weight};
+  }
+  // Consumes job `id` flat out until `stop`; counts batches.
+  std::thread Consume(const std::string& id, std::atomic<int>* count,
+                      std::atomic<bool>* stop) {
+    auto consumer = client_->Attach(id);
+    EXPECT_TRUE(consumer.ok()) << consumer.status();
+    return std::thread([c = std::shared_ptr<Consumer>(*std::move(consumer)),
+                        count, stop] {
+      while (!stop->load()) {
+        if (!c->Next().ok()) return;
+        count->fetch_add(1);
+      }
+    });
+  }
+  // Runs two jobs' consumers flat out until they received `total` batches
+  // together; returns each one's count.
+  std::pair<int, int> Race(const std::string& a, const std::string& b,
+                           int total) {
+    std::atomic<int> count_a{0}, count_b{0};
+    std::atomic<bool> stop{false};
+    std::thread ta = Consume(a, &count_a, &stop);
+    std::thread tb = Consume(b, &count_b, &stop);
+    while (count_a.load() + count_b.load() < total) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    const std::pair<int, int> counts{count_a.load(), count_b.load()};
+    stop = true;
+    ta.join();
+    tb.join();
+    return counts;
+  }
+
+  TestDaemon daemon_{DaemonOptions{.workers = 2}};
+  std::unique_ptr<Client> client_;
+};
+
+TEST_F(SchedulingTest, TwoEqualJobsShareTheWorkersEqually) {
+  // Rings deep enough to ride out a consumer thread's scheduling hiccups.
+  auto a = client_->CreateJob(Spec(1, 8));
+  auto b = client_->CreateJob(Spec(1, 8));
+  ASSERT_TRUE(a.ok() && b.ok());
+  const auto [na, nb] = Race(a->id, b->id, 300);
+  EXPECT_GT(na, 0);
+  EXPECT_NEAR(static_cast<double>(na) / nb, 1.0, 0.15)
+      << na << " vs " << nb << " batches";
+}
+
+TEST_F(SchedulingTest, WeightsSplitTheWorkersInProportion) {
+  auto heavy = client_->CreateJob(Spec(3, 8));
+  auto light = client_->CreateJob(Spec(1, 8));
+  ASSERT_TRUE(heavy.ok() && light.ok());
+  const auto [nh, nl] = Race(heavy->id, light->id, 400);
+  EXPECT_NEAR(static_cast<double>(nh) / nl, 3.0, 0.6)
+      << nh << " vs " << nl << " batches";
+}
+
+TEST_F(SchedulingTest, AStalledConsumerDoesNotHoldBackAnotherJob) {
+  JobSpec stalled_spec = Spec();
+  stalled_spec.epochs = 0;
+  auto stalled = client_->CreateJob(stalled_spec);
+  JobSpec running_spec = Spec();
+  running_spec.epochs = 3;
+  auto running = client_->CreateJob(running_spec);
+  ASSERT_TRUE(stalled.ok() && running.ok());
+  // The stalled job's consumer takes one batch and sits on it.
+  auto sitter = client_->Attach(stalled->id, {.prefetch = 1});
+  ASSERT_TRUE(sitter.ok());
+  auto held = (*sitter)->Next();
+  ASSERT_TRUE(held.ok());
+  auto consumer = client_->Attach(running->id);
+  ASSERT_TRUE(consumer.ok());
+  int batches = 0;
+  for (;;) {
+    auto batch = (*consumer)->Next();
+    if (absl::IsOutOfRange(batch.status())) break;
+    ASSERT_TRUE(batch.ok()) << batch.status();
+    ++batches;
+  }
+  EXPECT_EQ(batches, 30);  // 3 epochs of 40 images in batches of 4
+  // Backpressure: the stalled job got no more work than its ring holds
+  // (the batch it sits on, one prefetched for it, and its other slot).
+  auto stats = StatsOf(*client_, stalled->id);
+  ASSERT_TRUE(stats.has_value());
+  EXPECT_LE(stats->samples_decoded, 3u * 4);
+}
+
+TEST_F(SchedulingTest, ANewJobGetsItsFirstBatchPromptly) {
+  auto busy = client_->CreateJob(Spec());
+  ASSERT_TRUE(busy.ok());
+  std::atomic<int> count{0};
+  std::atomic<bool> stop{false};
+  std::thread t = Consume(busy->id, &count, &stop);
+  while (count.load() < 20) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  const uint64_t before = StatsOf(*client_, busy->id)->samples_decoded;
+  auto fresh = client_->CreateJob(Spec());
+  ASSERT_TRUE(fresh.ok());
+  auto consumer = client_->Attach(fresh->id);
+  ASSERT_TRUE(consumer.ok());
+  ASSERT_TRUE((*consumer)->Next().ok());
+  const uint64_t after = StatsOf(*client_, busy->id)->samples_decoded;
+  stop = true;
+  t.join();
+  // While the new job's first 4 samples were decoded the busy job got
+  // about as many, not a ring's worth of batches first.
+  EXPECT_LE(after - before, 24u) << "the busy job decoded " << after - before
+                                 << " samples before the new job's first batch";
+}
+
+TEST_F(SchedulingTest, StallAccountingSeesAnInputBoundAndAComputeBoundTrainer) {
+  // Input-bound: a trainer that does nothing between batches waits for the
+  // decoder nearly all the time.
+  auto job = client_->CreateJob(Spec());
+  ASSERT_TRUE(job.ok());
+  {
+    auto consumer = client_->Attach(job->id, {.name = "greedy"});
+    ASSERT_TRUE(consumer.ok());
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(1500);
+    while (std::chrono::steady_clock::now() < until) {
+      ASSERT_TRUE((*consumer)->Next().ok());
+    }
+    const InputStats input = (*consumer)->input_stats();
+    EXPECT_GT(input.batches, 10u);
+    EXPECT_GT(input.input_bound_percent, 60) << input.wait_seconds << " s waiting, "
+                                             << input.step_seconds << " s stepping";
+    // The daemon heard about it (reports go about once a second).
+    auto stats = StatsOf(*client_, job->id);
+    ASSERT_TRUE(stats.has_value());
+    ASSERT_EQ(stats->consumer.size(), 1u);
+    EXPECT_EQ(stats->consumer[0].name, "greedy");
+    EXPECT_GT(stats->consumer[0].input_bound_percent, 60);
+    EXPECT_GT(stats->decoded_per_second, 0);
+    auto daemon_stats = client_->GetStats();
+    EXPECT_GT(daemon_stats->worker_busy_percent, 0);
+    EXPECT_LE(daemon_stats->worker_busy_percent, 100);
+    EXPECT_GT(daemon_stats->decoded_per_second, 0);
+  }
+  // Compute-bound: a trainer that works 40 ms per batch of 4 small images
+  // finds every batch ready.
+  auto slow_job = client_->CreateJob(Spec());
+  ASSERT_TRUE(slow_job.ok());
+  auto consumer = client_->Attach(slow_job->id, {.name = "thinker"});
+  ASSERT_TRUE(consumer.ok());
+  for (int i = 0; i < 30; ++i) {
+    ASSERT_TRUE((*consumer)->Next().ok());
+    std::this_thread::sleep_for(std::chrono::milliseconds(40));
+  }
+  const InputStats input = (*consumer)->input_stats();
+  EXPECT_LT(input.recent_input_bound_percent, 25);
+  auto stats = StatsOf(*client_, slow_job->id);
+  ASSERT_TRUE(stats.has_value());
+  EXPECT_GE(stats->consumer[0].input_bound_percent, 0);
+  EXPECT_LT(stats->consumer[0].input_bound_percent, 25);
+  EXPECT_NEAR(stats->ring_occupancy_percent, 100, 0.1);  // ring kept full
+}
+
+}  // namespace
+}  // namespace stoker
