@@ -14,10 +14,13 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <numeric>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
@@ -42,6 +45,8 @@ ABSL_FLAG(std::string, mode, "report", "report, bare_full or client");
 ABSL_FLAG(std::string, target, "", "--mode=client: the daemon to use");
 ABSL_FLAG(std::string, pipeline, "resize", "resize, train or eval");
 ABSL_FLAG(std::string, dtype, "uint8", "uint8, float32 or float16");
+ABSL_FLAG(double, step_ms, 0,
+          "--mode=client: simulated training step per batch, in ms");
 
 namespace {
 
@@ -140,19 +145,38 @@ int RunClient(const std::string& root) {
   uint64_t measured = 0;
   Clock::time_point start = Clock::now();
   double cpu = 0;
+  // How long Next() took for the first batch of each measured epoch, and
+  // for the others: the epoch-boundary stall, if any.
+  std::vector<double> first_waits, other_waits;
+  const auto step = std::chrono::microseconds(
+      static_cast<int64_t>(absl::GetFlag(FLAGS_step_ms) * 1e3));
   for (;;) {
+    const Clock::time_point asked = Clock::now();
     auto batch = (*consumer)->Next();
     if (!batch.ok()) break;
+    const double wait = Seconds(asked);
     if (batch->epoch() == 1 && batch->index() == 0) {
       start = Clock::now();
       cpu = SelfCpuSeconds();
     }
-    if (batch->epoch() >= 1) measured += batch->size();
+    if (batch->epoch() >= 1) {
+      measured += batch->size();
+      (batch->index() == 0 ? first_waits : other_waits).push_back(wait);
+    }
+    batch->Release();
+    std::this_thread::sleep_for(step);
   }
   const double seconds = Seconds(start);
   std::printf("images_per_s %.1f\nclient_cpu_ms_per_image %.4f\n",
               measured / seconds,
               1e3 * (SelfCpuSeconds() - cpu) / std::max<uint64_t>(measured, 1));
+  if (!first_waits.empty() && !other_waits.empty()) {
+    std::sort(other_waits.begin(), other_waits.end());
+    std::printf("epoch_start_wait_ms %.1f\nmedian_wait_ms %.1f\n",
+                1e3 * std::accumulate(first_waits.begin(), first_waits.end(),
+                                      0.0) / first_waits.size(),
+                1e3 * other_waits[other_waits.size() / 2]);
+  }
   consumer->reset();
   (void)(*client)->DeleteJob(job->id);
   return 0;

@@ -88,16 +88,16 @@ def run_measured(command, extra_pids=()):
     return results(out), peak
 
 
-def run_torch(args):
+def run_torch(args, step_ms=0):
     here = os.path.dirname(os.path.abspath(__file__))
     r, peak = run_measured(
         ["/usr/bin/python3", os.path.join(here, "torch_loader.py"),
          f"--data={args.data}", f"--epochs={args.epochs}",
-         f"--workers={args.cores}"])
-    return r["images_per_s"], peak
+         f"--workers={args.cores}", f"--step_ms={step_ms}"])
+    return r, peak
 
 
-def run_stoker(args, dtype):
+def run_stoker(args, dtype, step_ms=0):
     with tempfile.TemporaryDirectory(prefix="stoker-cmp") as tmp:
         socket = os.path.join(tmp, "stoker.sock")
         daemon = subprocess.Popen(
@@ -112,12 +112,12 @@ def run_stoker(args, dtype):
                 [args.bench, "--mode=client", f"--target=unix://{socket}",
                  f"--data={args.data}", "--pipeline=train",
                  f"--dtype={dtype}", f"--epochs={args.epochs}",
-                 "--batch_size=64"],
+                 "--batch_size=64", f"--step_ms={step_ms}"],
                 extra_pids=[daemon.pid])
         finally:
             daemon.terminate()
             daemon.wait()
-    return r["images_per_s"], peak
+    return r, peak
 
 
 def main():
@@ -127,6 +127,10 @@ def main():
     parser.add_argument("--bench", required=True, help="bench_e2e binary")
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--cores", type=int, default=os.cpu_count())
+    parser.add_argument("--step_ms", type=float, default=250,
+                        help="simulated training step for the epoch-"
+                        "boundary measurement (longer than either loader "
+                        "needs per batch)")
     args = parser.parse_args()
     try:
         import torch  # noqa: F401
@@ -138,9 +142,15 @@ def main():
     bare = results(subprocess.run(
         [args.bench, "--mode=bare_full", f"--data={args.data}"],
         check=True, capture_output=True, text=True).stdout)["images_per_s"]
-    torch_ips, torch_mem = run_torch(args)
-    u8_ips, u8_mem = run_stoker(args, "uint8")
-    f32_ips, f32_mem = run_stoker(args, "float32")
+    torch_r, torch_mem = run_torch(args)
+    u8_r, u8_mem = run_stoker(args, "uint8")
+    f32_r, f32_mem = run_stoker(args, "float32")
+    torch_ips, u8_ips = torch_r["images_per_s"], u8_r["images_per_s"]
+    f32_ips = f32_r["images_per_s"]
+    # The epoch boundary: a trainer whose step is slower than either loader,
+    # so any wait is the loader's stall, not its throughput.
+    torch_step, _ = run_torch(args, args.step_ms)
+    stoker_step, _ = run_stoker(args, "float32", args.step_ms)
 
     cores = args.cores
     print(f"\n{cores} cores; RandomResizedCrop(224) + flip, batch 64, "
@@ -162,6 +172,13 @@ def main():
     print(f"stoker uint8 memory / DataLoader memory : "
           f"{u8_mem / torch_mem:5.2f}    (target <= 0.25)")
     print(f"stoker float32 / torch DataLoader        : {f32_ips / torch_ips:5.2f}x")
+    print(f"\nEpoch boundary, with a {args.step_ms:.0f} ms training step per "
+          "batch (wait in ms for a batch):")
+    print(f"{'':34}{'first of epoch':>16}{'median other':>14}")
+    for name, r in (("torch DataLoader", torch_step),
+                    ("stoker float32", stoker_step)):
+        print(f"{name:34}{r['epoch_start_wait_ms']:16.1f}"
+              f"{r['median_wait_ms']:14.1f}")
 
 
 if __name__ == "__main__":

@@ -2,7 +2,9 @@
 """A torch DataLoader with the standard torchvision training pipeline, as a
 trainer would write it: ImageFolder, RandomResizedCrop(224),
 RandomHorizontalFlip, ToTensor, Normalize; batch 64, num_workers = cores,
-persistent workers. Prints images/s over the epochs after the first."""
+persistent workers. Prints images/s over the epochs after the first, and
+how long the trainer waited for the first batch of an epoch versus any
+other batch (with --step_ms, a simulated training step per batch)."""
 import argparse
 import os
 import time
@@ -18,6 +20,8 @@ def main():
     parser.add_argument("--batch_size", type=int, default=64)
     parser.add_argument("--workers", type=int, default=os.cpu_count())
     parser.add_argument("--size", type=int, default=224)
+    parser.add_argument("--step_ms", type=float, default=0,
+                        help="simulated training step per batch")
     args = parser.parse_args()
     transform = transforms.Compose([
         transforms.RandomResizedCrop(args.size),
@@ -31,14 +35,23 @@ def main():
         batch_size=args.batch_size, shuffle=True, num_workers=args.workers,
         persistent_workers=True)
     measured, start = 0, None
+    first_waits, other_waits = [], []
     for epoch in range(args.epochs):
         if epoch == 1:
             start = time.monotonic()
-        for images, _ in loader:
+        asked = time.monotonic()
+        for index, (images, _) in enumerate(loader):
+            wait = time.monotonic() - asked
             if epoch >= 1:
                 measured += images.shape[0]
+                (first_waits if index == 0 else other_waits).append(wait)
+            time.sleep(args.step_ms / 1e3)
+            asked = time.monotonic()
     print(f"images_per_s {measured / (time.monotonic() - start):.1f}",
           flush=True)
+    other_waits.sort()
+    print(f"epoch_start_wait_ms {1e3 * sum(first_waits) / len(first_waits):.1f}")
+    print(f"median_wait_ms {1e3 * other_waits[len(other_waits) // 2]:.1f}")
 
 
 if __name__ == "__main__":
