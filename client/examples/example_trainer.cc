@@ -177,6 +177,13 @@ int main(int argc, char** argv) {
               "decode errors %lu)\n",
               total, seconds, total / seconds, gpu ? "GPU copy" : "CPU read",
               checksum, stats.ok() ? stats->decode_errors : 0);
+  // How much of this trainer's time went to waiting for data: near 0, the
+  // loader keeps up; high, the input pipeline limits training.
+  const stoker::InputStats input = (*consumer)->input_stats();
+  std::printf("input-bound: %.0f%% (%.2f s waiting for batches, %.2f s in "
+              "training steps); daemon workers %.0f%% busy\n",
+              input.input_bound_percent, input.wait_seconds,
+              input.step_seconds, stats.ok() ? stats->worker_busy_percent : 0);
   consumer->reset();
   if (auto deleted = (*client)->DeleteJob(job->id); !deleted.ok()) {
     return Fail(deleted);
