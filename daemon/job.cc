@@ -238,6 +238,17 @@ uint64_t Job::BroadcastJoinPoint() const {
 absl::Status Job::Attach(std::shared_ptr<JobListener> listener,
                          const ConsumerIdentity& who, uint32_t credits,
                          uint64_t* start) {
+  std::vector<std::shared_ptr<JobListener>> waiting;
+  absl::Status status = AttachLocked(std::move(listener), who, credits, start,
+                                     &waiting);
+  for (const auto& l : waiting) l->OnDeliverable();
+  return status;
+}
+
+absl::Status Job::AttachLocked(
+    std::shared_ptr<JobListener> listener, const ConsumerIdentity& who,
+    uint32_t credits, uint64_t* start,
+    std::vector<std::shared_ptr<JobListener>>* barrier_opened) {
   absl::MutexLock lock(&mu_);
   if (phase_ == JobPhase::kFinished) {
     return absl::OutOfRangeError(absl::StrCat(
@@ -275,6 +286,10 @@ absl::Status Job::Attach(std::shared_ptr<JobListener> listener,
   }
   consumers_.emplace(listener.get(), std::move(c));
   ++attached_ever_;
+  if (broadcast() && attached_ever_ == config_.sharing.min_consumers) {
+    // The barrier opens: everyone waiting may receive now.
+    *barrier_opened = Listeners();
+  }
   return absl::OkStatus();
 }
 
@@ -319,7 +334,12 @@ void Job::Report(const JobListener* listener, const ConsumerReport& report) {
 
 std::optional<uint64_t> Job::Deliverable(const Consumer& c) const {
   if (broadcast()) {
-    if (published_.count(c.next_seq) == 0) return std::nullopt;
+    // The start barrier: nothing goes out before min_consumers attached, so
+    // that all of them start together at the first batch.
+    if (attached_ever_ < config_.sharing.min_consumers ||
+        published_.count(c.next_seq) == 0) {
+      return std::nullopt;
+    }
     return c.next_seq;
   }
   if (ready_.empty() || *ready_.begin() > next_send_seq_) return std::nullopt;

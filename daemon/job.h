@@ -11,7 +11,7 @@
 // return to the front of the queue, for the next consumer (or another one).
 // Broadcast: every consumer walks the whole sequence at its own pace
 // (Consumer::next_seq); a slot is freed once no attached consumer still
-// needs it (and, until min_consumers have attached, never). A consumer more than max_lag
+// needs it; nothing is delivered or freed before min_consumers attached. A consumer more than max_lag
 // batches behind the most advanced one is detached or skips ahead.
 //
 // Ownership: shared by the registry, the worker pool (while a worker decodes
@@ -274,6 +274,11 @@ class Job {
   // The next batch `c` may receive now, if any.
   std::optional<uint64_t> Deliverable(const Consumer& c) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status AttachLocked(
+      std::shared_ptr<JobListener> listener, const ConsumerIdentity& who,
+      uint32_t credits, uint64_t* start,
+      std::vector<std::shared_ptr<JobListener>>* barrier_opened)
+      ABSL_LOCKS_EXCLUDED(mu_);
   // Hands batch `seq` to `c` (it has credit).
   void Lease(Consumer& c, uint64_t seq, Delivered* out)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -190,6 +190,75 @@ TEST_F(SharingTest, BroadcastSkipMovesTheLaggardAheadWithoutHoldingOthers) {
   EXPECT_EQ(end->consumer[1].batches_delivered, slow_got.size());
 }
 
+TEST_F(SharingTest, BroadcastConsumerPinningTheRingIsDetached) {
+  JobSpec spec = Spec();  // 4 slots, max_lag 3 by default
+  spec.sharing.mode = ConsumerMode::kBroadcast;
+  spec.sharing.min_consumers = 2;
+  auto job = client_->CreateJob(spec);
+  ASSERT_TRUE(job.ok()) << job.status();
+  auto hoarder = client_->Attach(job->id, {.prefetch = 4, .name = "hoarder"});
+  auto reader = client_->Attach(job->id, {.name = "reader"});
+  ASSERT_TRUE(hoarder.ok() && reader.ok());
+  // The hoarder takes four batches and keeps them: it is never behind (it
+  // received everything the reader did), but the ring is full of its
+  // batches and the reader could wait forever.
+  std::vector<Batch> kept;
+  for (int i = 0; i < 4; ++i) {
+    auto batch = (*hoarder)->Next();
+    ASSERT_TRUE(batch.ok()) << batch.status();
+    kept.push_back(*std::move(batch));
+  }
+  std::vector<Got> got;
+  EXPECT_EQ(Drain(**reader, job->batches_per_epoch, &got).code(),
+            absl::StatusCode::kOutOfRange);
+  EXPECT_EQ(got.size(), 12u);
+  absl::Status hoarder_status;
+  for (int i = 0; i < 6 && hoarder_status.code() !=
+                               absl::StatusCode::kResourceExhausted; ++i) {
+    hoarder_status = (*hoarder)->Next().status();
+  }
+  EXPECT_EQ(hoarder_status.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(hoarder_status.message().find("has not released"),
+            std::string::npos)
+      << hoarder_status;
+}
+
+TEST_F(SharingTest, BroadcastConsumerJoiningLateStartsAtTheOldestBatchHeld) {
+  JobSpec spec = Spec();
+  spec.slots = 8;
+  spec.sharing.mode = ConsumerMode::kBroadcast;
+  auto job = client_->CreateJob(spec);
+  ASSERT_TRUE(job.ok()) << job.status();
+  auto first = client_->Attach(job->id);
+  ASSERT_TRUE(first.ok());
+  std::vector<Got> first_got;
+  ASSERT_TRUE(Drain(**first, 6, &first_got, 3).ok());
+  ASSERT_TRUE(Eventually([&] {
+    auto s = StatsOf(*client_, job->id);
+    return s && s->batches_released == 3;
+  }));
+  // Batches 0-2 were released by the only consumer and are gone; 3 and 4
+  // are leased to it (prefetch), the rest decoded ahead.
+  auto late = client_->Attach(job->id);
+  ASSERT_TRUE(late.ok());
+  EXPECT_EQ((*late)->position(), (Position{0, 3}));
+  // Both read on to the end in step (a consumer that let the whole ring go
+  // by would be detached: that is the lag test's business, not this one's).
+  std::vector<Got> late_got;
+  for (int i = 0; i < 9; ++i) {
+    ASSERT_TRUE(Drain(**first, 6, &first_got, first_got.size() + 1).ok());
+    ASSERT_TRUE(Drain(**late, 6, &late_got, late_got.size() + 1).ok());
+  }
+  EXPECT_EQ((*first)->Next().status().code(), absl::StatusCode::kOutOfRange);
+  EXPECT_EQ((*late)->Next().status().code(), absl::StatusCode::kOutOfRange);
+  ASSERT_EQ(late_got.size(), 9u);
+  ASSERT_EQ(first_got.size(), 12u);
+  for (size_t i = 0; i < late_got.size(); ++i) {
+    EXPECT_EQ(late_got[i].seq, 3 + i);
+    EXPECT_EQ(late_got[i].checksum, first_got[late_got[i].seq].checksum);
+  }
+}
+
 TEST_F(SharingTest, BroadcastRefusesTooFewSlotsAndOutOfRangeLag) {
   JobSpec spec = Spec();
   spec.slots = 1;

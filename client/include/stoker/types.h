@@ -99,8 +99,8 @@ struct Sharing {
   // leader, not by it); 1..slots-1, 0: slots - 1.
   uint32_t max_lag = 0;
   LagPolicy on_lag = LagPolicy::kDetach;
-  // Broadcast: no slot is refilled before this many consumers attached
-  // (so consumers that attach a little later still see the first batches).
+  // Broadcast: no batch is delivered before this many consumers attached
+  // (trainers started a little apart all begin at the first batch).
   uint32_t min_consumers = 1;
 };
 
