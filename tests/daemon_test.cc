@@ -16,6 +16,8 @@
 namespace stoker {
 namespace {
 
+using testing::Eventually;
+using testing::JobStatsOf;
 using testing::MakeDataset;
 using testing::TestDaemon;
 
@@ -38,17 +40,6 @@ absl::Status ConsumeAll(Consumer& consumer, std::vector<Seen>* seen,
     if (check) check(*batch);
     if (absl::Status intact = batch->CheckIntact(); !intact.ok()) return intact;
   }
-}
-
-// Polls `done` until it holds or 10 s pass: for asynchronous effects
-// (a release travelling to the daemon), not for timing.
-bool Eventually(const std::function<bool()>& done) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (!done()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  return true;
 }
 
 class DaemonTest : public ::testing::Test {

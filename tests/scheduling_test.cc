@@ -12,17 +12,10 @@
 namespace stoker {
 namespace {
 
+using testing::Eventually;
+using testing::JobStatsOf;
 using testing::MakeDataset;
 using testing::TestDaemon;
-
-std::optional<JobStats> StatsOf(Client& client, const std::string& id) {
-  auto stats = client.GetStats();
-  if (!stats.ok()) return std::nullopt;
-  for (const JobStats& j : stats->jobs) {
-    if (j.job_id == id) return j;
-  }
-  return std::nullopt;
-}
 
 class SchedulingTest : public ::testing::Test {
  protected:
@@ -115,7 +108,7 @@ TEST_F(SchedulingTest, AStalledConsumerDoesNotHoldBackAnotherJob) {
   EXPECT_EQ(batches, 30);  // 3 epochs of 40 images in batches of 4
   // Backpressure: the stalled job got no more work than its ring holds
   // (the batch it sits on, one prefetched for it, and its other slot).
-  auto stats = StatsOf(*client_, stalled->id);
+  auto stats = JobStatsOf(*client_, stalled->id);
   ASSERT_TRUE(stats.has_value());
   EXPECT_LE(stats->samples_decoded, 3u * 4);
 }
@@ -129,13 +122,13 @@ TEST_F(SchedulingTest, ANewJobGetsItsFirstBatchPromptly) {
   while (count.load() < 20) {
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
-  const uint64_t before = StatsOf(*client_, busy->id)->samples_decoded;
+  const uint64_t before = JobStatsOf(*client_, busy->id)->samples_decoded;
   auto fresh = client_->CreateJob(Spec());
   ASSERT_TRUE(fresh.ok());
   auto consumer = client_->Attach(fresh->id);
   ASSERT_TRUE(consumer.ok());
   ASSERT_TRUE((*consumer)->Next().ok());
-  const uint64_t after = StatsOf(*client_, busy->id)->samples_decoded;
+  const uint64_t after = JobStatsOf(*client_, busy->id)->samples_decoded;
   stop = true;
   t.join();
   // While the new job's first 4 samples were decoded the busy job got
@@ -161,7 +154,7 @@ TEST_F(SchedulingTest, StallAccountingSeesAnInputBoundAndAComputeBoundTrainer) {
     EXPECT_GT(input.input_bound_percent, 60) << input.wait_seconds << " s waiting, "
                                              << input.step_seconds << " s stepping";
     // The daemon heard about it (reports go about once a second).
-    auto stats = StatsOf(*client_, job->id);
+    auto stats = JobStatsOf(*client_, job->id);
     ASSERT_TRUE(stats.has_value());
     ASSERT_EQ(stats->consumer.size(), 1u);
     EXPECT_EQ(stats->consumer[0].name, "greedy");
@@ -184,7 +177,7 @@ TEST_F(SchedulingTest, StallAccountingSeesAnInputBoundAndAComputeBoundTrainer) {
   }
   const InputStats input = (*consumer)->input_stats();
   EXPECT_LT(input.recent_input_bound_percent, 25);
-  auto stats = StatsOf(*client_, slow_job->id);
+  auto stats = JobStatsOf(*client_, slow_job->id);
   ASSERT_TRUE(stats.has_value());
   EXPECT_GE(stats->consumer[0].input_bound_percent, 0);
   EXPECT_LT(stats->consumer[0].input_bound_percent, 25);

@@ -1,9 +1,12 @@
 #include "tests/test_util.h"
 
+
 #include <turbojpeg.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <thread>
 
 #include "daemon/shm_segment.h"
 #include "gtest/gtest.h"
@@ -106,6 +109,25 @@ double MeanAbsDiff(const uint8_t* a, const uint8_t* b, size_t n) {
   double total = 0;
   for (size_t i = 0; i < n; ++i) total += std::abs(int(a[i]) - int(b[i]));
   return n == 0 ? 0 : total / double(n);
+}
+
+bool Eventually(const std::function<bool()>& done) {
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return true;
+}
+
+std::optional<JobStats> JobStatsOf(Client& client, const std::string& id) {
+  auto stats = client.GetStats();
+  if (!stats.ok()) return std::nullopt;
+  for (const JobStats& job : stats->jobs) {
+    if (job.job_id == id) return job;
+  }
+  return std::nullopt;
 }
 
 }  // namespace stoker::testing

@@ -4,7 +4,9 @@
 #ifndef STOKER_TESTS_TEST_UTIL_H_
 #define STOKER_TESTS_TEST_UTIL_H_
 
+#include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -61,6 +63,13 @@ RgbImage ReferenceDecode(const std::string& path);
 RgbImage ReferenceResize(const RgbImage& image, int width, int height);
 
 double MeanAbsDiff(const uint8_t* a, const uint8_t* b, size_t n);
+
+// Polls `done` until it holds or 20 s pass: for asynchronous effects
+// (a release travelling to the daemon), not for timing.
+bool Eventually(const std::function<bool()>& done);
+
+// The daemon's stats for job `id`, if it lists it.
+std::optional<JobStats> JobStatsOf(Client& client, const std::string& id);
 
 // The whole of an encoded image through a decoder's DecodeRegion (a
 // JpegDecoder or PngDecoder), as packed RGB; *size gets its size.
