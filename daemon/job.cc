@@ -6,7 +6,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/check.h"
-#include "common/log.h"
 #include "common/status_macros.h"
 
 namespace stoker {
@@ -22,6 +21,12 @@ uint32_t AddCapped(uint32_t credits, uint32_t more) {
 }
 
 }  // namespace
+
+RingGeometry RingGeometryFor(const JobConfig& config) {
+  return ComputeRingGeometry(
+      config.slots, ComputeSlotLayout(config.batch_size,
+                                      config.pipeline.BytesPerImage()));
+}
 
 absl::StatusOr<std::shared_ptr<Job>> Job::Create(
     std::string id, JobConfig config, Dataset dataset,
@@ -48,11 +53,9 @@ absl::StatusOr<std::shared_ptr<Job>> Job::Create(
         "start_epoch ", config.start_epoch, " is past the job's ",
         config.epochs, " epochs"));
   }
-  const RingGeometry geometry = ComputeRingGeometry(
-      config.slots, ComputeSlotLayout(config.batch_size,
-                                      config.pipeline.BytesPerImage()));
   STOKER_ASSIGN_OR_RETURN(
-      auto ring, Ring::Create(std::move(segment_name), geometry, segment_mode));
+      auto ring, Ring::Create(std::move(segment_name), RingGeometryFor(config),
+                              segment_mode));
   return std::shared_ptr<Job>(new Job(std::move(id), std::move(config),
                                       std::move(dataset), std::move(ring),
                                       std::move(on_work)));
@@ -239,13 +242,13 @@ absl::Status Job::Attach(std::shared_ptr<JobListener> listener,
                          const ConsumerIdentity& who, uint32_t credits,
                          uint64_t* start) {
   std::vector<std::shared_ptr<JobListener>> waiting;
-  absl::Status status = AttachLocked(std::move(listener), who, credits, start,
+  absl::Status status = AddConsumer(std::move(listener), who, credits, start,
                                      &waiting);
   for (const auto& l : waiting) l->OnDeliverable();
   return status;
 }
 
-absl::Status Job::AttachLocked(
+absl::Status Job::AddConsumer(
     std::shared_ptr<JobListener> listener, const ConsumerIdentity& who,
     uint32_t credits, uint64_t* start,
     std::vector<std::shared_ptr<JobListener>>* barrier_opened) {
@@ -408,7 +411,7 @@ absl::Status Job::LagError(const Consumer& c, uint64_t lag,
 
 void Job::Evict(Consumer& c, absl::Status why,
                 std::vector<std::shared_ptr<JobListener>>* evicted) {
-  spdlog::info("job {}: {}", id_, why.message());
+  // Logged once, by the stream it ends.
   c.evicted = std::move(why);
   c.leased.clear();
   c.credits = 0;

@@ -93,6 +93,9 @@ struct SampleTask {
   int64_t* index = nullptr;
 };
 
+// The ring a job of this config reserves.
+RingGeometry RingGeometryFor(const JobConfig& config);
+
 // A batch handed to the consumer.
 struct Delivered {
   uint32_t slot = 0;
@@ -274,7 +277,7 @@ class Job {
   // The next batch `c` may receive now, if any.
   std::optional<uint64_t> Deliverable(const Consumer& c) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::Status AttachLocked(
+  absl::Status AddConsumer(
       std::shared_ptr<JobListener> listener, const ConsumerIdentity& who,
       uint32_t credits, uint64_t* start,
       std::vector<std::shared_ptr<JobListener>>* barrier_opened)

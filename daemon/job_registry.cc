@@ -49,11 +49,7 @@ absl::Status JobRegistry::CheckLimits(const JobConfig& config) const {
         " jobs, the limit per client (--max_jobs_per_client=",
         options_.max_jobs_per_client, "); delete finished jobs first"));
   }
-  const uint64_t bytes =
-      ComputeRingGeometry(config.slots,
-                          ComputeSlotLayout(config.batch_size,
-                                            config.pipeline.BytesPerImage()))
-          .segment_bytes;
+  const uint64_t bytes = RingGeometryFor(config).segment_bytes;
   const uint64_t budget = options_.shm_budget_bytes;
   if (budget > 0 && reserved + bytes > budget) {
     return absl::ResourceExhaustedError(absl::StrCat(
