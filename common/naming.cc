@@ -28,4 +28,8 @@ std::string SegmentPrefix(std::string_view socket_path) {
   return prefix;
 }
 
+std::string RingSocketPath(std::string_view socket_path) {
+  return std::string(socket_path) + ".ring";
+}
+
 }  // namespace stoker

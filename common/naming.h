@@ -24,6 +24,10 @@ std::string SocketPathFromTarget(std::string_view target);
 // leftovers, and daemons on different sockets never touch each other's.
 std::string SegmentPrefix(std::string_view socket_path);
 
+// The ring socket beside the gRPC socket: "<socket_path>.ring". A client
+// asks it for a job's shared memory and receives a read-only descriptor.
+std::string RingSocketPath(std::string_view socket_path);
+
 }  // namespace stoker
 
 #endif  // STOKER_COMMON_NAMING_H_

@@ -71,11 +71,12 @@ void ConsumerSet::ShutdownAll(const absl::Status& why) {
 }
 
 ConsumeReactor::ConsumeReactor(JobRegistry* registry, ConsumerSet* consumers,
-                               ClientLimits* limits, std::string client)
+                               ClientLimits* limits, Peer peer)
     : registry_(registry),
       consumers_(consumers),
       limits_(limits),
-      client_(std::move(client)),
+      peer_(std::move(peer)),
+      client_(peer_.client),
       link_(std::make_shared<ConsumerLink>(this)) {
   consumers_->Add(link_);
   StartRead(&request_);
@@ -150,6 +151,7 @@ absl::Status ConsumeReactor::Handle(const v1::ConsumeRequest& request) {
 absl::Status ConsumeReactor::HandleAttach(const v1::Attach& attach) {
   auto job = registry_->Get(attach.job_id());
   if (!job.ok()) return job.status();
+  STOKER_RETURN_IF_ERROR(CheckAccess((*job)->access(), peer_, (*job)->id()));
   if (attach.name().size() > kMaxConsumerNameBytes) {
     return absl::InvalidArgumentError(absl::StrCat(
         "attach.name is ", attach.name().size(), " bytes, more than ",

@@ -22,6 +22,7 @@
 #include "daemon/client_limits.h"
 #include "daemon/job.h"
 #include "daemon/job_registry.h"
+#include "daemon/peer.h"
 #include "stoker/v1/loader.grpc.pb.h"
 
 namespace stoker {
@@ -65,7 +66,7 @@ class ConsumeReactor
   // `client` names the peer (ClientOf); its outstanding batches count
   // against `limits`.
   ConsumeReactor(JobRegistry* registry, ConsumerSet* consumers,
-                 ClientLimits* limits, std::string client);
+                 ClientLimits* limits, Peer peer);
 
   // Sends what can be sent now; safe from any thread.
   void Pump();
@@ -88,6 +89,7 @@ class ConsumeReactor
   JobRegistry* const registry_;
   ConsumerSet* const consumers_;
   ClientLimits* const limits_;
+  const Peer peer_;
   const std::string client_;
   // Credits granted plus batches leased and not released on this stream;
   // touched only by the reading side and OnDone, which never overlap.

@@ -14,6 +14,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "daemon/ring_requests.h"
 #include "daemon/shm_segment.h"
 #include "common/log.h"
 
@@ -33,6 +34,10 @@ absl::Status PrepareSocketDirectory(const std::string& socket_path) {
   }
   return absl::OkStatus();
 }
+
+// Largest request message accepted (a JobSpec with a long pipeline is a few
+// KiB).
+constexpr int kMaxRequestBytes = 64 << 10;
 
 int DefaultWorkers() {
   const int cores = static_cast<int>(std::thread::hardware_concurrency());
@@ -65,42 +70,83 @@ absl::Status Daemon::Serve(const DaemonOptions& options) {
   // We hold the lock: whatever sits at our names belongs to a dead
   // predecessor.
   ::unlink(socket_path_.c_str());
+  ::unlink(RingSocketPath(socket_path_).c_str());
   if (const int removed = RemoveSegments(segment_prefix_); removed > 0) {
     spdlog::warn("removed {} shared-memory segments left by a previous "
                  "stokerd on {}",
                  removed, socket_path_);
   }
+  STOKER_ASSIGN_OR_RETURN(PathPolicy paths,
+                          PathPolicy::Create(options.dataset_roots));
+  dataset_paths_ = std::make_unique<PathPolicy>(std::move(paths));
+  std::optional<gid_t> socket_group;
+  if (!options.socket_group.empty()) {
+    auto gid = ResolveGroup(options.socket_group);
+    if (!gid.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--socket_group: ", gid.status().message()));
+    }
+    socket_group = *gid;
+  }
   const int workers = options.workers > 0 ? options.workers : DefaultWorkers();
   pool_ = std::make_unique<WorkerPool>(
-      workers, DecodeLimits{.max_pixels = options.max_image_pixels});
+      workers, DecodeLimits{.max_pixels = options.max_image_pixels},
+      dataset_paths_.get());
   registry_ = std::make_unique<JobRegistry>(
       RegistryOptions{.segment_prefix = segment_prefix_,
-                      .segment_mode = 0640,
+                      .segment_mode = 0600,
                       .max_jobs = options.max_jobs,
                       .max_jobs_per_client = options.max_jobs_per_client,
-                      .shm_budget_bytes = options.shm_budget_bytes},
+                      .shm_budget_bytes = options.shm_budget_bytes,
+                      .dataset_paths = dataset_paths_.get()},
       pool_.get());
+  peers_ = std::make_unique<PeerTable>();
   consumers_ = std::make_unique<ConsumerSet>();
   limits_ = std::make_unique<ClientLimits>(options.max_leases_per_client);
   service_ = std::make_unique<LoaderService>(registry_.get(), pool_.get(),
-                                             consumers_.get(), limits_.get());
+                                             consumers_.get(), limits_.get(),
+                                             peers_.get());
   sampler_ = std::make_unique<Ticker>(
-      absl::Milliseconds(500), [pool = pool_.get(), registry = registry_.get()] {
+      absl::Milliseconds(500),
+      [pool = pool_.get(), registry = registry_.get(),
+       lease_timeout = options.lease_timeout] {
         const absl::Time now = absl::Now();
         pool->SampleRates(now);
-        for (const auto& job : registry->List()) job->SampleRates(now);
+        for (const auto& job : registry->List()) {
+          job->SampleRates(now);
+          if (lease_timeout > absl::ZeroDuration()) {
+            job->ExpireLeases(now, lease_timeout);
+          }
+        }
       });
+  STOKER_ASSIGN_OR_RETURN(
+      listener_, Listener::Open(socket_path_, RingSocketPath(socket_path_),
+                                0660, socket_group));
   grpc::ServerBuilder builder;
-  builder.AddListeningPort("unix:" + socket_path_,
-                           grpc::InsecureServerCredentials());
+  // No listening port: the Listener accepts connections and hands them to
+  // the server, so that each one's peer credentials are known.
   builder.RegisterService(service_.get());
+  builder.SetMaxReceiveMessageSize(kMaxRequestBytes);
+  const int keepalive_ms =
+      static_cast<int>(absl::ToInt64Milliseconds(options.keepalive));
+  if (keepalive_ms > 0) {
+    builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, keepalive_ms);
+    builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, keepalive_ms);
+    builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
+  }
   server_ = builder.BuildAndStart();
   if (server_ == nullptr) {
     return absl::UnavailableError(
-        absl::StrCat("cannot listen on ", socket_path_));
+        absl::StrCat("cannot start the gRPC server for ", socket_path_));
   }
-  if (::chmod(socket_path_.c_str(), 0660) != 0) {
-    spdlog::warn("chmod 0660 {}: {}", socket_path_, std::strerror(errno));
+  listener_->Start(server_.get(), peers_.get(),
+                   [registry = registry_.get()](
+                       int fd, const PeerCredentials& credentials) {
+                     ServeRingRequest(fd, credentials, *registry);
+                   });
+  if (options.dataset_roots.empty()) {
+    spdlog::warn("no --dataset_roots: clients may name any directory stokerd "
+                 "can read (but /proc, /sys and /dev)");
   }
   spdlog::info("stokerd listening on {} with {} workers (shared-memory budget "
                "{}, {} free in /dev/shm)",
@@ -120,6 +166,8 @@ void Daemon::Shutdown() {
     if (shut_down_) return;
     shut_down_ = true;
   }
+  // No new connections; then end what runs.
+  if (listener_ != nullptr) listener_->Stop();
   const absl::Status why = absl::UnavailableError("stokerd is shutting down");
   if (registry_ != nullptr) registry_->CloseAll(why);
   if (consumers_ != nullptr) consumers_->ShutdownAll(why);
@@ -133,7 +181,6 @@ void Daemon::Shutdown() {
   if (pool_ != nullptr) pool_->Stop();
   registry_.reset();
   RemoveSegments(segment_prefix_);
-  ::unlink(socket_path_.c_str());
   spdlog::info("stokerd on {} stopped", socket_path_);
 }
 

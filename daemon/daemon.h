@@ -19,6 +19,9 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
+
+#include "absl/time/time.h"
 
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
@@ -27,6 +30,9 @@
 #include "daemon/consume_reactor.h"
 #include "daemon/instance_lock.h"
 #include "daemon/job_registry.h"
+#include "daemon/listener.h"
+#include "daemon/path_policy.h"
+#include "daemon/peer.h"
 #include "daemon/loader_service.h"
 #include "daemon/ticker.h"
 #include "daemon/worker_pool.h"
@@ -41,6 +47,18 @@ struct DaemonOptions {
   uint32_t max_jobs_per_client = 16;
   uint32_t max_leases_per_client = 256;
   uint64_t shm_budget_bytes = 0;  // 0: /dev/shm's free space is the limit
+  // Directories datasets must resolve into; empty: anywhere but /proc,
+  // /sys and /dev.
+  std::vector<std::string> dataset_roots;
+  // Group given to the sockets (mode 0660); empty: the daemon's own group.
+  std::string socket_group;
+  // A consumer holding one batch longer than this is ended and its batches
+  // go to the next consumer; zero: no limit.
+  absl::Duration lease_timeout = absl::Minutes(10);
+  // HTTP/2 keepalive: a connection that does not answer a ping sent every
+  // `keepalive` within another `keepalive` is closed, and its leases
+  // reclaimed (a frozen or vanished client).
+  absl::Duration keepalive = absl::Seconds(10);
 };
 
 class Daemon {
@@ -68,6 +86,9 @@ class Daemon {
   std::unique_ptr<LoaderService> service_;
   std::unique_ptr<Ticker> sampler_;
   std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<PathPolicy> dataset_paths_;
+  std::unique_ptr<PeerTable> peers_;
+  std::unique_ptr<Listener> listener_;
 
   absl::Mutex shutdown_mu_;
   bool shut_down_ ABSL_GUARDED_BY(shutdown_mu_) = false;

@@ -22,12 +22,6 @@ uint32_t AddCapped(uint32_t credits, uint32_t more) {
 
 }  // namespace
 
-RingGeometry RingGeometryFor(const JobConfig& config) {
-  return ComputeRingGeometry(
-      config.slots, ComputeSlotLayout(config.batch_size,
-                                      config.pipeline.BytesPerImage()));
-}
-
 absl::StatusOr<std::shared_ptr<Job>> Job::Create(
     std::string id, JobConfig config, Dataset dataset,
     std::string segment_name, mode_t segment_mode,
@@ -318,6 +312,41 @@ void Job::Detach(const JobListener* listener) {
   on_work_();
 }
 
+void Job::ExpireLeases(absl::Time now, absl::Duration limit) {
+  std::vector<std::shared_ptr<JobListener>> notify;
+  {
+    absl::MutexLock lock(&mu_);
+    if (ring_ == nullptr || phase_ != JobPhase::kRunning) return;
+    std::vector<std::shared_ptr<JobListener>> evicted;
+    for (auto& [key, c] : consumers_) {
+      if (!c.evicted.ok() || c.leased_at.empty()) continue;
+      auto oldest = std::min_element(
+          c.leased_at.begin(), c.leased_at.end(),
+          [](const auto& a, const auto& b) { return a.second < b.second; });
+      if (now - oldest->second <= limit) continue;
+      const uint64_t seq = c.leased.at(oldest->first);
+      const absl::Status why = absl::DeadlineExceededError(absl::StrCat(
+          "consumer ", c.id, c.who.name.empty() ? "" : " '", c.who.name,
+          c.who.name.empty() ? "" : "'", " of job ", id_, " held batch ",
+          seq / plan_.batches_per_epoch(), ":", seq % plan_.batches_per_epoch(),
+          " (slot ", oldest->first, ") for ",
+          absl::FormatDuration(absl::Trunc(now - oldest->second,
+                                           absl::Milliseconds(100))),
+          ", more than the lease limit of ", absl::FormatDuration(limit),
+          " (--lease_timeout); its batches go to the next consumer"));
+      if (!broadcast()) {
+        for (const auto& [slot, s] : c.leased) ready_.insert(s);
+      }
+      Evict(c, why, &evicted);
+    }
+    if (evicted.empty()) return;
+    if (broadcast()) FreeBroadcast();
+    notify = Listeners();
+  }
+  for (const auto& l : notify) l->OnDeliverable();
+  on_work_();
+}
+
 void Job::AddCredit(const JobListener* listener, uint32_t credits) {
   absl::MutexLock lock(&mu_);
   auto it = consumers_.find(listener);
@@ -414,6 +443,7 @@ void Job::Evict(Consumer& c, absl::Status why,
   // Logged once, by the stream it ends.
   c.evicted = std::move(why);
   c.leased.clear();
+  c.leased_at.clear();
   c.credits = 0;
   evicted->push_back(c.listener);
 }
@@ -427,6 +457,7 @@ void Job::Lease(Consumer& c, uint64_t seq, Delivered* out) {
     if (seq == next_send_seq_) ++next_send_seq_;
   }
   c.leased.emplace(slot, seq);
+  c.leased_at[slot] = absl::Now();
   --c.credits;
   ++c.delivered;
   ++batches_delivered_;
@@ -555,6 +586,7 @@ absl::Status Job::Release(const JobListener* listener, uint32_t slot,
     }
     const uint64_t seq = lease->second;
     c.leased.erase(lease);
+    c.leased_at.erase(slot);
     ++c.released;
     ++batches_released_;
     if (broadcast()) {

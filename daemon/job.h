@@ -21,6 +21,8 @@
 #ifndef STOKER_DAEMON_JOB_H_
 #define STOKER_DAEMON_JOB_H_
 
+#include <sys/types.h>
+
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -32,6 +34,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "daemon/peer.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
@@ -79,6 +82,9 @@ struct JobConfig {
   SharingConfig sharing;
   uint32_t weight = 1;  // share of the worker pool
   std::string owner;    // the client that created the job
+  uid_t owner_uid = static_cast<uid_t>(-1);  // its user, from the socket
+  std::string access_group;  // as asked for; resolved to access_gid
+  std::optional<gid_t> access_gid;
 };
 
 // One sample for a worker to decode into row `row` of slot `slot`.
@@ -189,6 +195,9 @@ class Job {
   // Constant after construction.
   const std::string& id() const { return id_; }
   const JobConfig& config() const { return config_; }
+  JobAccess access() const {
+    return {config_.owner_uid, config_.access_gid};
+  }
   const Dataset& dataset() const { return dataset_; }
   const RingGeometry& geometry() const { return geometry_; }
   const std::string& segment_name() const { return segment_name_; }
@@ -214,6 +223,10 @@ class Job {
                       uint64_t* start);
   void Detach(const JobListener* listener);
   void AddCredit(const JobListener* listener, uint32_t credits);
+  // Ends every consumer that has held a batch for longer than `limit`
+  // (DEADLINE_EXCEEDED, naming the batch): in exclusive and partition jobs
+  // its batches go back to be delivered again, as if it had detached.
+  void ExpireLeases(absl::Time now, absl::Duration limit);
   void Report(const JobListener* listener, const ConsumerReport& report);
   Delivery NextDelivery(const JobListener* listener, Delivered* out,
                         absl::Status* ended);
@@ -254,6 +267,7 @@ class Job {
     uint32_t credits = 0;
     uint64_t next_seq = 0;                // broadcast: next batch for it
     std::map<uint32_t, uint64_t> leased;  // slot -> seq
+    std::map<uint32_t, absl::Time> leased_at;  // slot -> when delivered
     absl::Status evicted;                 // broadcast: dropped for lagging
     uint64_t delivered = 0;
     uint64_t released = 0;

@@ -71,7 +71,11 @@ absl::Status JobRegistry::CheckLimits(const JobConfig& config) const {
 }
 
 absl::StatusOr<std::shared_ptr<Job>> JobRegistry::Create(
-    const JobConfig& config) {
+    JobConfig config) {
+  if (options_.dataset_paths != nullptr) {
+    STOKER_ASSIGN_OR_RETURN(config.dataset_path,
+                            options_.dataset_paths->Resolve(config.dataset_path));
+  }
   {
     absl::MutexLock lock(&mu_);
     if (closed_) return absl::UnavailableError("stokerd is shutting down");

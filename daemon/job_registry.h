@@ -16,18 +16,23 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "daemon/job.h"
+#include "daemon/path_policy.h"
 #include "daemon/worker_pool.h"
 
 namespace stoker {
 
 struct RegistryOptions {
   std::string segment_prefix;  // see SegmentPrefix()
-  mode_t segment_mode = 0640;
+  // Only stokerd's own user may open a ring by name; clients get a
+  // read-only descriptor through the ring socket instead.
+  mode_t segment_mode = 0600;
   uint32_t max_jobs = 64;
   uint32_t max_jobs_per_client = 16;
   // Total bytes all live rings may reserve; 0: only /dev/shm's free space.
   uint64_t shm_budget_bytes = 0;
   std::string shm_dir = "/dev/shm";  // where POSIX shared memory lives
+  // Where datasets may lie; must outlive the registry (nullptr: anywhere).
+  const PathPolicy* dataset_paths = nullptr;
 };
 
 // Free bytes in `dir`'s file system (0 if it cannot be read).
@@ -39,7 +44,7 @@ class JobRegistry {
 
   // RESOURCE_EXHAUSTED, naming the numbers, past --max_jobs, the owner's
   // --max_jobs_per_client, the shared-memory budget or /dev/shm's free space.
-  absl::StatusOr<std::shared_ptr<Job>> Create(const JobConfig& config);
+  absl::StatusOr<std::shared_ptr<Job>> Create(JobConfig config);
   // NOT_FOUND naming the id.
   absl::StatusOr<std::shared_ptr<Job>> Get(const std::string& id) const;
   std::vector<std::shared_ptr<Job>> List() const;

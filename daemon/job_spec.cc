@@ -100,6 +100,12 @@ v1::ConsumerMode ConsumerModeToProto(SharingMode mode) {
   return v1::CONSUMER_MODE_UNSPECIFIED;
 }
 
+RingGeometry RingGeometryFor(const JobConfig& config) {
+  return ComputeRingGeometry(
+      config.slots, ComputeSlotLayout(config.batch_size,
+                                      config.pipeline.BytesPerImage()));
+}
+
 absl::StatusOr<JobConfig> ValidateJobSpec(const v1::JobSpec& spec) {
   JobConfig config;
   if (spec.dataset().path().empty()) {
@@ -151,6 +157,11 @@ absl::StatusOr<JobConfig> ValidateJobSpec(const v1::JobSpec& spec) {
     return OutOfRange("weight", spec.weight(), 0, kMaxWeight);
   }
   config.weight = std::max<uint32_t>(spec.weight(), 1);
+  if (spec.access_group().size() > kMaxGroupBytes) {
+    return OutOfRange("access_group length", spec.access_group().size(), 0,
+                      kMaxGroupBytes);
+  }
+  config.access_group = spec.access_group();
   config.start_epoch = spec.start_epoch();
   config.start_batch = spec.start_batch();
   config.seed = spec.seed();
@@ -189,6 +200,7 @@ v1::JobSpec EffectiveSpec(const JobConfig& config) {
     sharing->set_min_consumers(config.sharing.min_consumers);
   }
   spec.set_weight(config.weight);
+  spec.set_access_group(config.access_group);
   return spec;
 }
 

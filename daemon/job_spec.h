@@ -17,6 +17,7 @@ inline constexpr uint64_t kMaxSlotBytes = uint64_t{2} << 30;
 inline constexpr size_t kMaxNameBytes = 128;
 inline constexpr uint32_t kMaxWorldSize = 1 << 16;
 inline constexpr size_t kMaxPathBytes = 4096;
+inline constexpr size_t kMaxGroupBytes = 64;
 inline constexpr uint32_t kMaxWeight = 100;
 
 // INVALID_ARGUMENT naming the field for anything out of range or unknown.

@@ -42,11 +42,13 @@ void ControlThread::Run() {
 }
 
 LoaderService::LoaderService(JobRegistry* registry, WorkerPool* pool,
-                             ConsumerSet* consumers, ClientLimits* limits)
+                             ConsumerSet* consumers, ClientLimits* limits,
+                             const PeerTable* peers)
     : registry_(registry),
       pool_(pool),
       consumers_(consumers),
       limits_(limits),
+      peers_(peers),
       started_(std::chrono::steady_clock::now()) {}
 
 grpc::ServerUnaryReactor* LoaderService::CreateJob(
@@ -59,7 +61,22 @@ grpc::ServerUnaryReactor* LoaderService::CreateJob(
     reactor->Finish(ToGrpcStatus(config.status()));
     return reactor;
   }
-  config->owner = ClientOf(*context);
+  const Peer peer = PeerOf(*context, peers_);
+  if (!peer.credentials) {
+    reactor->Finish(ToGrpcStatus(
+        CheckAccess(JobAccess{}, peer, "(new)")));
+    return reactor;
+  }
+  config->owner = peer.client;
+  config->owner_uid = peer.credentials->uid;
+  if (!config->access_group.empty()) {
+    auto gid = ResolveGroup(config->access_group);
+    if (!gid.ok()) {
+      reactor->Finish(ToGrpcStatus(gid.status()));
+      return reactor;
+    }
+    config->access_gid = *gid;
+  }
   control_.Post([this, reactor, response, config = *std::move(config)] {
     auto job = registry_->Create(config);
     if (!job.ok()) {
@@ -79,8 +96,13 @@ grpc::ServerUnaryReactor* LoaderService::GetJob(
     v1::Job* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   auto job = registry_->Get(request->job_id());
-  if (job.ok()) JobToProto(**job, response);
-  reactor->Finish(ToGrpcStatus(job.status()));
+  absl::Status status = job.status();
+  if (job.ok()) {
+    status = CheckAccess((*job)->access(), PeerOf(*context, peers_),
+                         (*job)->id());
+  }
+  if (status.ok()) JobToProto(**job, response);
+  reactor->Finish(ToGrpcStatus(status));
   return reactor;
 }
 
@@ -88,8 +110,10 @@ grpc::ServerUnaryReactor* LoaderService::ListJobs(
     grpc::CallbackServerContext* context, const v1::ListJobsRequest* request,
     v1::ListJobsResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  // Jobs the caller may not use are not listed.
+  const Peer peer = PeerOf(*context, peers_);
   for (const auto& job : registry_->List()) {
-    JobToProto(*job, response->add_jobs());
+    if (MayAccess(job->access(), peer)) JobToProto(*job, response->add_jobs());
   }
   reactor->Finish(grpc::Status::OK);
   return reactor;
@@ -99,7 +123,14 @@ grpc::ServerUnaryReactor* LoaderService::DeleteJob(
     grpc::CallbackServerContext* context, const v1::DeleteJobRequest* request,
     v1::DeleteJobResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  reactor->Finish(ToGrpcStatus(registry_->Delete(request->job_id())));
+  auto job = registry_->Get(request->job_id());
+  absl::Status status = job.status();
+  if (job.ok()) {
+    status = CheckAccess((*job)->access(), PeerOf(*context, peers_),
+                         (*job)->id());
+  }
+  if (status.ok()) status = registry_->Delete(request->job_id());
+  reactor->Finish(ToGrpcStatus(status));
   return reactor;
 }
 
@@ -120,7 +151,11 @@ grpc::ServerUnaryReactor* LoaderService::GetStats(
   daemon->set_decoded_per_second(pool_->decoded_per_second());
   daemon->set_shm_budget_bytes(registry_->options().shm_budget_bytes);
   daemon->set_shm_free_bytes(FreeBytes(registry_->options().shm_dir));
+  // The daemon's totals cover every job; per-job figures only those the
+  // caller may use.
+  const Peer peer = PeerOf(*context, peers_);
   for (const auto& job : registry_->List()) {
+    if (!MayAccess(job->access(), peer)) continue;
     CountersToProto(*job, job->Counters(), response->add_jobs());
   }
   reactor->Finish(grpc::Status::OK);
@@ -129,7 +164,8 @@ grpc::ServerUnaryReactor* LoaderService::GetStats(
 
 grpc::ServerBidiReactor<v1::ConsumeRequest, v1::ConsumeResponse>*
 LoaderService::Consume(grpc::CallbackServerContext* context) {
-  return new ConsumeReactor(registry_, consumers_, limits_, ClientOf(*context));
+  return new ConsumeReactor(registry_, consumers_, limits_,
+                            PeerOf(*context, peers_));
 }
 
 }  // namespace stoker

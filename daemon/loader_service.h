@@ -16,6 +16,7 @@
 #include "daemon/client_limits.h"
 #include "daemon/consume_reactor.h"
 #include "daemon/job_registry.h"
+#include "daemon/peer.h"
 #include "daemon/worker_pool.h"
 #include "stoker/v1/loader.grpc.pb.h"
 
@@ -39,8 +40,11 @@ class ControlThread {
 
 class LoaderService final : public v1::Loader::CallbackService {
  public:
+  // `peers` knows each connection's user; every job call is checked
+  // against the job's owner and access group.
   LoaderService(JobRegistry* registry, WorkerPool* pool,
-                ConsumerSet* consumers, ClientLimits* limits);
+                ConsumerSet* consumers, ClientLimits* limits,
+                const PeerTable* peers);
 
   grpc::ServerUnaryReactor* CreateJob(grpc::CallbackServerContext* context,
                                       const v1::CreateJobRequest* request,
@@ -65,6 +69,7 @@ class LoaderService final : public v1::Loader::CallbackService {
   WorkerPool* const pool_;
   ConsumerSet* const consumers_;
   ClientLimits* const limits_;
+  const PeerTable* const peers_;
   const std::chrono::steady_clock::time_point started_;
   ControlThread control_;
 };

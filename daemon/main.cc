@@ -1,6 +1,7 @@
 // stokerd: the stoker data-loading daemon.
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
@@ -26,6 +27,18 @@ ABSL_FLAG(uint32_t, max_leases_per_client, 256,
 ABSL_FLAG(stoker::ByteSize, shm_budget, stoker::ByteSize{0},
           "shared memory all job rings together may reserve, e.g. 16G; 0 "
           "leaves only /dev/shm's free space as the limit");
+ABSL_FLAG(std::vector<std::string>, dataset_roots, {},
+          "comma-separated directories datasets must resolve into (after "
+          "symlinks and ..); empty allows any path but /proc, /sys and /dev");
+ABSL_FLAG(std::string, socket_group, "",
+          "group given to the sockets (mode 0660): the users allowed to "
+          "connect; empty keeps stokerd's own group");
+ABSL_FLAG(absl::Duration, lease_timeout, absl::Minutes(10),
+          "a consumer holding one batch longer than this is ended and its "
+          "batches go to the next consumer; 0 disables");
+ABSL_FLAG(absl::Duration, keepalive, absl::Seconds(10),
+          "ping interval and timeout that detect a frozen or vanished client; "
+          "0 disables");
 ABSL_FLAG(std::string, log_level, "info",
           "trace, debug, info, warn, error or off");
 
@@ -46,5 +59,9 @@ int main(int argc, char** argv) {
       .max_jobs_per_client = absl::GetFlag(FLAGS_max_jobs_per_client),
       .max_leases_per_client = absl::GetFlag(FLAGS_max_leases_per_client),
       .shm_budget_bytes = absl::GetFlag(FLAGS_shm_budget).bytes,
+      .dataset_roots = absl::GetFlag(FLAGS_dataset_roots),
+      .socket_group = absl::GetFlag(FLAGS_socket_group),
+      .lease_timeout = absl::GetFlag(FLAGS_lease_timeout),
+      .keepalive = absl::GetFlag(FLAGS_keepalive),
   });
 }

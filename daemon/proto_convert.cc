@@ -57,6 +57,7 @@ void JobToProto(const Job& job, v1::Job* out) {
   segment->set_bytes(job.geometry().segment_bytes);
   segment->set_slots(job.geometry().slot_count);
   segment->set_slot_bytes(job.geometry().slot.slot_bytes);
+  out->set_owner_uid(job.config().owner_uid);
 }
 
 void CountersToProto(const Job& job, const JobCounters& c, v1::JobStats* out) {
@@ -84,6 +85,7 @@ void CountersToProto(const Job& job, const JobCounters& c, v1::JobStats* out) {
   out->set_delivered_per_second(c.delivered_per_second);
   out->set_worker_busy_us(c.worker_busy_ns / 1000);
   out->set_weight(job.config().weight);
+  out->set_owner_uid(job.config().owner_uid);
   out->set_mode(ConsumerModeToProto(job.config().sharing.mode));
   out->set_consumers(static_cast<uint32_t>(c.consumers.size()));
   for (const ConsumerCounters& k : c.consumers) {

@@ -14,11 +14,18 @@
 
 namespace stoker {
 
-absl::Status ReadFile(const std::string& path, std::vector<uint8_t>* buffer) {
+absl::Status ReadFile(const std::string& path, std::vector<uint8_t>* buffer,
+                      const PathPolicy* policy) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     return absl::NotFoundError(
         absl::StrCat("cannot open: ", std::strerror(errno)));
+  }
+  if (policy != nullptr) {
+    if (absl::Status allowed = policy->CheckOpen(fd); !allowed.ok()) {
+      ::close(fd);
+      return allowed;
+    }
   }
   struct stat st;
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
@@ -109,7 +116,7 @@ void BuildValueTable(const Pipeline& pipeline, ValueTable* table) {
 absl::Status SampleDecoder::Process(const std::string& path,
                                     const Pipeline& pipeline, uint64_t key,
                                     uint8_t* out) {
-  if (absl::Status read = ReadFile(path, &file_); !read.ok()) return read;
+  if (absl::Status read = ReadFile(path, &file_, policy_); !read.ok()) return read;
   return ProcessBytes(file_, pipeline, key, out);
 }
 

@@ -17,6 +17,7 @@
 
 #include "absl/status/status.h"
 #include "daemon/jpeg_decoder.h"
+#include "daemon/path_policy.h"
 #include "daemon/pipeline.h"
 #include "daemon/png_decoder.h"
 
@@ -26,7 +27,10 @@ namespace stoker {
 inline constexpr uint64_t kMaxFileBytes = uint64_t{256} << 20;
 
 // Reads the whole of `path` into *buffer (resized to the file's size).
-absl::Status ReadFile(const std::string& path, std::vector<uint8_t>* buffer);
+// With a `policy`, a file that turns out to lie outside its roots (say, a
+// symlink to /etc) is PERMISSION_DENIED.
+absl::Status ReadFile(const std::string& path, std::vector<uint8_t>* buffer,
+                      const PathPolicy* policy = nullptr);
 
 // Resamples packed RGB pixels (`stride` bytes per row) to three planes of
 // dst_size (R, G, B), each plane area-averaged when shrinking and bilinear
@@ -48,7 +52,9 @@ uint16_t FloatToHalf(float value);
 
 class SampleDecoder {
  public:
-  explicit SampleDecoder(DecodeLimits limits) : jpeg_(limits), png_(limits) {}
+  explicit SampleDecoder(DecodeLimits limits,
+                         const PathPolicy* policy = nullptr)
+      : jpeg_(limits), png_(limits), policy_(policy) {}
 
   // Decodes `path` through `pipeline` with the random parameters of `key`
   // (see SampleKey), writing pipeline.BytesPerImage() bytes to `out`.
@@ -81,6 +87,7 @@ class SampleDecoder {
   bool table_normalize_ = false;
   std::array<float, 3> table_mean_ = {};
   std::array<float, 3> table_std_ = {};
+  const PathPolicy* const policy_;
 };
 
 }  // namespace stoker

@@ -32,7 +32,9 @@ uint64_t ThreadCpuNanos() {
 
 }  // namespace
 
-WorkerPool::WorkerPool(int threads, DecodeLimits limits) : limits_(limits) {
+WorkerPool::WorkerPool(int threads, DecodeLimits limits,
+                       const PathPolicy* policy)
+    : limits_(limits), policy_(policy) {
   threads_.reserve(threads);
   for (int i = 0; i < threads; ++i) threads_.emplace_back([this] { Run(); });
 }
@@ -108,7 +110,7 @@ void WorkerPool::Charge(const Job* job, uint64_t ns) {
 }
 
 void WorkerPool::Run() {
-  SampleDecoder decoder(limits_);
+  SampleDecoder decoder(limits_, policy_);
   for (;;) {
     std::shared_ptr<Job> job;
     SampleTask task;

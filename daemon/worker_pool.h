@@ -33,7 +33,10 @@ namespace stoker {
 
 class WorkerPool {
  public:
-  WorkerPool(int threads, DecodeLimits limits);
+  // Workers read only files `policy` allows (nullptr: any); the policy
+  // must outlive the pool.
+  WorkerPool(int threads, DecodeLimits limits,
+             const PathPolicy* policy = nullptr);
   ~WorkerPool();  // Stop()
   WorkerPool(const WorkerPool&) = delete;
   WorkerPool& operator=(const WorkerPool&) = delete;
@@ -70,6 +73,7 @@ class WorkerPool {
   void Process(Job& job, const SampleTask& task, SampleDecoder& decoder);
 
   const DecodeLimits limits_;
+  const PathPolicy* const policy_;
   std::vector<std::thread> threads_;
   std::atomic<uint64_t> samples_decoded_{0};
   std::atomic<uint64_t> decode_errors_{0};

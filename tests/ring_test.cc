@@ -1,6 +1,8 @@
 // The ring: its shared-memory layout, its segment and its slot state machine.
 #include "daemon/ring.h"
 
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/wait.h>
@@ -138,8 +140,20 @@ TEST(Ring, ClientMappingIsReadOnlyAndSeesHeaderAndGenerations) {
   (*ring)->BeginFill(1, 0, 0, 4);
   (*ring)->SlotData(1)[0] = 42;
   const uint64_t gen = (*ring)->Publish(1);
-  auto mapping = internal::RingMapping::Open(name);
+  // What the daemon hands a client: a descriptor opened read-only.
+  const int fd = ::shm_open(("/" + name).c_str(), O_RDONLY | O_CLOEXEC, 0);
+  ASSERT_GE(fd, 0);
+  // Such a descriptor cannot be mapped for writing at all.
+  EXPECT_EQ(::mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0),
+            MAP_FAILED);
+  EXPECT_EQ(errno, EACCES);
+  auto mapping = internal::RingMapping::FromFd(fd);
   ASSERT_TRUE(mapping.ok()) << mapping.status();
+  // Nor can the mapping be made writable afterwards.
+  EXPECT_NE(::mprotect(const_cast<uint8_t*>((*mapping)->data()), 4096,
+                       PROT_READ | PROT_WRITE),
+            0);
+  EXPECT_EQ(errno, EACCES);
   EXPECT_EQ((*mapping)->header().slot_count, 3u);
   EXPECT_EQ((*mapping)->Generation(1), gen);
   EXPECT_EQ((*mapping)->data()[SmallGeometry().SlotOffset(1)], 42);
@@ -160,9 +174,10 @@ TEST(Ring, ClientMappingIsReadOnlyAndSeesHeaderAndGenerations) {
       << "a client wrote into the ring";
 }
 
-TEST(Ring, MappingAMissingSegmentIsNotFound) {
-  auto mapping = internal::RingMapping::Open(UniqueName("missing"));
-  EXPECT_EQ(mapping.status().code(), absl::StatusCode::kNotFound);
+TEST(Ring, MappingWithoutADaemonIsUnavailable) {
+  auto mapping = internal::RingMapping::Open(
+      "/nonexistent-dir/stoker.sock.ring", "j000000000000");
+  EXPECT_EQ(mapping.status().code(), absl::StatusCode::kUnavailable);
 }
 
 }  // namespace

@@ -31,8 +31,11 @@ std::string NewClientId() {
 
 }  // namespace
 
-Client::Impl::Impl(std::unique_ptr<v1::Loader::StubInterface> stub)
-    : stub_(std::move(stub)), client_id_(NewClientId()) {}
+Client::Impl::Impl(std::unique_ptr<v1::Loader::StubInterface> stub,
+                   const std::string& target)
+    : stub_(std::move(stub)),
+      client_id_(NewClientId()),
+      ring_socket_(RingSocketPath(SocketPathFromTarget(target))) {}
 
 void Client::Impl::Prepare(grpc::ClientContext* context) const {
   context->AddMetadata(kClientMetadataKey, client_id_);
@@ -54,7 +57,8 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Connect(
         ": is the daemon running and is the socket readable by you?"));
   }
   return MakeClient(
-      std::make_unique<Impl>(v1::Loader::NewStub(std::move(channel))));
+      std::make_unique<Impl>(v1::Loader::NewStub(std::move(channel)),
+                             std::string(target)));
 }
 
 absl::StatusOr<JobInfo> Client::CreateJob(const JobSpec& spec) {
@@ -115,8 +119,9 @@ absl::StatusOr<DaemonStats> Client::GetStats() {
 
 absl::StatusOr<std::unique_ptr<Consumer>> Client::Attach(
     std::string_view job_id, const ConsumerOptions& options) {
-  auto core = internal::ConsumerCore::Open(
-      impl_->stub(), impl_->client_id(), std::string(job_id), options);
+  auto core = internal::ConsumerCore::Open(impl_->stub(), impl_->client_id(),
+                                          impl_->ring_socket(),
+                                          std::string(job_id), options);
   if (!core.ok()) return core.status();
   return std::unique_ptr<Consumer>(new Consumer(*std::move(core)));
 }

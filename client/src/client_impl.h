@@ -14,8 +14,12 @@ namespace stoker {
 
 class Client::Impl {
  public:
-  explicit Impl(std::unique_ptr<v1::Loader::StubInterface> stub);
+  // `target` is the daemon's address (unix://...); its ring socket lies
+  // beside it.
+  Impl(std::unique_ptr<v1::Loader::StubInterface> stub,
+       const std::string& target);
   v1::Loader::StubInterface* stub() { return stub_.get(); }
+  const std::string& ring_socket() const { return ring_socket_; }
   // "<pid>-<random>": how the daemon tells this client from others (its
   // per-client limits, the owner in stats).
   const std::string& client_id() const { return client_id_; }
@@ -25,6 +29,7 @@ class Client::Impl {
  private:
   std::unique_ptr<v1::Loader::StubInterface> stub_;
   const std::string client_id_;
+  const std::string ring_socket_;
 };
 
 // A Client over any stub (tests pass a mock).

@@ -32,7 +32,8 @@ double Percent(absl::Duration wait, absl::Duration step) {
 
 absl::StatusOr<std::shared_ptr<ConsumerCore>> ConsumerCore::Open(
     v1::Loader::StubInterface* stub, const std::string& client_id,
-    const std::string& job_id, const ConsumerOptions& options) {
+    const std::string& ring_socket, const std::string& job_id,
+    const ConsumerOptions& options) {
   std::shared_ptr<ConsumerCore> core(new ConsumerCore());
   core->context_.AddMetadata(kClientMetadataKey, client_id);
   core->stream_ = stub->Consume(&core->context_);
@@ -53,7 +54,7 @@ absl::StatusOr<std::shared_ptr<ConsumerCore>> ConsumerCore::Open(
     return absl::InternalError("the daemon did not answer attach first");
   }
   core->job_ = FromProto(reply.attached().job());
-  auto ring = RingMapping::Open(reply.attached().job().segment().name());
+  auto ring = RingMapping::Open(ring_socket, core->job_.id);
   if (!ring.ok()) {
     // The job may have ended right after attaching (its ring is unlinked
     // then): the daemon's status says why, and says it better.

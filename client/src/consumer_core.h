@@ -34,7 +34,8 @@ class ConsumerCore {
   // `client_id` names the client to the daemon (request metadata).
   static absl::StatusOr<std::shared_ptr<ConsumerCore>> Open(
       v1::Loader::StubInterface* stub, const std::string& client_id,
-      const std::string& job_id, const ConsumerOptions& options);
+      const std::string& ring_socket, const std::string& job_id,
+      const ConsumerOptions& options);
   ~ConsumerCore();  // Close()
 
   // Blocks for the next handle; see Consumer::Next() for the errors.

@@ -1,37 +1,93 @@
 #include "client/src/ring_mapping.h"
 
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
 #include "absl/strings/str_cat.h"
-#include "boost/interprocess/shared_memory_object.hpp"
+#include "common/fd_passing.h"
 #include "common/status_macros.h"
 
 namespace stoker::internal {
+namespace {
 
-namespace bip = boost::interprocess;
+absl::StatusOr<int> FetchRingFd(const std::string& ring_socket,
+                                const std::string& job_id) {
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  if (ring_socket.size() >= sizeof(address.sun_path)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("ring socket path ", ring_socket, " is too long"));
+  }
+  std::memcpy(address.sun_path, ring_socket.c_str(), ring_socket.size() + 1);
+  const int sock = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (sock < 0) {
+    return absl::UnavailableError(absl::StrCat("socket: ", std::strerror(errno)));
+  }
+  const timeval timeout{5, 0};
+  ::setsockopt(sock, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+  ::setsockopt(sock, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof(timeout));
+  if (::connect(sock, reinterpret_cast<sockaddr*>(&address), sizeof(address)) !=
+      0) {
+    const int err = errno;
+    ::close(sock);
+    return absl::UnavailableError(absl::StrCat(
+        "cannot reach stokerd's ring socket ", ring_socket, ": ",
+        std::strerror(err)));
+  }
+  const std::string request = job_id + "\n";
+  std::string reply;
+  int fd = -1;
+  absl::Status status = SendWithFd(sock, request, -1);
+  if (status.ok()) status = ReceiveWithFd(sock, &reply, &fd);
+  ::close(sock);
+  if (status.ok()) status = DecodeStatus(reply);
+  if (status.ok() && fd < 0) {
+    status = absl::InternalError("the ring socket sent no descriptor");
+  }
+  if (!status.ok()) {
+    if (fd >= 0) ::close(fd);
+    return status;
+  }
+  return fd;
+}
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<RingMapping>> RingMapping::Open(
-    const std::string& name) {
-  try {
-    bip::shared_memory_object shm(bip::open_only, name.c_str(),
-                                  bip::read_only);
-    bip::offset_t size = 0;
-    if (!shm.get_size(size) || size < static_cast<bip::offset_t>(
-                                          sizeof(RingHeader))) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("shared-memory segment '", name, "' is too small"));
-    }
-    bip::mapped_region region(shm, bip::read_only);
-    std::unique_ptr<RingMapping> mapping(new RingMapping(std::move(region)));
-    STOKER_RETURN_IF_ERROR(
-        ValidateRingHeader(mapping->header(), mapping->size()));
-    return mapping;
-  } catch (const bip::interprocess_exception& e) {
-    if (e.get_error_code() == bip::not_found_error) {
-      return absl::NotFoundError(absl::StrCat(
-          "shared-memory segment '", name, "' does not exist (job ended?)"));
-    }
-    return absl::PermissionDeniedError(absl::StrCat(
-        "cannot map shared-memory segment '", name, "': ", e.what()));
+    const std::string& ring_socket, const std::string& job_id) {
+  STOKER_ASSIGN_OR_RETURN(int fd, FetchRingFd(ring_socket, job_id));
+  return FromFd(fd);
+}
+
+absl::StatusOr<std::unique_ptr<RingMapping>> RingMapping::FromFd(int fd) {
+  struct stat st;
+  if (::fstat(fd, &st) != 0 ||
+      static_cast<uint64_t>(st.st_size) < sizeof(RingHeader)) {
+    ::close(fd);
+    return absl::FailedPreconditionError("the job's ring is too small");
   }
+  const uint64_t size = static_cast<uint64_t>(st.st_size);
+  void* data = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
+  const int err = errno;
+  ::close(fd);
+  if (data == MAP_FAILED) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("cannot map the job's ring: ", std::strerror(err)));
+  }
+  std::unique_ptr<RingMapping> mapping(
+      new RingMapping(static_cast<const uint8_t*>(data), size));
+  STOKER_RETURN_IF_ERROR(ValidateRingHeader(mapping->header(), mapping->size()));
+  return mapping;
+}
+
+RingMapping::~RingMapping() {
+  ::munmap(const_cast<uint8_t*>(data_), size_);
 }
 
 uint64_t RingMapping::Generation(uint32_t slot) const {

@@ -1,0 +1,161 @@
+#include "daemon/listener.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include <grpcpp/server_posix.h>
+
+#include "absl/strings/str_cat.h"
+#include "common/log.h"
+
+namespace stoker {
+namespace {
+
+absl::Status Errno(const char* what, const std::string& path) {
+  return absl::UnavailableError(
+      absl::StrCat(what, " ", path, ": ", std::strerror(errno)));
+}
+
+}  // namespace
+
+absl::StatusOr<int> ListenUnix(const std::string& path, mode_t mode,
+                               std::optional<gid_t> group) {
+  const std::string staging = path + ".new";
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  if (staging.size() >= sizeof(address.sun_path)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "socket path ", path, " is too long for a Unix socket (at most ",
+        sizeof(address.sun_path) - 5, " bytes)"));
+  }
+  std::memcpy(address.sun_path, staging.c_str(), staging.size() + 1);
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return Errno("socket for", path);
+  ::unlink(staging.c_str());
+  auto fail = [&](const char* what) {
+    absl::Status status = Errno(what, staging);
+    ::close(fd);
+    ::unlink(staging.c_str());
+    return status;
+  };
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0) {
+    return fail("bind");
+  }
+  // The staged name is not the one clients use; fix its mode and group
+  // before it takes the real name.
+  if (::chmod(staging.c_str(), mode) != 0) return fail("chmod");
+  if (group && ::chown(staging.c_str(), static_cast<uid_t>(-1), *group) != 0) {
+    return fail("chown");
+  }
+  if (::listen(fd, SOMAXCONN) != 0) return fail("listen");
+  if (::rename(staging.c_str(), path.c_str()) != 0) return fail("rename");
+  return fd;
+}
+
+absl::StatusOr<std::unique_ptr<Listener>> Listener::Open(
+    const std::string& socket_path, const std::string& ring_path, mode_t mode,
+    std::optional<gid_t> group) {
+  auto grpc_fd = ListenUnix(socket_path, mode, group);
+  if (!grpc_fd.ok()) return grpc_fd.status();
+  auto ring_fd = ListenUnix(ring_path, mode, group);
+  if (!ring_fd.ok()) {
+    ::close(*grpc_fd);
+    ::unlink(socket_path.c_str());
+    return ring_fd.status();
+  }
+  int wake[2];
+  if (::pipe2(wake, O_CLOEXEC) != 0) {
+    ::close(*grpc_fd);
+    ::close(*ring_fd);
+    return absl::InternalError(absl::StrCat("pipe: ", std::strerror(errno)));
+  }
+  return std::unique_ptr<Listener>(new Listener(
+      socket_path, ring_path, *grpc_fd, *ring_fd, wake[0], wake[1]));
+}
+
+Listener::Listener(std::string socket_path, std::string ring_path,
+                   int grpc_fd, int ring_fd, int wake_read, int wake_write)
+    : socket_path_(std::move(socket_path)),
+      ring_path_(std::move(ring_path)),
+      grpc_fd_(grpc_fd),
+      ring_fd_(ring_fd),
+      wake_read_(wake_read),
+      wake_write_(wake_write) {}
+
+Listener::~Listener() { Stop(); }
+
+void Listener::Start(grpc::Server* server, PeerTable* peers,
+                     RingHandler on_ring) {
+  thread_ = std::thread([this, server, peers, on_ring = std::move(on_ring)] {
+    Run(server, peers, on_ring);
+  });
+}
+
+void Listener::Run(grpc::Server* server, PeerTable* peers,
+                   RingHandler on_ring) {
+  for (;;) {
+    pollfd fds[3] = {{wake_read_, POLLIN, 0},
+                     {grpc_fd_, POLLIN, 0},
+                     {ring_fd_, POLLIN, 0}};
+    if (::poll(fds, 3, -1) < 0) {
+      if (errno == EINTR) continue;
+      spdlog::error("poll on the listening sockets: {}", std::strerror(errno));
+      return;
+    }
+    if (fds[0].revents != 0) return;
+    if (fds[1].revents & POLLIN) {
+      const int fd = ::accept4(grpc_fd_, nullptr, nullptr,
+                               SOCK_CLOEXEC | SOCK_NONBLOCK);
+      if (fd >= 0) {
+        auto credentials = ReadPeerCredentials(fd);
+        if (!credentials.ok()) {
+          spdlog::warn("dropping a connection: {}",
+                       credentials.status().message());
+          ::close(fd);
+        } else {
+          peers->Set(fd, *credentials);
+          grpc::AddInsecureChannelFromFd(server, fd);
+        }
+      } else if (errno != EAGAIN && errno != EINTR) {
+        spdlog::warn("accept on {}: {}", socket_path_, std::strerror(errno));
+        if (errno == EMFILE || errno == ENFILE) ::usleep(100 * 1000);
+      }
+    }
+    if (fds[2].revents & POLLIN) {
+      const int fd = ::accept4(ring_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+      if (fd >= 0) {
+        if (auto credentials = ReadPeerCredentials(fd); credentials.ok()) {
+          on_ring(fd, *credentials);
+        }
+        ::close(fd);
+      } else if (errno == EMFILE || errno == ENFILE) {
+        ::usleep(100 * 1000);
+      }
+    }
+  }
+}
+
+void Listener::Stop() {
+  if (stopped_) return;
+  stopped_ = true;
+  if (thread_.joinable()) {
+    const char byte = 0;
+    (void)!::write(wake_write_, &byte, 1);
+    thread_.join();
+  }
+  ::close(grpc_fd_);
+  ::close(ring_fd_);
+  ::close(wake_read_);
+  ::close(wake_write_);
+  ::unlink(socket_path_.c_str());
+  ::unlink(ring_path_.c_str());
+}
+
+}  // namespace stoker
