@@ -67,7 +67,9 @@ TEST_F(ProcessTest, ServesThenDrainsOnSigterm) {
   }
   EXPECT_EQ(samples, 12u);
   auto endless = (*client)->CreateJob(Spec(0));
-  auto streaming = (*client)->Attach(endless->id);
+  // No reconnecting: this consumer is to see the daemon go.
+  auto streaming =
+      (*client)->Attach(endless->id, {.reconnect_timeout = {}});
   ASSERT_TRUE((*streaming)->Next().ok());
   EXPECT_FALSE(ListSegments(prefix_).empty());
 

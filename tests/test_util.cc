@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <sstream>
 #include <thread>
 
 #include "daemon/shm_segment.h"
@@ -128,6 +129,32 @@ std::optional<JobStats> JobStatsOf(Client& client, const std::string& id) {
     if (job.job_id == id) return job;
   }
   return std::nullopt;
+}
+
+ProbeLog ReadProbeLog(const std::string& path) {
+  ProbeLog log;
+  std::istringstream in(testdata::ReadTextFile(path));
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream words(line);
+    std::string kind;
+    words >> kind;
+    if (kind == "ready") log.ready = true;
+    if (kind == "end") log.end = true;
+    if (kind == "job") {
+      std::string id;
+      words >> id;
+      log.jobs.push_back(id);
+    }
+    if (kind == "batch") {
+      LoggedBatch batch;
+      words >> batch.epoch >> batch.index;
+      int64_t sample;
+      while (words >> sample) batch.samples.push_back(sample);
+      log.batches.push_back(std::move(batch));
+    }
+  }
+  return log;
 }
 
 }  // namespace stoker::testing

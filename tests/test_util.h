@@ -71,6 +71,21 @@ bool Eventually(const std::function<bool()>& done);
 // The daemon's stats for job `id`, if it lists it.
 std::optional<JobStats> JobStatsOf(Client& client, const std::string& id);
 
+// What a stoker_probe process logged: its batches in order, and whether it
+// reached "ready" or "end".
+struct LoggedBatch {
+  uint64_t epoch = 0;
+  uint64_t index = 0;
+  std::vector<int64_t> samples;  // dataset indices
+};
+struct ProbeLog {
+  std::vector<LoggedBatch> batches;
+  std::vector<std::string> jobs;  // "job <id>" lines
+  bool ready = false;
+  bool end = false;
+};
+ProbeLog ReadProbeLog(const std::string& path);
+
 // The whole of an encoded image through a decoder's DecodeRegion (a
 // JpegDecoder or PngDecoder), as packed RGB; *size gets its size.
 template <typename Decoder>

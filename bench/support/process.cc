@@ -1,6 +1,7 @@
 #include "bench/support/process.h"
 
 #include <fcntl.h>
+#include <grp.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -28,7 +29,8 @@ TempDir::~TempDir() {
 
 Subprocess::Subprocess(const std::string& program,
                        const std::vector<std::string>& args,
-                       const std::string& stderr_path) {
+                       const std::string& stderr_path,
+                       std::optional<std::pair<uid_t, gid_t>> run_as) {
   std::vector<char*> argv;
   argv.push_back(const_cast<char*>(program.c_str()));
   for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
@@ -40,6 +42,11 @@ Subprocess::Subprocess(const std::string& program,
     if (fd >= 0) {
       ::dup2(fd, STDERR_FILENO);
       ::dup2(fd, STDOUT_FILENO);
+    }
+    if (run_as && (::setgroups(0, nullptr) != 0 ||
+                   ::setgid(run_as->second) != 0 ||
+                   ::setuid(run_as->first) != 0)) {
+      ::_exit(126);
     }
     ::execv(program.c_str(), argv.data());
     ::_exit(127);

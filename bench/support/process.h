@@ -8,6 +8,7 @@
 #include <chrono>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace stoker::testdata {
@@ -29,8 +30,11 @@ class TempDir {
 // can be read back.
 class Subprocess {
  public:
+  // With `run_as` (uid, gid), the child drops its supplementary groups and
+  // takes that user and group before exec (the caller must be root).
   Subprocess(const std::string& program, const std::vector<std::string>& args,
-             const std::string& stderr_path);
+             const std::string& stderr_path,
+             std::optional<std::pair<uid_t, gid_t>> run_as = std::nullopt);
   ~Subprocess();  // SIGKILL and reap if still running
   Subprocess(const Subprocess&) = delete;
   Subprocess& operator=(const Subprocess&) = delete;

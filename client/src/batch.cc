@@ -93,16 +93,22 @@ void Batch::Release() {
   core_.reset();
 }
 
-Consumer::Consumer(std::shared_ptr<internal::ConsumerCore> core)
-    : core_(std::move(core)) {}
+Consumer::Consumer(std::shared_ptr<internal::ConsumerCore> core,
+                   std::unique_ptr<internal::Reconnector> reconnector)
+    : core_(std::move(core)), reconnector_(std::move(reconnector)) {}
 
-Consumer::~Consumer() { core_->Close(); }
+Consumer::~Consumer() { core()->Close(); }
 
-const JobInfo& Consumer::job() const { return core_->job(); }
+std::shared_ptr<internal::ConsumerCore> Consumer::core() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return core_;
+}
 
-Position Consumer::position() const { return core_->position(); }
+JobInfo Consumer::job() const { return core()->job(); }
 
-InputStats Consumer::input_stats() const { return core_->input_stats(); }
+Position Consumer::position() const { return core()->position(); }
+
+InputStats Consumer::input_stats() const { return core()->input_stats(); }
 
 std::string SerializePosition(const Position& position) {
   return absl::StrCat("stoker-position:", position.epoch, ":", position.batch);
@@ -127,10 +133,24 @@ absl::StatusOr<Position> ParsePosition(std::string_view text) {
 }
 
 absl::StatusOr<Batch> Consumer::Next() {
-  absl::StatusOr<v1::BatchHandle> handle = core_->NextHandle();
+  std::shared_ptr<internal::ConsumerCore> core = this->core();
+  absl::StatusOr<v1::BatchHandle> handle = core->NextHandle();
+  while (!handle.ok() && absl::IsUnavailable(handle.status()) &&
+         reconnector_ != nullptr &&
+         reconnector_->options().reconnect_timeout.count() > 0) {
+    core->Close();
+    auto resumed = reconnector_->Resume(*core, handle.status());
+    if (!resumed.ok()) return resumed.status();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      core_ = *resumed;
+    }
+    core = *std::move(resumed);
+    handle = core->NextHandle();
+  }
   if (!handle.ok()) return handle.status();
-  const internal::RingMapping& ring = core_->ring();
-  const JobSpec& spec = core_->job().spec;
+  const internal::RingMapping& ring = core->ring();
+  const JobSpec& spec = core->job().spec;
   const uint64_t n = handle->sample_count();
   if (n == 0 || n > spec.batch_size) {
     return absl::InternalError(
@@ -147,7 +167,7 @@ absl::StatusOr<Batch> Consumer::Next() {
     if (!located->ok()) return located->status();
   }
   Batch batch;
-  batch.core_ = core_;
+  batch.core_ = core;
   batch.slot_ = handle->slot();
   batch.generation_ = handle->generation();
   batch.epoch_ = handle->epoch();

@@ -61,15 +61,19 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Connect(
                              std::string(target)));
 }
 
-absl::StatusOr<JobInfo> Client::CreateJob(const JobSpec& spec) {
+absl::StatusOr<JobInfo> Client::Impl::CreateJob(const JobSpec& spec) {
   grpc::ClientContext context;
-  impl_->Prepare(&context);
+  Prepare(&context);
   v1::CreateJobRequest request;
   *request.mutable_spec() = internal::ToProto(spec);
   v1::Job job;
-  grpc::Status status = impl_->stub()->CreateJob(&context, request, &job);
+  grpc::Status status = stub()->CreateJob(&context, request, &job);
   if (!status.ok()) return FromGrpcStatus(status);
   return internal::FromProto(job);
+}
+
+absl::StatusOr<JobInfo> Client::CreateJob(const JobSpec& spec) {
+  return impl_->CreateJob(spec);
 }
 
 absl::StatusOr<JobInfo> Client::GetJob(std::string_view job_id) {
@@ -123,7 +127,13 @@ absl::StatusOr<std::unique_ptr<Consumer>> Client::Attach(
                                           impl_->ring_socket(),
                                           std::string(job_id), options);
   if (!core.ok()) return core.status();
-  return std::unique_ptr<Consumer>(new Consumer(*std::move(core)));
+  auto reconnector = std::make_unique<internal::Reconnector>(
+      impl_->stub(), impl_->client_id(), impl_->ring_socket(), options,
+      [impl = impl_.get()](const JobSpec& spec) {
+        return impl->CreateJob(spec);
+      });
+  return std::unique_ptr<Consumer>(
+      new Consumer(*std::move(core), std::move(reconnector)));
 }
 
 }  // namespace stoker

@@ -25,6 +25,7 @@ class Client::Impl {
   const std::string& client_id() const { return client_id_; }
   // Names this client in the call's metadata.
   void Prepare(grpc::ClientContext* context) const;
+  absl::StatusOr<JobInfo> CreateJob(const JobSpec& spec);
 
  private:
   std::unique_ptr<v1::Loader::StubInterface> stub_;

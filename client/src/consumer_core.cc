@@ -17,6 +17,9 @@ constexpr absl::Duration kCloseGrace = absl::Seconds(5);
 // Input accounting: the recent window, and how often the daemon hears of it.
 constexpr absl::Duration kRecentWindow = absl::Seconds(10);
 constexpr absl::Duration kReportEvery = absl::Seconds(1);
+// Reconnecting: the first wait, and the longest.
+constexpr absl::Duration kFirstBackoff = absl::Milliseconds(50);
+constexpr absl::Duration kMaxBackoff = absl::Seconds(2);
 
 uint64_t Micros(absl::Duration d) {
   return static_cast<uint64_t>(absl::ToInt64Microseconds(d));
@@ -30,10 +33,30 @@ double Percent(absl::Duration wait, absl::Duration step) {
 
 }  // namespace
 
+void PositionTracker::Released(uint64_t seq) {
+  absl::MutexLock lock(&mu_);
+  if (seq == next_unreleased_) {
+    ++next_unreleased_;
+    while (released_ahead_.erase(next_unreleased_) == 1) ++next_unreleased_;
+  } else if (seq > next_unreleased_) {
+    released_ahead_.insert(seq);
+  }
+}
+
+bool PositionTracker::IsReleased(uint64_t seq) const {
+  absl::MutexLock lock(&mu_);
+  return seq < next_unreleased_ || released_ahead_.count(seq) > 0;
+}
+
+uint64_t PositionTracker::first_unreleased() const {
+  absl::MutexLock lock(&mu_);
+  return next_unreleased_;
+}
+
 absl::StatusOr<std::shared_ptr<ConsumerCore>> ConsumerCore::Open(
     v1::Loader::StubInterface* stub, const std::string& client_id,
     const std::string& ring_socket, const std::string& job_id,
-    const ConsumerOptions& options) {
+    const ConsumerOptions& options, std::shared_ptr<PositionTracker> tracker) {
   std::shared_ptr<ConsumerCore> core(new ConsumerCore());
   core->context_.AddMetadata(kClientMetadataKey, client_id);
   core->stream_ = stub->Consume(&core->context_);
@@ -65,12 +88,13 @@ absl::StatusOr<std::shared_ptr<ConsumerCore>> ConsumerCore::Open(
     return status.ok() ? ring.status() : FromGrpcStatus(status);
   }
   core->ring_ = *std::move(ring);
-  {
-    absl::MutexLock lock(&core->mu_);
-    core->next_unreleased_ =
-        reply.attached().position_epoch() * core->job_.batches_per_epoch +
-        reply.attached().position_batch();
-  }
+  core->tracker_ =
+      tracker != nullptr
+          ? std::move(tracker)
+          : std::make_shared<PositionTracker>(
+                reply.attached().position_epoch() *
+                    core->job_.batches_per_epoch +
+                reply.attached().position_batch());
   core->reader_ = std::thread([c = core.get()] { c->ReadLoop(); });
   core->writer_ = std::thread([c = core.get()] { c->WriteLoop(); });
   return core;
@@ -136,18 +160,32 @@ void ConsumerCore::Send(v1::ConsumeRequest request) {
 absl::StatusOr<v1::BatchHandle> ConsumerCore::NextHandle() {
   const absl::Time called = absl::Now();
   absl::MutexLock lock(&mu_);
-  mu_.Await(absl::Condition(
-      +[](ConsumerCore* c) ABSL_NO_THREAD_SAFETY_ANALYSIS {
-        return !c->handles_.empty() || c->end_of_job_ || c->finished_;
-      },
-      this));
-  if (!handles_.empty()) {
+  for (;;) {
+    mu_.Await(absl::Condition(
+        +[](ConsumerCore* c) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+          return !c->handles_.empty() || c->end_of_job_ || c->finished_;
+        },
+        this));
+    if (handles_.empty()) break;
     v1::BatchHandle handle = std::move(handles_.front());
     handles_.pop_front();
-    if (!closing_ && !read_done_) {
+    const bool open = !closing_ && !read_done_;
+    if (open) {
       v1::ConsumeRequest credit;
       credit.mutable_credit()->set_credits(1);
       outbox_.push_back(std::move(credit));
+    }
+    // A batch released on an earlier stream of this consumer (whose release
+    // the daemon never saw) is consumed: give it back, do not hand it out.
+    if (tracker_->IsReleased(handle.epoch() * job_.batches_per_epoch +
+                             handle.batch())) {
+      if (open) {
+        v1::ConsumeRequest release;
+        release.mutable_release()->set_slot(handle.slot());
+        release.mutable_release()->set_generation(handle.generation());
+        outbox_.push_back(std::move(release));
+      }
+      continue;
     }
     Account(called, absl::Now());
     return handle;
@@ -199,23 +237,14 @@ InputStats ConsumerCore::input_stats() {
 }
 
 Position ConsumerCore::position() {
-  absl::MutexLock lock(&mu_);
   const uint64_t per_epoch = std::max<uint64_t>(job_.batches_per_epoch, 1);
-  return {next_unreleased_ / per_epoch, next_unreleased_ % per_epoch};
+  const uint64_t first = tracker_->first_unreleased();
+  return {first / per_epoch, first % per_epoch};
 }
 
 void ConsumerCore::Release(uint32_t slot, uint64_t generation, uint64_t epoch,
                            uint64_t batch) {
-  {
-    absl::MutexLock lock(&mu_);
-    const uint64_t seq = epoch * job_.batches_per_epoch + batch;
-    if (seq == next_unreleased_) {
-      ++next_unreleased_;
-      while (released_ahead_.erase(next_unreleased_) == 1) ++next_unreleased_;
-    } else if (seq > next_unreleased_) {
-      released_ahead_.insert(seq);
-    }
-  }
+  tracker_->Released(epoch * job_.batches_per_epoch + batch);
   v1::ConsumeRequest release;
   release.mutable_release()->set_slot(slot);
   release.mutable_release()->set_generation(generation);
@@ -231,6 +260,51 @@ void ConsumerCore::Close() {
   }
   if (writer_.joinable()) writer_.join();
   if (reader_.joinable()) reader_.join();
+}
+
+absl::StatusOr<std::shared_ptr<ConsumerCore>> Reconnector::Resume(
+    const ConsumerCore& broken, const absl::Status& why) {
+  const absl::Time deadline =
+      absl::Now() + absl::FromChrono(options_.reconnect_timeout);
+  absl::Duration backoff = kFirstBackoff;
+  std::string job_id = broken.job().id;
+  absl::Status last = why;
+  for (;;) {
+    auto core = ConsumerCore::Open(stub_, client_id_, ring_socket_, job_id,
+                                   options_, broken.tracker());
+    if (core.ok()) return core;
+    last = core.status();
+    const JobSpec& spec = broken.job().spec;
+    if (absl::IsNotFound(last) && spec.sharing.mode == ConsumerMode::kExclusive) {
+      // The daemon lost the job (it restarted): the same spec from where
+      // this consumer stands serves exactly the batches not yet released.
+      JobSpec again = spec;
+      const uint64_t per_epoch =
+          std::max<uint64_t>(broken.job().batches_per_epoch, 1);
+      const uint64_t first = broken.tracker()->first_unreleased();
+      again.start = {first / per_epoch, first % per_epoch};
+      auto created = create_job_(again);
+      if (created.ok()) {
+        job_id = created->id;
+        continue;
+      }
+      last = created.status();
+    }
+    if (!absl::IsUnavailable(last)) {
+      return absl::Status(last.code(),
+                          absl::StrCat("reconnecting to job ", job_id,
+                                       " after '", why.message(),
+                                       "': ", last.message()));
+    }
+    if (absl::Now() + backoff > deadline) {
+      return absl::UnavailableError(absl::StrCat(
+          "gave up reconnecting to job ", job_id, " after ",
+          absl::FormatDuration(absl::FromChrono(options_.reconnect_timeout)),
+          " (ConsumerOptions::reconnect_timeout): ", last.message()));
+    }
+    absl::SleepFor(backoff);
+    backoff = std::min(backoff * 2, kMaxBackoff);
+  }
 }
 
 }  // namespace stoker::internal

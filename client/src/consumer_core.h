@@ -11,6 +11,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include <deque>
+#include <functional>
 #include <set>
 #include <memory>
 #include <optional>
@@ -28,14 +29,36 @@
 
 namespace stoker::internal {
 
+// Where a consumer stands, as batch sequence numbers (epoch *
+// batches_per_epoch + batch): the first batch not released, and released
+// batches beyond it. Shared by the successive streams of one Consumer, so a
+// batch released on any of them is never handed out again.
+class PositionTracker {
+ public:
+  explicit PositionTracker(uint64_t first_unreleased)
+      : next_unreleased_(first_unreleased) {}
+  void Released(uint64_t seq);
+  bool IsReleased(uint64_t seq) const;
+  uint64_t first_unreleased() const;
+
+ private:
+  mutable absl::Mutex mu_;
+  uint64_t next_unreleased_ ABSL_GUARDED_BY(mu_);
+  std::set<uint64_t> released_ahead_ ABSL_GUARDED_BY(mu_);
+};
+
 class ConsumerCore {
  public:
-  // Attaches to `job_id` through `stub` and maps the job's ring.
-  // `client_id` names the client to the daemon (request metadata).
+  // Attaches to `job_id` through `stub` and maps the job's ring (asking
+  // `ring_socket` for it). `client_id` names the client to the daemon
+  // (request metadata). Without a `tracker`, the position starts where the
+  // daemon says the job stands; with one, batches it has seen released are
+  // released again at once instead of being handed out.
   static absl::StatusOr<std::shared_ptr<ConsumerCore>> Open(
       v1::Loader::StubInterface* stub, const std::string& client_id,
       const std::string& ring_socket, const std::string& job_id,
-      const ConsumerOptions& options);
+      const ConsumerOptions& options,
+      std::shared_ptr<PositionTracker> tracker = nullptr);
   ~ConsumerCore();  // Close()
 
   // Blocks for the next handle; see Consumer::Next() for the errors.
@@ -46,6 +69,7 @@ class ConsumerCore {
                uint64_t batch);
   Position position();
   InputStats input_stats();
+  const std::shared_ptr<PositionTracker>& tracker() const { return tracker_; }
   // Half-closes the stream, waits for the daemon's status, joins threads.
   void Close();
 
@@ -80,10 +104,7 @@ class ConsumerCore {
   bool finished_ ABSL_GUARDED_BY(mu_) = false;
   absl::Status final_status_ ABSL_GUARDED_BY(mu_);
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
-  // Resume position: the first unreleased batch (as epoch * per_epoch +
-  // batch), and the released batches beyond it.
-  uint64_t next_unreleased_ ABSL_GUARDED_BY(mu_) = 0;
-  std::set<uint64_t> released_ahead_ ABSL_GUARDED_BY(mu_);
+  std::shared_ptr<PositionTracker> tracker_;
   // Input accounting (see InputStats): totals, and per-batch samples for
   // the recent window.
   struct Sample {
@@ -99,6 +120,35 @@ class ConsumerCore {
   absl::Duration recent_step_ ABSL_GUARDED_BY(mu_);
   std::optional<absl::Time> last_return_ ABSL_GUARDED_BY(mu_);
   absl::Time last_report_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+};
+
+// Opens a new stream for a Consumer whose stream broke with UNAVAILABLE:
+// see ConsumerOptions::reconnect_timeout.
+class Reconnector {
+ public:
+  using CreateJobFn = std::function<absl::StatusOr<JobInfo>(const JobSpec&)>;
+  Reconnector(v1::Loader::StubInterface* stub, std::string client_id,
+              std::string ring_socket, ConsumerOptions options,
+              CreateJobFn create_job)
+      : stub_(stub),
+        client_id_(std::move(client_id)),
+        ring_socket_(std::move(ring_socket)),
+        options_(std::move(options)),
+        create_job_(std::move(create_job)) {}
+
+  const ConsumerOptions& options() const { return options_; }
+  // A stream that resumes where `broken` stood, or the last error once
+  // reconnect_timeout has passed (or at once for an error that waiting
+  // cannot cure).
+  absl::StatusOr<std::shared_ptr<ConsumerCore>> Resume(
+      const ConsumerCore& broken, const absl::Status& why);
+
+ private:
+  v1::Loader::StubInterface* const stub_;
+  const std::string client_id_;
+  const std::string ring_socket_;
+  const ConsumerOptions options_;
+  const CreateJobFn create_job_;
 };
 
 }  // namespace stoker::internal

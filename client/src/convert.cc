@@ -160,6 +160,7 @@ JobSpec SpecFrom(const v1::JobSpec& p) {
                             : LagPolicy::kDetach;
   spec.sharing.min_consumers = std::max<uint32_t>(p.sharing().min_consumers(), 1);
   spec.weight = std::max<uint32_t>(p.weight(), 1);
+  spec.access_group = p.access_group();
   return spec;
 }
 
@@ -208,6 +209,7 @@ v1::JobSpec ToProto(const JobSpec& spec) {
     sharing->set_min_consumers(spec.sharing.min_consumers);
   }
   p.set_weight(spec.weight);
+  p.set_access_group(spec.access_group);
   return p;
 }
 
@@ -222,6 +224,7 @@ JobInfo FromProto(const v1::Job& job) {
   info.batches_per_epoch = job.batches_per_epoch();
   info.segment_name = job.segment().name();
   info.segment_bytes = job.segment().bytes();
+  info.owner_uid = job.owner_uid();
   return info;
 }
 
@@ -246,6 +249,7 @@ DaemonStats FromProto(const v1::Stats& stats) {
     js.state = StateFrom(j.state());
     js.mode = ModeFrom(j.mode());
     js.weight = j.weight();
+    js.owner_uid = j.owner_uid();
     js.samples_decoded = j.samples_decoded();
     js.batches_delivered = j.batches_delivered();
     js.batches_released = j.batches_released();

@@ -26,8 +26,10 @@
 #ifndef STOKER_CONSUMER_H_
 #define STOKER_CONSUMER_H_
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <string_view>
@@ -39,6 +41,7 @@ namespace stoker {
 
 namespace internal {
 class ConsumerCore;
+class Reconnector;
 }  // namespace internal
 
 class Batch {
@@ -104,6 +107,15 @@ struct ConsumerOptions {
   uint32_t prefetch = 2;
   // A label for humans (daemon stats and logs), at most 128 bytes.
   std::string name;
+  // When the stream breaks with UNAVAILABLE (the daemon restarted, or the
+  // connection dropped), Next() reconnects for up to this long, with
+  // backoff from 50 ms to 2 s, and resumes at the first batch this consumer
+  // has not released: it attaches to the job again or, if the daemon lost
+  // it (restart), creates it again from the same spec at that position
+  // (exclusive jobs only). Batches already released are never handed out
+  // again; a batch still held across a reconnect may be. Zero: no
+  // reconnecting, Next() returns the UNAVAILABLE.
+  std::chrono::milliseconds reconnect_timeout = std::chrono::seconds(60);
 };
 
 // Where a trainer's time goes, measured by the SDK around Next(): `wait` is
@@ -136,7 +148,9 @@ class Consumer {
   // not be decoded; the message names it).
   absl::StatusOr<Batch> Next();
 
-  const JobInfo& job() const;
+  // The job being consumed (after a reconnect that re-created it, the new
+  // job: same spec, new id).
+  JobInfo job() const;
 
   // Where to resume: the first batch, in delivery order, not yet released.
   // Save it with the model checkpoint (SerializePosition) and pass it as
@@ -151,9 +165,14 @@ class Consumer {
  private:
   friend class Client;
   friend class CudaCopier;
-  explicit Consumer(std::shared_ptr<internal::ConsumerCore> core);
+  Consumer(std::shared_ptr<internal::ConsumerCore> core,
+           std::unique_ptr<internal::Reconnector> reconnector);
+  std::shared_ptr<internal::ConsumerCore> core() const;
 
+  // The current stream; replaced by Next() when it reconnects.
+  mutable std::mutex mu_;
   std::shared_ptr<internal::ConsumerCore> core_;
+  const std::unique_ptr<internal::Reconnector> reconnector_;
 };
 
 // "stoker-position:<epoch>:<batch>", and back (INVALID_ARGUMENT if malformed).

@@ -136,6 +136,10 @@ struct JobSpec {
   Sharing sharing;
   // Share of the daemon's workers relative to other jobs with work, 1..100.
   uint32_t weight = 1;
+  // Who besides its creator may use the job (attach, see, delete): members
+  // of this group on the daemon's node (name or number). Empty: only the
+  // creating user (and root, and the daemon's own user).
+  std::string access_group;
 };
 
 enum class JobState { kRunning, kFinished, kFailed };
@@ -150,6 +154,7 @@ struct JobInfo {
   uint64_t batches_per_epoch = 0;
   std::string segment_name;
   uint64_t segment_bytes = 0;
+  uint32_t owner_uid = 0;  // the user that created it
 };
 
 struct SampleError {
@@ -177,6 +182,7 @@ struct JobStats {
   std::string job_id;
   std::string name;
   std::string owner;  // the client that created it
+  uint32_t owner_uid = 0;
   JobState state = JobState::kRunning;
   ConsumerMode mode = ConsumerMode::kExclusive;
   uint32_t weight = 1;
