@@ -164,6 +164,11 @@ int Train() {
   absl::StatusOr<stoker::JobInfo> job;
   for (int attempt = 0; attempt < 600; ++attempt) {
     job = client->CreateJob(spec);
+    if (absl::IsOutOfRange(job.status()) && spec.start.batch > 0) {
+      // The last batch logged ended its epoch: resume at the next one.
+      spec.start = {spec.start.epoch + 1, 0};
+      continue;
+    }
     if (job.ok() || !absl::IsUnavailable(job.status())) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
