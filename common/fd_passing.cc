@@ -82,7 +82,8 @@ absl::Status DecodeStatus(std::string_view text) {
   int code = -1;
   const auto [end, error] =
       std::from_chars(text.data(), text.data() + text.size(), code);
-  if (error != std::errc() || code < 0 || code > 16 || end == text.data() ||
+  const char* const text_end = text.data() + text.size();
+  if (error != std::errc() || code < 0 || code > 16 || end == text_end ||
       *end != ' ') {
     return absl::InternalError(
         absl::StrCat("malformed reply from the ring socket: '", std::string(text), "'"));

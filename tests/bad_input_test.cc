@@ -225,5 +225,77 @@ TEST_F(BadInputTest, ConsumeProtocolMisuseEndsOnlyThatStream) {
   }
 }
 
+TEST_F(BadInputTest, DoubleAndForeignReleasesAndDeletedJobsAreRefused) {
+  MakeDataset(Root(), 1, 16);
+  JobSpec spec = Spec(OnError::kReplace, 0);
+  spec.slots = 4;
+  spec.sharing.mode = ConsumerMode::kPartition;
+  auto job = client_->CreateJob(spec);
+  ASSERT_TRUE(job.ok());
+  auto stub = RawStub();
+  v1::ConsumeRequest attach;
+  attach.mutable_attach()->set_job_id(job->id);
+  attach.mutable_attach()->set_credits(1);
+  struct Stream {
+    grpc::ClientContext context;
+    std::unique_ptr<grpc::ClientReaderWriter<v1::ConsumeRequest,
+                                             v1::ConsumeResponse>> rw;
+  };
+  auto open = [&](Stream& s) {
+    s.rw = stub->Consume(&s.context);
+    ASSERT_TRUE(s.rw->Write(attach));
+    v1::ConsumeResponse response;
+    ASSERT_TRUE(s.rw->Read(&response));
+    ASSERT_TRUE(response.has_attached());
+  };
+  auto next = [](Stream& s) {
+    v1::ConsumeResponse response;
+    EXPECT_TRUE(s.rw->Read(&response));
+    EXPECT_TRUE(response.has_batch());
+    return response.batch();
+  };
+  auto release_of = [](const v1::BatchHandle& handle) {
+    v1::ConsumeRequest release;
+    release.mutable_release()->set_slot(handle.slot());
+    release.mutable_release()->set_generation(handle.generation());
+    return release;
+  };
+  auto finish = [](Stream& s) {
+    s.rw->WritesDone();
+    v1::ConsumeResponse response;
+    while (s.rw->Read(&response)) {
+    }
+    return s.rw->Finish();
+  };
+  // Another consumer's slot, with the right generation: refused.
+  Stream a, b;
+  open(a);
+  open(b);
+  const v1::BatchHandle held_by_a = next(a);
+  ASSERT_TRUE(b.rw->Write(release_of(held_by_a)));
+  grpc::Status status = finish(b);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_NE(status.error_message().find("does not hold it"), std::string::npos)
+      << status.error_message();
+  // Its owner releases it once; a second time is refused.
+  ASSERT_TRUE(a.rw->Write(release_of(held_by_a)));
+  ASSERT_TRUE(a.rw->Write(release_of(held_by_a)));
+  status = finish(a);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::FAILED_PRECONDITION)
+      << status.error_message();
+  // A deleted job's handles lead nowhere: its stream ends, its id is gone.
+  auto consumer = client_->Attach(job->id, {.reconnect_timeout = {}});
+  ASSERT_TRUE(consumer.ok());
+  ASSERT_TRUE((*consumer)->Next().ok());
+  ASSERT_TRUE(client_->DeleteJob(job->id).ok());
+  absl::Status ended;
+  while (ended.ok()) ended = (*consumer)->Next().status();
+  EXPECT_EQ(ended.code(), absl::StatusCode::kCancelled) << ended;
+  Stream late;
+  late.rw = stub->Consume(&late.context);
+  ASSERT_TRUE(late.rw->Write(attach));
+  EXPECT_EQ(finish(late).error_code(), grpc::StatusCode::NOT_FOUND);
+}
+
 }  // namespace
 }  // namespace stoker
