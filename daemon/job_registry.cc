@@ -107,6 +107,11 @@ absl::StatusOr<std::shared_ptr<Job>> JobRegistry::Create(
 
 absl::StatusOr<std::shared_ptr<Job>> JobRegistry::Get(
     const std::string& id) const {
+  if (id.size() > kMaxJobIdBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "job_id is ", id.size(), " bytes; job ids are at most ",
+        kMaxJobIdBytes));
+  }
   absl::MutexLock lock(&mu_);
   auto it = jobs_.find(id);
   if (it == jobs_.end()) {
@@ -128,7 +133,8 @@ absl::Status JobRegistry::Delete(const std::string& id) {
     absl::MutexLock lock(&mu_);
     auto it = jobs_.find(id);
     if (it == jobs_.end()) {
-      return absl::NotFoundError(absl::StrCat("job_id '", id, "' not found"));
+      return absl::NotFoundError(absl::StrCat(
+          "job_id '", id.substr(0, kMaxJobIdBytes), "' not found"));
     }
     job = std::move(it->second);
     jobs_.erase(it);

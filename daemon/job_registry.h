@@ -35,6 +35,9 @@ struct RegistryOptions {
   const PathPolicy* dataset_paths = nullptr;
 };
 
+// Job ids are "j" and 12 hex digits; longer ones are refused unread.
+inline constexpr size_t kMaxJobIdBytes = 64;
+
 // Free bytes in `dir`'s file system (0 if it cannot be read).
 uint64_t FreeBytes(const std::string& dir);
 

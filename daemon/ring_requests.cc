@@ -16,8 +16,6 @@
 namespace stoker {
 namespace {
 
-constexpr size_t kMaxJobIdBytes = 64;
-
 absl::StatusOr<std::string> ReadJobId(int fd) {
   std::string line;
   char buffer[kMaxJobIdBytes + 2];

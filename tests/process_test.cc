@@ -115,10 +115,15 @@ TEST_F(ProcessTest, ARestartRemovesWhatAKilledDaemonLeftBehind) {
   }
   EXPECT_EQ(ListSegments(prefix_).size(), 2u);
   EXPECT_TRUE(std::filesystem::exists(socket_)) << "stale socket expected";
+  // A segment of a daemon on another socket is not the restarted one's.
+  const std::string other = SegmentPrefix(socket_ + ".other") + "job";
+  auto foreign = SharedSegment::Create(other, 4096, 0600);
+  ASSERT_TRUE(foreign.ok()) << foreign.status();
   auto daemon = StartDaemon("restarted.log");
   auto client = Client::Connect(target_);
   ASSERT_TRUE(client.ok()) << client.status();
   EXPECT_TRUE(ListSegments(prefix_).empty());
+  EXPECT_EQ(ListSegments(other).size(), 1u) << "another daemon's segment";
   auto jobs = (*client)->ListJobs();
   ASSERT_TRUE(jobs.ok());
   EXPECT_TRUE(jobs->empty());

@@ -455,5 +455,27 @@ TEST(DevShmTest, ARingLargerThanDevShmIsRefusedWithTheNumbers) {
   EXPECT_TRUE(daemon.Segments().empty());
 }
 
+TEST_F(SharingTest, AJobTakesAtMost64Consumers) {
+  JobSpec spec = Spec();
+  spec.sharing.mode = ConsumerMode::kPartition;
+  auto job = client_->CreateJob(spec);
+  ASSERT_TRUE(job.ok());
+  std::vector<std::unique_ptr<Consumer>> consumers;
+  for (int i = 0; i < 64; ++i) {
+    auto consumer = client_->Attach(job->id, {.prefetch = 1});
+    ASSERT_TRUE(consumer.ok()) << i << ": " << consumer.status();
+    consumers.push_back(*std::move(consumer));
+  }
+  auto one_more = client_->Attach(job->id, {.prefetch = 1});
+  EXPECT_EQ(one_more.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(one_more.status().message().find("64 consumers"),
+            std::string::npos)
+      << one_more.status();
+  consumers.pop_back();
+  EXPECT_TRUE(Eventually([&] {
+    return client_->Attach(job->id, {.prefetch = 1}).ok();
+  })) << "a consumer that left makes room";
+}
+
 }  // namespace
 }  // namespace stoker
