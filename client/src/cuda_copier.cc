@@ -151,7 +151,8 @@ absl::StatusOr<std::unique_ptr<CudaCopier>> CudaCopier::Create(
   cudaGetDevice(&device);
   cudaDeviceGetAttribute(&read_only_ok,
                          cudaDevAttrHostRegisterReadOnlySupported, device);
-  const internal::RingMapping& ring = consumer.core_->ring();
+  const std::shared_ptr<internal::ConsumerCore> core = consumer.core();
+  const internal::RingMapping& ring = core->ring();
   bool pinned = false;
   if (read_only_ok) {
     // The mapping is read-only, so it can only be registered read-only.
@@ -167,7 +168,7 @@ absl::StatusOr<std::unique_ptr<CudaCopier>> CudaCopier::Create(
     if (!pinned) cudaGetLastError();  // clear it; copies stay pageable
   }
   return std::unique_ptr<CudaCopier>(
-      new CudaCopier(std::make_unique<Impl>(consumer.core_, pinned)));
+      new CudaCopier(std::make_unique<Impl>(core, pinned)));
 }
 
 CudaCopier::CudaCopier(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
