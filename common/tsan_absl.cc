@@ -7,8 +7,9 @@
 // code calls (-Wl,--wrap=..., see the top-level CMakeLists.txt), and these
 // wrappers tell TSan what they do: an acquire after every lock, a release
 // before every unlock or wait. Conditions are evaluated by absl with the
-// lock held, sometimes in the thread that unlocks; each evaluation is
-// followed by a release, so the next holder is ordered after its reads.
+// lock held, sometimes in the thread that unlocks or the one that locks;
+// each evaluation is bracketed by an acquire and a release, so it is
+// ordered after the previous holder's writes and before the next holder's.
 #include <sanitizer/tsan_interface.h>
 
 #include "absl/synchronization/mutex.h"
@@ -22,6 +23,8 @@ struct Guarded {
 };
 
 bool EvalThenRelease(Guarded* g) {
+  // absl holds the lock here (in the waiting thread or the unlocking one).
+  __tsan_acquire(g->mu);
   const bool result = g->condition->Eval();
   __tsan_release(g->mu);
   return result;

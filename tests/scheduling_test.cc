@@ -17,6 +17,17 @@ using testing::JobStatsOf;
 using testing::MakeDataset;
 using testing::TestDaemon;
 
+// Shares of the pool can only be compared when the consumers keep up with
+// it. Under ThreadSanitizer our code (the consumers, the reactor) runs many
+// times slower while the prebuilt decoders do not, so the consumers set the
+// shares; those tests are skipped there (they run in the other builds).
+#if defined(__SANITIZE_THREAD__)
+#define SKIP_SHARES_UNDER_TSAN() \
+  GTEST_SKIP() << "shares are not comparable under ThreadSanitizer"
+#else
+#define SKIP_SHARES_UNDER_TSAN() (void)0
+#endif
+
 class SchedulingTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -64,6 +75,7 @@ class SchedulingTest : public ::testing::Test {
 };
 
 TEST_F(SchedulingTest, TwoEqualJobsShareTheWorkersEqually) {
+  SKIP_SHARES_UNDER_TSAN();
   // Rings deep enough to ride out a consumer thread's scheduling hiccups.
   auto a = client_->CreateJob(Spec(1, 8));
   auto b = client_->CreateJob(Spec(1, 8));
@@ -75,6 +87,7 @@ TEST_F(SchedulingTest, TwoEqualJobsShareTheWorkersEqually) {
 }
 
 TEST_F(SchedulingTest, WeightsSplitTheWorkersInProportion) {
+  SKIP_SHARES_UNDER_TSAN();
   auto heavy = client_->CreateJob(Spec(3, 8));
   auto light = client_->CreateJob(Spec(1, 8));
   ASSERT_TRUE(heavy.ok() && light.ok());
@@ -114,6 +127,7 @@ TEST_F(SchedulingTest, AStalledConsumerDoesNotHoldBackAnotherJob) {
 }
 
 TEST_F(SchedulingTest, ANewJobGetsItsFirstBatchPromptly) {
+  SKIP_SHARES_UNDER_TSAN();
   auto busy = client_->CreateJob(Spec());
   ASSERT_TRUE(busy.ok());
   std::atomic<int> count{0};
