@@ -206,6 +206,12 @@ TEST_F(FaultTest, TheSdkResumesThroughADaemonKilledAndRestarted) {
   const std::string socket = dir.path() + "/stoker.sock";
   const std::string target = "unix://" + socket;
   const std::string prefix = SegmentPrefix(socket);
+  // Even if an assertion ends the test early (the daemon is then killed),
+  // nothing of it stays in /dev/shm.
+  struct RemoveAtExit {
+    std::string prefix;
+    ~RemoveAtExit() { RemoveSegments(prefix); }
+  } remove_at_exit{prefix};
   auto start = [&](const std::string& log) {
     auto daemon = std::make_unique<Subprocess>(
         STOKERD_PATH,
