@@ -6,7 +6,7 @@
 // Thread-safety: data() may be written from any thread; Unlink() and the
 // destructor need external synchronization.
 //
-//   auto segment = SharedSegment::Create("stoker-0123-job", 1 << 20, 0640);
+//   auto segment = SharedSegment::Create("stoker-0123-job", 1 << 20, 0600);
 //   if (!segment.ok()) return segment.status();  // RESOURCE_EXHAUSTED if full
 //   std::memset((*segment)->data(), 0, (*segment)->size());
 #ifndef STOKER_DAEMON_SHM_SEGMENT_H_
