@@ -178,8 +178,6 @@ TEST_F(FaultTest, AConsumerHoldingABatchPastTheLeaseLimitIsEnded) {
   EXPECT_EQ(ended.code(), absl::StatusCode::kDeadlineExceeded) << ended;
   EXPECT_NE(ended.message().find("--lease_timeout"), std::string::npos)
       << ended;
-  // Its slots were reclaimed under it: reading them now is caught.
-  EXPECT_EQ(held1->CheckIntact().code(), absl::StatusCode::kDataLoss);
 }
 
 TEST_F(FaultTest, AFrozenConsumerIsCaughtByKeepalive) {
