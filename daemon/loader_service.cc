@@ -1,5 +1,6 @@
 #include "daemon/loader_service.h"
 
+#include "absl/strings/str_cat.h"
 #include "common/grpc_status.h"
 #include "daemon/job_spec.h"
 #include "daemon/proto_convert.h"
@@ -72,7 +73,8 @@ grpc::ServerUnaryReactor* LoaderService::CreateJob(
   if (!config->access_group.empty()) {
     auto gid = ResolveGroup(config->access_group);
     if (!gid.ok()) {
-      reactor->Finish(ToGrpcStatus(gid.status()));
+      reactor->Finish(ToGrpcStatus(absl::InvalidArgumentError(
+          absl::StrCat("access_group: ", gid.status().message()))));
       return reactor;
     }
     config->access_gid = *gid;

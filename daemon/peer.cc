@@ -117,7 +117,7 @@ absl::StatusOr<gid_t> ResolveGroup(std::string_view name) {
                    &found) != 0 ||
       found == nullptr) {
     return absl::InvalidArgumentError(
-        absl::StrCat("access_group '", key, "' is not a group on this node"));
+        absl::StrCat("group '", key, "' does not exist on this node"));
   }
   return found->gr_gid;
 }

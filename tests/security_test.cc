@@ -113,6 +113,15 @@ TEST(Security, SocketsAre0660AndRingsAreOnlyTheDaemons) {
   ASSERT_TRUE(job.ok());
   EXPECT_EQ(ModeOf("/dev/shm/" + job->segment_name), 0600u);
   EXPECT_EQ(job->owner_uid, ::geteuid());
+  const absl::Status unknown_group =
+      client
+          ->CreateJob({.dataset_path = daemon.dir() + "/data", .batch_size = 2,
+                       .slots = 2, .height = 8, .width = 8,
+                       .access_group = "no-such-group-here"})
+          .status();
+  EXPECT_EQ(unknown_group.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(unknown_group.message().find("access_group"), std::string::npos)
+      << unknown_group;
 }
 
 TEST(Security, OversizedRequestsAreRefusedBeforeValidation) {
