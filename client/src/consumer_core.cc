@@ -290,17 +290,24 @@ absl::StatusOr<std::shared_ptr<ConsumerCore>> Reconnector::Resume(
       }
       last = created.status();
     }
-    if (!absl::IsUnavailable(last)) {
+    // Worth waiting for: the daemon coming back, or (exclusive job) the
+    // daemon noticing that the old stream is gone.
+    const bool transient =
+        absl::IsUnavailable(last) || absl::IsFailedPrecondition(last);
+    if (!transient) {
       return absl::Status(last.code(),
                           absl::StrCat("reconnecting to job ", job_id,
                                        " after '", why.message(),
                                        "': ", last.message()));
     }
     if (absl::Now() + backoff > deadline) {
-      return absl::UnavailableError(absl::StrCat(
-          "gave up reconnecting to job ", job_id, " after ",
-          absl::FormatDuration(absl::FromChrono(options_.reconnect_timeout)),
-          " (ConsumerOptions::reconnect_timeout): ", last.message()));
+      return absl::Status(
+          last.code(),
+          absl::StrCat("gave up reconnecting to job ", job_id, " after ",
+                       absl::FormatDuration(
+                           absl::FromChrono(options_.reconnect_timeout)),
+                       " (ConsumerOptions::reconnect_timeout): ",
+                       last.message()));
     }
     absl::SleepFor(backoff);
     backoff = std::min(backoff * 2, kMaxBackoff);
