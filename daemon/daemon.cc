@@ -10,7 +10,10 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <mutex>
 #include <thread>
+
+#include <grpc/grpc.h>
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
@@ -48,6 +51,12 @@ int DefaultWorkers() {
 
 absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(
     const DaemonOptions& options) {
+  // Keep gRPC initialized for the life of the process. Otherwise destroying
+  // the last server runs gRPC's global teardown, which joins an executor
+  // thread that may sit out a keepalive timer first: stopping took up to
+  // --keepalive longer.
+  static std::once_flag grpc_kept;
+  std::call_once(grpc_kept, [] { grpc_init(); });
   const std::string socket_path = SocketPathFromTarget(options.target);
   if (socket_path.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(
