@@ -166,6 +166,10 @@ absl::StatusOr<v1::BatchHandle> ConsumerCore::NextHandle() {
           return !c->handles_.empty() || c->end_of_job_ || c->finished_;
         },
         this));
+    // A stream the daemon ended with an error (this consumer was detached:
+    // lease limit, lag, job deleted, daemon stopping) took its leases with
+    // it: batches still queued here may already be another consumer's.
+    if (finished_ && !final_status_.ok()) handles_.clear();
     if (handles_.empty()) break;
     v1::BatchHandle handle = std::move(handles_.front());
     handles_.pop_front();
