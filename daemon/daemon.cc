@@ -18,6 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "daemon/ring_requests.h"
+#include "daemon/sd_notify.h"
 #include "daemon/shm_segment.h"
 #include "common/log.h"
 
@@ -169,6 +170,13 @@ absl::Status Daemon::Serve(const DaemonOptions& options) {
 
 Daemon::~Daemon() { Shutdown(); }
 
+bool Daemon::Responsive() {
+  // Takes (and lets go of) the registry's and the pool's locks.
+  (void)registry_->List();
+  (void)pool_->busy_percent();
+  return true;
+}
+
 void Daemon::Shutdown() {
   {
     absl::MutexLock lock(&shutdown_mu_);
@@ -206,11 +214,29 @@ int RunDaemon(const DaemonOptions& options) {
   auto daemon = Daemon::Start(options);
   if (!daemon.ok()) {
     spdlog::critical("stokerd cannot start: {}", daemon.status().message());
+    (void)SdNotify(absl::StrCat("STATUS=cannot start: ",
+                                daemon.status().message()));
     return 1;
+  }
+  // Under systemd (Type=notify): ready only now that the sockets listen.
+  if (absl::Status ready = SdNotify(absl::StrCat(
+          "READY=1\nSTATUS=serving ", (*daemon)->socket_path()));
+      !ready.ok()) {
+    spdlog::warn("{}", ready.message());
+  }
+  std::unique_ptr<Ticker> watchdog;
+  if (const std::optional<absl::Duration> every = WatchdogInterval()) {
+    // Pinged only while the daemon's locks answer, so that a deadlocked
+    // daemon is restarted by systemd.
+    watchdog = std::make_unique<Ticker>(*every, [d = daemon->get()] {
+      if (d->Responsive()) (void)SdNotify("WATCHDOG=1");
+    });
   }
   int signal_number = 0;
   sigwait(&stop_signals, &signal_number);
   spdlog::info("received {}, draining", strsignal(signal_number));
+  (void)SdNotify("STOPPING=1");
+  watchdog.reset();
   (*daemon)->Shutdown();
   return 0;
 }

@@ -68,6 +68,9 @@ class Daemon {
   ~Daemon();
 
   void Shutdown();
+  // Returns once the registry and the worker pool have answered (it hangs
+  // if one of them is deadlocked): what the systemd watchdog pings check.
+  bool Responsive();
   const std::string& socket_path() const { return socket_path_; }
   std::string target() const { return "unix://" + socket_path_; }
   const std::string& segment_prefix() const { return segment_prefix_; }

@@ -1,8 +1,11 @@
 // stokerd as a real process: start, serve, drain on SIGTERM, refuse a second
 // instance, clean up after a predecessor killed with SIGKILL.
 #include <signal.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 
+#include <cstring>
 #include <filesystem>
 #include <thread>
 
@@ -143,6 +146,52 @@ TEST_F(ProcessTest, ANonUnixSocketAddressIsRefusedClearly) {
   EXPECT_TRUE(WIFEXITED(*exit) && WEXITSTATUS(*exit) == 1);
   const std::string log = testdata::ReadTextFile(dir_.path() + "/bad.log");
   EXPECT_NE(log.find("--socket"), std::string::npos) << log;
+}
+
+// systemd's side of Type=notify: a datagram socket given as NOTIFY_SOCKET.
+TEST_F(ProcessTest, NotifiesReadyOnlyOnceListeningThenWatchdogThenStopping) {
+  const std::string notify_path = dir_.path() + "/notify";
+  const int notify = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(notify, 0);
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  std::strncpy(address.sun_path, notify_path.c_str(), sizeof(address.sun_path) - 1);
+  ASSERT_EQ(::bind(notify, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+  const timeval timeout{20, 0};
+  ::setsockopt(notify, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+  auto receive = [&] {
+    char buffer[512];
+    const ssize_t n = ::recv(notify, buffer, sizeof(buffer), 0);
+    return n > 0 ? std::string(buffer, static_cast<size_t>(n)) : std::string();
+  };
+  // The child inherits these (each test runs in a process of its own).
+  ::setenv("NOTIFY_SOCKET", notify_path.c_str(), 1);
+  ::setenv("WATCHDOG_USEC", "200000", 1);
+  Subprocess daemon(STOKERD_PATH, {"--socket=" + target_, "--workers=1"},
+                    dir_.path() + "/stokerd.log");
+  ::unsetenv("NOTIFY_SOCKET");
+  ::unsetenv("WATCHDOG_USEC");
+
+  const std::string ready = receive();
+  EXPECT_NE(ready.find("READY=1"), std::string::npos) << ready;
+  // Ready means serving: the socket answers at once.
+  auto client = Client::Connect(target_, std::chrono::milliseconds(500));
+  ASSERT_TRUE(client.ok()) << client.status();
+  EXPECT_TRUE((*client)->GetStats().ok());
+  // WATCHDOG_USEC=200000: a ping every 100 ms.
+  int pings = 0;
+  for (int i = 0; i < 5; ++i) pings += receive() == "WATCHDOG=1" ? 1 : 0;
+  EXPECT_EQ(pings, 5);
+  daemon.Signal(SIGTERM);
+  std::string message;
+  do {
+    message = receive();
+  } while (message == "WATCHDOG=1");
+  EXPECT_EQ(message, "STOPPING=1");
+  const auto exit = daemon.Wait(std::chrono::seconds(20));
+  ASSERT_TRUE(exit.has_value());
+  EXPECT_TRUE(WIFEXITED(*exit) && WEXITSTATUS(*exit) == 0);
+  ::close(notify);
 }
 
 }  // namespace
