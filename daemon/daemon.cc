@@ -3,12 +3,9 @@
 #include "daemon/byte_size.h"
 
 #include <signal.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <chrono>
-#include <cstring>
 #include <filesystem>
 #include <mutex>
 #include <thread>
