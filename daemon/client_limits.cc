@@ -52,6 +52,11 @@ uint64_t ClientLimits::ReserveUpTo(const std::string& client, uint64_t n) {
   return granted;
 }
 
+void ClientLimits::SetMax(uint32_t max_outstanding) {
+  absl::MutexLock lock(&mu_);
+  max_outstanding_ = max_outstanding;
+}
+
 void ClientLimits::Return(const std::string& client, uint64_t n) {
   absl::MutexLock lock(&mu_);
   auto it = outstanding_.find(client);

@@ -39,10 +39,13 @@ class ClientLimits {
   uint64_t ReserveUpTo(const std::string& client, uint64_t n);
   void Return(const std::string& client, uint64_t n);
   uint64_t outstanding(const std::string& client) const;
+  // A new limit (SIGHUP): clients above it keep what they hold but get no
+  // more until they are below it.
+  void SetMax(uint32_t max_outstanding);
 
  private:
-  const uint32_t max_outstanding_;
   mutable absl::Mutex mu_;
+  uint32_t max_outstanding_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, uint64_t> outstanding_ ABSL_GUARDED_BY(mu_);
 };
 

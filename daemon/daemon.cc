@@ -13,10 +13,13 @@
 #include <grpc/grpc.h>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/status_macros.h"
 #include "daemon/ring_requests.h"
 #include "daemon/sd_notify.h"
 #include "daemon/shm_segment.h"
+#include "daemon/stats.h"
+#include "daemon/version.h"
 #include "common/log.h"
 
 namespace stoker {
@@ -43,6 +46,31 @@ constexpr int kMaxRequestBytes = 64 << 10;
 int DefaultWorkers() {
   const int cores = static_cast<int>(std::thread::hardware_concurrency());
   return cores > 1 ? cores - 1 : 1;
+}
+
+// SIGHUP: re-reads the settings and applies what may change.
+void Reload(Daemon& daemon,
+            const std::function<absl::StatusOr<DaemonOptions>()>& reload) {
+  if (!reload) {
+    spdlog::warn("SIGHUP: stokerd runs without a config file; nothing to "
+                 "reload");
+    return;
+  }
+  absl::StatusOr<DaemonOptions> next = reload();
+  if (!next.ok()) {
+    spdlog::error("reload refused, nothing changed: {}", next.status().message());
+    return;
+  }
+  const ReloadReport report = daemon.Reconfigure(*next);
+  for (const std::string& line : report.applied) {
+    spdlog::info("reload: {}", line);
+  }
+  for (const std::string& line : report.refused) {
+    spdlog::warn("reload: {}", line);
+  }
+  if (report.applied.empty() && report.refused.empty()) {
+    spdlog::info("reload: nothing changed");
+  }
 }
 
 }  // namespace
@@ -74,10 +102,17 @@ Daemon::Daemon(std::string socket_path, InstanceLock lock)
       lock_(std::move(lock)) {}
 
 absl::Status Daemon::Serve(const DaemonOptions& options) {
+  {
+    absl::MutexLock lock(&options_mu_);
+    options_ = options;
+  }
+  lease_timeout_ms_ = absl::ToInt64Milliseconds(options.lease_timeout);
   // We hold the lock: whatever sits at our names belongs to a dead
-  // predecessor.
-  ::unlink(socket_path_.c_str());
-  ::unlink(RingSocketPath(socket_path_).c_str());
+  // predecessor (unless systemd holds them for us: socket activation).
+  if (options.inherited_sockets.empty()) {
+    ::unlink(socket_path_.c_str());
+    ::unlink(RingSocketPath(socket_path_).c_str());
+  }
   if (const int removed = RemoveSegments(segment_prefix_); removed > 0) {
     spdlog::warn("removed {} shared-memory segments left by a previous "
                  "stokerd on {}",
@@ -115,11 +150,12 @@ absl::Status Daemon::Serve(const DaemonOptions& options) {
                                              peers_.get());
   sampler_ = std::make_unique<Ticker>(
       absl::Milliseconds(500),
-      [pool = pool_.get(), registry = registry_.get(),
-       lease_timeout = options.lease_timeout] {
+      [this] {
         const absl::Time now = absl::Now();
-        pool->SampleRates(now);
-        for (const auto& job : registry->List()) {
+        const absl::Duration lease_timeout =
+            absl::Milliseconds(lease_timeout_ms_.load());
+        pool_->SampleRates(now);
+        for (const auto& job : registry_->List()) {
           job->SampleRates(now);
           if (lease_timeout > absl::ZeroDuration()) {
             job->ExpireLeases(now, lease_timeout);
@@ -128,7 +164,24 @@ absl::Status Daemon::Serve(const DaemonOptions& options) {
       });
   STOKER_ASSIGN_OR_RETURN(
       listener_, Listener::Open(socket_path_, RingSocketPath(socket_path_),
-                                0660, socket_group));
+                                0660, socket_group, options.inherited_sockets));
+  if (!options.metrics_address.empty()) {
+    STOKER_ASSIGN_OR_RETURN(
+        metrics_, MetricsServer::Start(options.metrics_address, [this] {
+          v1::Stats stats;
+          CollectStats(*pool_, *registry_, started_, {}, &stats);
+          return stats;
+        }));
+    if (!options.metrics_address.starts_with("127.") &&
+        !options.metrics_address.starts_with("localhost:") &&
+        !options.metrics_address.starts_with("[::1]:")) {
+      spdlog::warn("metrics on {} are not limited to loopback: job names and "
+                   "ids are visible to whoever reaches that address",
+                   options.metrics_address);
+    }
+  }
+  // The standard grpc.health.v1 service: SERVING until stokerd drains.
+  grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
   // No listening port: the Listener accepts connections and hands them to
   // the server, so that each one's peer credentials are known.
@@ -155,23 +208,109 @@ absl::Status Daemon::Serve(const DaemonOptions& options) {
     spdlog::warn("no --dataset_roots: clients may name any directory stokerd "
                  "can read (but /proc, /sys and /dev)");
   }
-  spdlog::info("stokerd listening on {} with {} workers (shared-memory budget "
-               "{}, {} free in /dev/shm)",
-               socket_path_, workers,
+  spdlog::info("stokerd {} listening on {}{} with {} workers (shared-memory "
+               "budget {}, {} free in /dev/shm)",
+               kVersion, socket_path_,
+               options.inherited_sockets.empty() ? "" : " (socket activation)",
+               workers,
                options.shm_budget_bytes > 0
                    ? FormatByteSize(options.shm_budget_bytes)
                    : std::string("none"),
                FormatByteSize(FreeBytes("/dev/shm") & ~uint64_t{1023}));
+  if (metrics_ != nullptr) {
+    spdlog::info("metrics on http://{}:{}/metrics",
+                 options.metrics_address.substr(
+                     0, options.metrics_address.rfind(':')),
+                 metrics_->port());
+  }
   return absl::OkStatus();
 }
 
 Daemon::~Daemon() { Shutdown(); }
+
+int Daemon::metrics_port() const {
+  return metrics_ != nullptr ? metrics_->port() : 0;
+}
 
 bool Daemon::Responsive() {
   // Takes (and lets go of) the registry's and the pool's locks.
   (void)registry_->List();
   (void)pool_->busy_percent();
   return true;
+}
+
+ReloadReport Daemon::Reconfigure(const DaemonOptions& next) {
+  ReloadReport report;
+  absl::MutexLock lock(&options_mu_);
+  DaemonOptions& now = options_;
+  const auto refuse = [&](const std::string& name, const std::string& was,
+                          const std::string& asked) {
+    if (was == asked) return;
+    report.refused.push_back(absl::StrCat(
+        name, " cannot change while stokerd runs: it stays '", was,
+        "' (the file asks for '", asked, "'); restart stokerd to apply it"));
+  };
+  const auto applied = [&](const std::string& name, const std::string& was,
+                           const std::string& is) {
+    report.applied.push_back(absl::StrCat(name, ": ", was, " -> ", is));
+  };
+  refuse("socket", now.target, next.target);
+  refuse("socket_group", now.socket_group, next.socket_group);
+  refuse("workers", absl::StrCat(now.workers), absl::StrCat(next.workers));
+  refuse("max_image_pixels", absl::StrCat(now.max_image_pixels),
+         absl::StrCat(next.max_image_pixels));
+  refuse("keepalive", absl::FormatDuration(now.keepalive),
+         absl::FormatDuration(next.keepalive));
+  refuse("metrics_address", now.metrics_address, next.metrics_address);
+
+  if (next.max_jobs != now.max_jobs) {
+    applied("max_jobs", absl::StrCat(now.max_jobs), absl::StrCat(next.max_jobs));
+  }
+  if (next.max_jobs_per_client != now.max_jobs_per_client) {
+    applied("max_jobs_per_client", absl::StrCat(now.max_jobs_per_client),
+            absl::StrCat(next.max_jobs_per_client));
+  }
+  if (next.shm_budget_bytes != now.shm_budget_bytes) {
+    applied("shm_budget", FormatByteSize(now.shm_budget_bytes),
+            FormatByteSize(next.shm_budget_bytes));
+  }
+  registry_->SetLimits(next.max_jobs, next.max_jobs_per_client,
+                       next.shm_budget_bytes);
+  now.max_jobs = next.max_jobs;
+  now.max_jobs_per_client = next.max_jobs_per_client;
+  now.shm_budget_bytes = next.shm_budget_bytes;
+  if (next.max_leases_per_client != now.max_leases_per_client) {
+    applied("max_leases_per_client", absl::StrCat(now.max_leases_per_client),
+            absl::StrCat(next.max_leases_per_client));
+    limits_->SetMax(next.max_leases_per_client);
+    now.max_leases_per_client = next.max_leases_per_client;
+  }
+  if (next.lease_timeout != now.lease_timeout) {
+    applied("lease_timeout", absl::FormatDuration(now.lease_timeout),
+            absl::FormatDuration(next.lease_timeout));
+    lease_timeout_ms_ = absl::ToInt64Milliseconds(next.lease_timeout);
+    now.lease_timeout = next.lease_timeout;
+  }
+  if (next.dataset_roots != now.dataset_roots) {
+    const std::string was = absl::StrJoin(now.dataset_roots, ",");
+    const std::string is = absl::StrJoin(next.dataset_roots, ",");
+    if (absl::Status set = dataset_paths_->SetRoots(next.dataset_roots);
+        set.ok()) {
+      applied("dataset_roots", was.empty() ? "(any)" : was,
+              is.empty() ? "(any)" : is);
+      now.dataset_roots = next.dataset_roots;
+    } else {
+      report.refused.push_back(absl::StrCat(
+          "dataset_roots stay '", was, "': ", set.message()));
+    }
+  }
+  if (next.log_level != now.log_level) {
+    applied("log_level", now.log_level, next.log_level);
+    spdlog::default_logger()->set_level(
+        spdlog::level::from_str(next.log_level));
+    now.log_level = next.log_level;
+  }
+  return report;
 }
 
 void Daemon::Shutdown() {
@@ -181,7 +320,11 @@ void Daemon::Shutdown() {
     shut_down_ = true;
   }
   // No new connections; then end what runs.
+  if (server_ != nullptr && server_->GetHealthCheckService() != nullptr) {
+    server_->GetHealthCheckService()->SetServingStatus(false);
+  }
   if (listener_ != nullptr) listener_->Stop();
+  metrics_.reset();
   const absl::Status why = absl::UnavailableError("stokerd is shutting down");
   if (registry_ != nullptr) registry_->CloseAll(why);
   if (consumers_ != nullptr) consumers_->ShutdownAll(why);
@@ -198,13 +341,15 @@ void Daemon::Shutdown() {
   spdlog::info("stokerd on {} stopped", socket_path_);
 }
 
-int RunDaemon(const DaemonOptions& options) {
+int RunDaemon(const DaemonOptions& options,
+              std::function<absl::StatusOr<DaemonOptions>()> reload) {
   // Block the stop signals before any thread starts so every thread inherits
   // the mask and only sigwait() below sees them.
   sigset_t stop_signals;
   sigemptyset(&stop_signals);
   sigaddset(&stop_signals, SIGTERM);
   sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   ::signal(SIGPIPE, SIG_IGN);
 
@@ -230,7 +375,12 @@ int RunDaemon(const DaemonOptions& options) {
     });
   }
   int signal_number = 0;
-  sigwait(&stop_signals, &signal_number);
+  while (sigwait(&stop_signals, &signal_number) == 0 && signal_number == SIGHUP) {
+    (void)SdNotify("RELOADING=1");
+    Reload(**daemon, reload);
+    (void)SdNotify(absl::StrCat("READY=1\nSTATUS=serving ",
+                                (*daemon)->socket_path()));
+  }
   spdlog::info("received {}, draining", strsignal(signal_number));
   (void)SdNotify("STOPPING=1");
   watchdog.reset();

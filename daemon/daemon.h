@@ -16,7 +16,11 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <atomic>
+#include <map>
 #include <memory>
+#include <chrono>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -34,6 +38,7 @@
 #include "daemon/path_policy.h"
 #include "daemon/peer.h"
 #include "daemon/loader_service.h"
+#include "daemon/metrics.h"
 #include "daemon/ticker.h"
 #include "daemon/worker_pool.h"
 
@@ -59,6 +64,22 @@ struct DaemonOptions {
   // `keepalive` within another `keepalive` is closed, and its leases
   // reclaimed (a frozen or vanished client).
   absl::Duration keepalive = absl::Seconds(10);
+  // Prometheus metrics over HTTP at host:port ("127.0.0.1:9464"; port 0
+  // picks one); empty: none.
+  std::string metrics_address;
+  // trace, debug, info, warn, error or off (InitLogging applies it; kept
+  // here so that a reload can change it).
+  std::string log_level = "info";
+  // Listening sockets passed by systemd socket activation, by path (both
+  // the socket's and the ring socket's, or none).
+  std::map<std::string, int> inherited_sockets;
+};
+
+// What a reload did: one sentence per setting changed, and per setting that
+// cannot change while stokerd runs.
+struct ReloadReport {
+  std::vector<std::string> applied;
+  std::vector<std::string> refused;
 };
 
 class Daemon {
@@ -74,6 +95,14 @@ class Daemon {
   const std::string& socket_path() const { return socket_path_; }
   std::string target() const { return "unix://" + socket_path_; }
   const std::string& segment_prefix() const { return segment_prefix_; }
+  // The metrics endpoint's port (0 without one).
+  int metrics_port() const;
+
+  // Applies what can change at run time (limits, shared-memory budget,
+  // dataset roots, lease timeout, log level) from `next`, and refuses the
+  // rest, leaving it as it was. A dataset root that does not exist keeps
+  // the old roots (refused).
+  ReloadReport Reconfigure(const DaemonOptions& next);
 
  private:
   Daemon(std::string socket_path, InstanceLock lock);
@@ -92,13 +121,24 @@ class Daemon {
   std::unique_ptr<PathPolicy> dataset_paths_;
   std::unique_ptr<PeerTable> peers_;
   std::unique_ptr<Listener> listener_;
+  std::unique_ptr<MetricsServer> metrics_;
+  const std::chrono::steady_clock::time_point started_ =
+      std::chrono::steady_clock::now();
+  // Read by the ticker; milliseconds, 0: no limit.
+  std::atomic<int64_t> lease_timeout_ms_{0};
+
+  absl::Mutex options_mu_;
+  DaemonOptions options_ ABSL_GUARDED_BY(options_mu_);
 
   absl::Mutex shutdown_mu_;
   bool shut_down_ ABSL_GUARDED_BY(shutdown_mu_) = false;
 };
 
-// Runs stokerd until SIGTERM or SIGINT; returns the process exit code.
-int RunDaemon(const DaemonOptions& options);
+// Runs stokerd until SIGTERM or SIGINT; returns the process exit code. On
+// SIGHUP calls `reload` for the new settings (an error is logged and
+// changes nothing) and applies them with Reconfigure().
+int RunDaemon(const DaemonOptions& options,
+              std::function<absl::StatusOr<DaemonOptions>()> reload = {});
 
 }  // namespace stoker
 

@@ -13,7 +13,7 @@
 namespace stoker {
 
 JobRegistry::JobRegistry(RegistryOptions options, WorkerPool* pool)
-    : options_(std::move(options)), pool_(pool) {}
+    : pool_(pool), options_(std::move(options)) {}
 
 std::string JobRegistry::NewJobId() {
   // Random, so an id held by a client across a daemon restart never names
@@ -26,6 +26,19 @@ uint64_t FreeBytes(const std::string& dir) {
   struct statvfs vfs;
   if (::statvfs(dir.c_str(), &vfs) != 0) return 0;
   return uint64_t{vfs.f_bavail} * vfs.f_frsize;
+}
+
+uint64_t JobRegistry::shm_budget_bytes() const {
+  absl::MutexLock lock(&mu_);
+  return options_.shm_budget_bytes;
+}
+
+void JobRegistry::SetLimits(uint32_t max_jobs, uint32_t max_jobs_per_client,
+                            uint64_t shm_budget_bytes) {
+  absl::MutexLock lock(&mu_);
+  options_.max_jobs = max_jobs;
+  options_.max_jobs_per_client = max_jobs_per_client;
+  options_.shm_budget_bytes = shm_budget_bytes;
 }
 
 absl::Status JobRegistry::CheckLimits(const JobConfig& config) const {

@@ -55,6 +55,12 @@ class JobRegistry {
   // Ends every job with `why` and refuses new ones (daemon shutdown).
   void CloseAll(const absl::Status& why);
   uint64_t shm_bytes() const;
+  uint64_t shm_budget_bytes() const;
+  // Changes the limits new jobs are checked against (SIGHUP); running jobs
+  // are left alone.
+  void SetLimits(uint32_t max_jobs, uint32_t max_jobs_per_client,
+                 uint64_t shm_budget_bytes);
+  // segment_prefix, segment_mode, shm_dir and dataset_paths never change.
   const RegistryOptions& options() const { return options_; }
 
  private:
@@ -62,10 +68,12 @@ class JobRegistry {
   absl::Status CheckLimits(const JobConfig& config) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  const RegistryOptions options_;
   WorkerPool* const pool_;
 
   mutable absl::Mutex mu_;
+  // Its limits (max_jobs, max_jobs_per_client, shm_budget_bytes) are
+  // written under mu_ by SetLimits, and read under mu_.
+  RegistryOptions options_;
   std::map<std::string, std::shared_ptr<Job>> jobs_ ABSL_GUARDED_BY(mu_);
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
 };

@@ -61,7 +61,25 @@ absl::StatusOr<int> ListenUnix(const std::string& path, mode_t mode,
 
 absl::StatusOr<std::unique_ptr<Listener>> Listener::Open(
     const std::string& socket_path, const std::string& ring_path, mode_t mode,
-    std::optional<gid_t> group) {
+    std::optional<gid_t> group, const std::map<std::string, int>& inherited) {
+  if (!inherited.empty()) {
+    auto grpc_it = inherited.find(socket_path);
+    auto ring_it = inherited.find(ring_path);
+    if (grpc_it == inherited.end() || ring_it == inherited.end()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "socket activation passed ", inherited.size(),
+          " sockets but not both ", socket_path, " and ", ring_path,
+          ": the socket unit must listen on exactly those two (and --socket "
+          "name the first)"));
+    }
+    int wake[2];
+    if (::pipe2(wake, O_CLOEXEC) != 0) {
+      return absl::InternalError(absl::StrCat("pipe: ", std::strerror(errno)));
+    }
+    return std::unique_ptr<Listener>(
+        new Listener(socket_path, ring_path, grpc_it->second, ring_it->second,
+                     wake[0], wake[1], /*owns_paths=*/false));
+  }
   auto grpc_fd = ListenUnix(socket_path, mode, group);
   if (!grpc_fd.ok()) return grpc_fd.status();
   auto ring_fd = ListenUnix(ring_path, mode, group);
@@ -77,17 +95,20 @@ absl::StatusOr<std::unique_ptr<Listener>> Listener::Open(
     return absl::InternalError(absl::StrCat("pipe: ", std::strerror(errno)));
   }
   return std::unique_ptr<Listener>(new Listener(
-      socket_path, ring_path, *grpc_fd, *ring_fd, wake[0], wake[1]));
+      socket_path, ring_path, *grpc_fd, *ring_fd, wake[0], wake[1],
+      /*owns_paths=*/true));
 }
 
 Listener::Listener(std::string socket_path, std::string ring_path,
-                   int grpc_fd, int ring_fd, int wake_read, int wake_write)
+                   int grpc_fd, int ring_fd, int wake_read, int wake_write,
+                   bool owns_paths)
     : socket_path_(std::move(socket_path)),
       ring_path_(std::move(ring_path)),
       grpc_fd_(grpc_fd),
       ring_fd_(ring_fd),
       wake_read_(wake_read),
-      wake_write_(wake_write) {}
+      wake_write_(wake_write),
+      owns_paths_(owns_paths) {}
 
 Listener::~Listener() { Stop(); }
 
@@ -154,8 +175,10 @@ void Listener::Stop() {
   ::close(ring_fd_);
   ::close(wake_read_);
   ::close(wake_write_);
-  ::unlink(socket_path_.c_str());
-  ::unlink(ring_path_.c_str());
+  if (owns_paths_) {
+    ::unlink(socket_path_.c_str());
+    ::unlink(ring_path_.c_str());
+  }
 }
 
 }  // namespace stoker

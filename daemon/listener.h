@@ -10,7 +10,9 @@
 // Both sockets are created with their final mode (and group) before they
 // appear under their names: each is bound under a temporary name, chmod-ed
 // and renamed into place, so there is no moment at which the umask's mode
-// is visible.
+// is visible. Under socket activation systemd made both sockets (with the
+// mode and group of deploy/stokerd.socket) and passes them in `inherited`;
+// they are then used as they are and left in place on Stop().
 //
 // Thread-safety: Start() and Stop() from one thread.
 #ifndef STOKER_DAEMON_LISTENER_H_
@@ -20,6 +22,7 @@
 #include <sys/types.h>
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -40,9 +43,12 @@ class Listener {
   using RingHandler =
       std::function<void(int fd, const PeerCredentials& credentials)>;
 
+  // `inherited`: listening sockets passed by systemd, by path (see
+  // TakeListenFds); either both paths are in it or neither.
   static absl::StatusOr<std::unique_ptr<Listener>> Open(
       const std::string& socket_path, const std::string& ring_path,
-      mode_t mode, std::optional<gid_t> group);
+      mode_t mode, std::optional<gid_t> group,
+      const std::map<std::string, int>& inherited = {});
   ~Listener();  // Stop()
 
   // Accepts until Stop(): gRPC connections go to `server` (their
@@ -53,7 +59,7 @@ class Listener {
 
  private:
   Listener(std::string socket_path, std::string ring_path, int grpc_fd,
-           int ring_fd, int wake_read, int wake_write);
+           int ring_fd, int wake_read, int wake_write, bool owns_paths);
   void Run(grpc::Server* server, PeerTable* peers, RingHandler on_ring);
 
   const std::string socket_path_;
@@ -62,6 +68,7 @@ class Listener {
   int ring_fd_;
   int wake_read_;
   int wake_write_;
+  const bool owns_paths_;  // false: systemd's sockets, left in place
   std::thread thread_;
   bool stopped_ = false;
 };

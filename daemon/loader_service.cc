@@ -1,5 +1,7 @@
 #include "daemon/loader_service.h"
 
+#include "daemon/stats.h"
+
 #include "absl/strings/str_cat.h"
 #include "common/grpc_status.h"
 #include "daemon/job_spec.h"
@@ -140,26 +142,11 @@ grpc::ServerUnaryReactor* LoaderService::GetStats(
     grpc::CallbackServerContext* context, const v1::GetStatsRequest* request,
     v1::Stats* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  v1::DaemonStats* daemon = response->mutable_daemon();
-  daemon->set_version(kVersion);
-  daemon->set_workers(pool_->size());
-  daemon->set_uptime_ms(std::chrono::duration_cast<std::chrono::milliseconds>(
-                            std::chrono::steady_clock::now() - started_)
-                            .count());
-  daemon->set_shm_bytes(registry_->shm_bytes());
-  daemon->set_samples_decoded(pool_->samples_decoded());
-  daemon->set_decode_errors(pool_->decode_errors());
-  daemon->set_worker_busy_percent(pool_->busy_percent());
-  daemon->set_decoded_per_second(pool_->decoded_per_second());
-  daemon->set_shm_budget_bytes(registry_->options().shm_budget_bytes);
-  daemon->set_shm_free_bytes(FreeBytes(registry_->options().shm_dir));
-  // The daemon's totals cover every job; per-job figures only those the
-  // caller may use.
+  // Per-job figures only for the jobs the caller may use.
   const Peer peer = PeerOf(*context, peers_);
-  for (const auto& job : registry_->List()) {
-    if (!MayAccess(job->access(), peer)) continue;
-    CountersToProto(*job, job->Counters(), response->add_jobs());
-  }
+  CollectStats(*pool_, *registry_, started_,
+               [&peer](const Job& job) { return MayAccess(job.access(), peer); },
+               response);
   reactor->Finish(grpc::Status::OK);
   return reactor;
 }

@@ -1,15 +1,21 @@
 // stokerd: the stoker data-loading daemon.
 #include <cstdint>
+#include <cstdio>
+#include <utility>
 #include <string>
 #include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "absl/flags/reflection.h"
 #include "absl/flags/usage.h"
+#include "absl/status/status.h"
 #include "common/log.h"
 #include "common/naming.h"
 #include "daemon/byte_size.h"
+#include "daemon/config.h"
 #include "daemon/daemon.h"
+#include "daemon/sd_listen.h"
 
 ABSL_FLAG(std::string, socket, std::string(stoker::kDaemonDefaultTarget),
           "gRPC address to serve, a Unix socket: unix:///path/to/stoker.sock");
@@ -41,27 +47,82 @@ ABSL_FLAG(absl::Duration, keepalive, absl::Seconds(10),
           "0 disables");
 ABSL_FLAG(std::string, log_level, "info",
           "trace, debug, info, warn, error or off");
+ABSL_FLAG(std::string, metrics_address, "",
+          "serve Prometheus metrics over HTTP at host:port (GET /metrics), "
+          "e.g. 127.0.0.1:9464; empty: off");
+ABSL_FLAG(std::string, config, stoker::kDefaultConfigPath,
+          "configuration file (protobuf text format, stoker.v1.DaemonConfig); "
+          "its fields are the flags above, and flags given on the command "
+          "line win; a missing default file is no error; empty: none");
+ABSL_FLAG(bool, check_config, false,
+          "check the configuration file and flags, print the settings and "
+          "exit (0 if valid)");
+
+namespace {
+
+// The settings: the file (if any), then the flags given on the command
+// line. Called at start and on every SIGHUP.
+absl::StatusOr<stoker::DaemonOptions> LoadSettings(
+    const std::string& path, bool path_given,
+    const std::vector<std::pair<std::string, std::string>>& flags) {
+  stoker::LoadedConfig config;
+  if (!path.empty()) {
+    auto file = stoker::ReadConfigFile(path);
+    if (file.ok()) {
+      config = *std::move(file);
+    } else if (!absl::IsNotFound(file.status()) || path_given) {
+      return file.status();
+    }
+  }
+  if (absl::Status flagged = stoker::ApplyFlagOverrides(flags, &config);
+      !flagged.ok()) {
+    return flagged;
+  }
+  return stoker::ToDaemonOptions(config);
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
-      "stokerd --socket=unix:///run/stoker/stoker.sock [--workers=N]");
+      "stokerd [--config=/etc/stoker/stokerd.conf] [--socket=unix:///run/"
+      "stoker/stoker.sock] [--workers=N] ...");
   absl::ParseCommandLine(argc, argv);
-  if (absl::Status logging = stoker::InitLogging(absl::GetFlag(FLAGS_log_level));
-      !logging.ok()) {
-    std::fprintf(stderr, "stokerd: %s\n", std::string(logging.message()).c_str());
+  // Flags given on the command line override the file, now and on reload.
+  std::vector<std::pair<std::string, std::string>> flags;
+  bool path_given = false;
+  for (const std::string& name : stoker::FlagNamesIn(argc, argv)) {
+    path_given |= name == "config";
+    if (!stoker::IsConfigField(name)) continue;
+    flags.emplace_back(name,
+                       absl::FindCommandLineFlag(name)->CurrentValue());
+  }
+  const std::string path = absl::GetFlag(FLAGS_config);
+  auto options = LoadSettings(path, path_given, flags);
+  if (!options.ok()) {
+    std::fprintf(stderr, "stokerd: %s\n",
+                 std::string(options.status().message()).c_str());
     return 2;
   }
-  return stoker::RunDaemon({
-      .target = absl::GetFlag(FLAGS_socket),
-      .workers = absl::GetFlag(FLAGS_workers),
-      .max_jobs = absl::GetFlag(FLAGS_max_jobs),
-      .max_image_pixels = absl::GetFlag(FLAGS_max_image_pixels),
-      .max_jobs_per_client = absl::GetFlag(FLAGS_max_jobs_per_client),
-      .max_leases_per_client = absl::GetFlag(FLAGS_max_leases_per_client),
-      .shm_budget_bytes = absl::GetFlag(FLAGS_shm_budget).bytes,
-      .dataset_roots = absl::GetFlag(FLAGS_dataset_roots),
-      .socket_group = absl::GetFlag(FLAGS_socket_group),
-      .lease_timeout = absl::GetFlag(FLAGS_lease_timeout),
-      .keepalive = absl::GetFlag(FLAGS_keepalive),
+  if (absl::GetFlag(FLAGS_check_config)) {
+    std::printf("%s: valid\n%s", path.empty() ? "flags" : path.c_str(),
+                stoker::DescribeOptions(*options).c_str());
+    return 0;
+  }
+  if (absl::Status logging = stoker::InitLogging(options->log_level);
+      !logging.ok()) {
+    std::fprintf(stderr, "stokerd: %s\n",
+                 std::string(logging.message()).c_str());
+    return 2;
+  }
+  auto inherited = stoker::TakeListenFds();
+  if (!inherited.ok()) {
+    std::fprintf(stderr, "stokerd: %s\n",
+                 std::string(inherited.status().message()).c_str());
+    return 2;
+  }
+  options->inherited_sockets = *std::move(inherited);
+  return stoker::RunDaemon(*options, [path, path_given, flags] {
+    return LoadSettings(path, path_given, flags);
   });
 }

@@ -40,10 +40,31 @@ absl::StatusOr<PathPolicy> PathPolicy::Create(
   return PathPolicy(std::move(resolved));
 }
 
+// Nothing else can see a policy under construction.
+PathPolicy::PathPolicy(PathPolicy&& other) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+  absl::MutexLock lock(&other.mu_);
+  roots_ = std::move(other.roots_);
+}
+
+absl::Status PathPolicy::SetRoots(const std::vector<std::string>& roots) {
+  auto replacement = Create(roots);
+  if (!replacement.ok()) return replacement.status();
+  std::vector<std::string> resolved = replacement->roots();
+  absl::MutexLock lock(&mu_);
+  roots_ = std::move(resolved);
+  return absl::OkStatus();
+}
+
+std::vector<std::string> PathPolicy::roots() const {
+  absl::MutexLock lock(&mu_);
+  return roots_;
+}
+
 bool PathPolicy::Allowed(const std::string& resolved) const {
   for (std::string_view never : kNeverAllowed) {
     if (Under(resolved, never)) return false;
   }
+  absl::MutexLock lock(&mu_);
   for (const std::string& root : roots_) {
     if (Under(resolved, root)) return true;
   }
@@ -65,7 +86,7 @@ absl::StatusOr<std::string> PathPolicy::Resolve(const std::string& path) const {
     return absl::PermissionDeniedError(absl::StrCat(
         "dataset.path '", path, "' resolves to '", resolved,
         "', outside the dataset roots stokerd allows (",
-        absl::StrJoin(roots_, ", "),
+        absl::StrJoin(roots(), ", "),
         "; never /proc, /sys or /dev): see --dataset_roots"));
   }
   return resolved;

@@ -7,14 +7,16 @@
 // of the file actually open (so a symlink swapped in after the scan cannot
 // lead a worker outside the roots either).
 //
-// Thread-safety: immutable after Create(); safe from any thread.
+// Thread-safety: thread-safe; SetRoots() may run while workers check files.
 #ifndef STOKER_DAEMON_PATH_POLICY_H_
 #define STOKER_DAEMON_PATH_POLICY_H_
 
 #include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 
 namespace stoker {
 
@@ -24,6 +26,7 @@ class PathPolicy {
   static absl::StatusOr<PathPolicy> Create(const std::vector<std::string>& roots);
   // Allows everything but the pseudo file systems.
   PathPolicy() : roots_{"/"} {}
+  PathPolicy(PathPolicy&& other);
 
   // The resolved `path`: NOT_FOUND if it does not exist, PERMISSION_DENIED
   // (naming the roots) if it resolves outside them.
@@ -31,14 +34,18 @@ class PathPolicy {
   // PERMISSION_DENIED unless the file open on `fd` lies inside the roots.
   absl::Status CheckOpen(int fd) const;
 
-  const std::vector<std::string>& roots() const { return roots_; }
+  // Replaces the roots (SIGHUP); files already open are not checked again.
+  // On error (a root that does not exist) the old roots stay.
+  absl::Status SetRoots(const std::vector<std::string>& roots);
+  std::vector<std::string> roots() const;
 
  private:
   explicit PathPolicy(std::vector<std::string> roots)
       : roots_(std::move(roots)) {}
   bool Allowed(const std::string& resolved) const;
 
-  std::vector<std::string> roots_;
+  mutable absl::Mutex mu_;
+  std::vector<std::string> roots_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace stoker

@@ -79,6 +79,8 @@ void CountersToProto(const Job& job, const JobCounters& c, v1::JobStats* out) {
   out->set_leased_slots(c.leased_slots);
   const uint32_t slots = job.geometry().slot_count;
   out->set_slots(slots);
+  out->set_slot_bytes(job.geometry().slot.slot_bytes);
+  out->set_ring_bytes(job.geometry().segment_bytes);
   out->set_ring_occupancy_percent(
       100.0 * (c.filling_slots + c.ready_slots + c.leased_slots) / slots);
   out->set_decoded_per_second(c.decoded_per_second);

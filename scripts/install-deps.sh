@@ -9,6 +9,7 @@ packages=(
   libabsl-dev libboost-dev libspdlog-dev
   libjpeg62-turbo-dev libturbojpeg0-dev libyuv-dev libspng-dev
   libgtest-dev clang libclang-rt-14-dev
+  libcivetweb-dev systemd dpkg-dev
 )
 
 missing=()
