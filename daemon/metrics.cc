@@ -144,6 +144,8 @@ std::string RenderMetrics(const v1::Stats& stats) {
         double(d.shm_budget_bytes()));
   w.One("stoker_shm_free_bytes", "gauge", "Free bytes in /dev/shm.",
         double(d.shm_free_bytes()));
+  w.One("stoker_resident_memory_bytes", "gauge",
+        "stokerd's resident memory, rings apart.", double(d.rss_bytes()));
   w.One("stoker_jobs", "gauge", "Jobs stokerd holds.", stats.jobs_size());
   for (const JobSeries& series : kJobSeries) {
     w.Family(series.name, series.type, series.help);

@@ -1,9 +1,30 @@
 #include "daemon/stats.h"
 
+#include <cinttypes>
+#include <cstdio>
+#include <fstream>
+#include <string>
+
 #include "daemon/proto_convert.h"
 #include "daemon/version.h"
 
 namespace stoker {
+namespace {
+
+// VmRSS of this process (0 if /proc cannot tell).
+uint64_t ResidentBytes() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    uint64_t kib = 0;
+    if (std::sscanf(line.c_str(), "VmRSS: %" SCNu64 " kB", &kib) == 1) {
+      return kib * 1024;
+    }
+  }
+  return 0;
+}
+
+}  // namespace
 
 void CollectStats(const WorkerPool& pool, const JobRegistry& registry,
                   std::chrono::steady_clock::time_point started,
@@ -22,6 +43,7 @@ void CollectStats(const WorkerPool& pool, const JobRegistry& registry,
   daemon->set_decoded_per_second(pool.decoded_per_second());
   daemon->set_shm_budget_bytes(registry.shm_budget_bytes());
   daemon->set_shm_free_bytes(FreeBytes(registry.options().shm_dir));
+  daemon->set_rss_bytes(ResidentBytes());
   for (const auto& job : registry.List()) {
     if (include && !include(*job)) continue;
     CountersToProto(*job, job->Counters(), out->add_jobs());

@@ -1,0 +1,114 @@
+// stokerctl bench: one exclusive job on a dataset, consumed as fast as
+// stokerd delivers, through the client SDK as a trainer would (no GPU).
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+
+#include "absl/strings/str_format.h"
+#include "client/stokerctl/commands.h"
+#include "client/stokerctl/format.h"
+#include "stoker/client.h"
+
+namespace stoker::ctl {
+namespace {
+
+void Fail(const std::string& doing, const absl::Status& status) {
+  absl::FPrintF(stderr, "stokerctl: cannot %s: %s.\n", doing,
+               std::string(status.message()));
+}
+
+}  // namespace
+
+int Bench(const Options& options, const BenchOptions& bench) {
+  JobSpec spec{.dataset_path = bench.dataset,
+               .batch_size = bench.batch_size,
+               .slots = bench.slots,
+               .height = bench.size,
+               .width = bench.size,
+               .epochs = 0,
+               .name = "stokerctl bench"};
+  if (bench.pipeline == "train") {
+    spec.pipeline = TrainPipeline(bench.size);
+  } else if (bench.pipeline == "eval") {
+    spec.pipeline = EvalPipeline(bench.size * 8 / 7, bench.size);
+  } else if (bench.pipeline != "resize") {
+    absl::FPrintF(stderr,
+                 "stokerctl: --pipeline must be train, eval or resize, not "
+                 "'%s'.\n",
+                 bench.pipeline);
+    return 2;
+  }
+  auto client = Client::Connect(options.target);
+  if (!client.ok()) {
+    Fail("reach stokerd at " + options.target, client.status());
+    return 1;
+  }
+  auto job = (*client)->CreateJob(spec);
+  if (!job.ok()) {
+    Fail("start a job on " + bench.dataset, job.status());
+    return 1;
+  }
+  auto consumer = (*client)->Attach(job->id);
+  if (!consumer.ok()) {
+    Fail("attach to job " + job->id, consumer.status());
+    (void)(*client)->DeleteJob(job->id);
+    return 1;
+  }
+  const bool terminal = ::isatty(STDERR_FILENO) == 1 && !options.json;
+  const auto start = std::chrono::steady_clock::now();
+  const auto seconds_since = [&start] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                         start)
+        .count();
+  };
+  const double limit = absl::ToDoubleSeconds(bench.duration);
+  uint64_t images = 0;
+  uint64_t batches = 0;
+  double last_draw = -1;
+  absl::Status failure;
+  while (seconds_since() < limit &&
+         (bench.max_batches == 0 || batches < bench.max_batches)) {
+    absl::StatusOr<Batch> batch = (*consumer)->Next();
+    if (!batch.ok()) {
+      failure = batch.status();
+      break;
+    }
+    images += batch->size();
+    ++batches;
+    const double now = seconds_since();
+    if (terminal && now - last_draw >= 0.2) {
+      last_draw = now;
+      const double done = bench.max_batches > 0
+                              ? double(batches) / double(bench.max_batches)
+                              : now / limit;
+      absl::FPrintF(stderr, "\r%s %5.1fs %8.0f images/s",
+                   ProgressBar(done, 30), now, images / now);
+    }
+  }
+  const double elapsed = seconds_since();
+  if (terminal) absl::FPrintF(stderr, "\r%s\r", std::string(60, ' '));
+  consumer->reset();
+  (void)(*client)->DeleteJob(job->id);
+  if (!failure.ok()) {
+    Fail(absl::StrFormat("read batch %d of job %s", batches, job->id), failure);
+    return 1;
+  }
+  const double rate = elapsed > 0 ? images / elapsed : 0;
+  if (options.json) {
+    absl::PrintF(
+        "{\"dataset\":%s,\"images\":%d,\"batches\":%d,\"seconds\":%.3f,"
+        "\"images_per_second\":%.1f,\"batch_size\":%d,\"size\":%d,"
+        "\"pipeline\":\"%s\"}\n",
+        JsonString(bench.dataset), images, batches, elapsed, rate,
+        bench.batch_size, bench.size, bench.pipeline);
+  } else {
+    absl::PrintF("%d images in %d batches of %d (%dx%d, %s) in %.1f s: %.0f "
+                "images/s\n",
+                images, batches, bench.batch_size, bench.size, bench.size,
+                bench.pipeline, elapsed, rate);
+  }
+  return 0;
+}
+
+}  // namespace stoker::ctl

@@ -1,0 +1,154 @@
+// stokerctl against a real stokerd: what it prints, its JSON, and the
+// sentences it makes of errors.
+#include <stdio.h>
+#include <sys/wait.h>
+
+#include <fstream>
+
+#include "gtest/gtest.h"
+#include "tests/test_util.h"
+
+namespace stoker {
+namespace {
+
+using testing::TestDaemon;
+
+struct Output {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+class StokerctlTest : public ::testing::Test {
+ protected:
+  StokerctlTest() {
+    // One file that is not an image: a decode error with its path.
+    broken_ = testing::MakeDataset(daemon_.dir() + "/data", 2, 6).paths[3];
+    std::ofstream(broken_, std::ios::trunc) << "not a jpeg";
+  }
+
+  Output Stokerctl(const std::string& args) {
+    const std::string err_path = daemon_.dir() + "/stokerctl.err";
+    const std::string command = std::string(STOKERCTL_PATH) + " --socket=" +
+                                daemon_.target() + " " + args + " 2>" +
+                                err_path;
+    Output run;
+    FILE* pipe = ::popen(command.c_str(), "r");
+    char buffer[4096];
+    size_t n;
+    while ((n = std::fread(buffer, 1, sizeof(buffer), pipe)) > 0) {
+      run.out.append(buffer, n);
+    }
+    const int status = ::pclose(pipe);
+    run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    run.err = testdata::ReadTextFile(err_path);
+    return run;
+  }
+
+  TestDaemon daemon_{{.workers = 1}};
+  std::string broken_;
+  std::unique_ptr<Client> client_ = daemon_.Connect();
+};
+
+TEST_F(StokerctlTest, StatusShowsVersionHealthAndWorkers) {
+  const Output run = Stokerctl("status");
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_NE(run.out.find("0.1.0 at " + daemon_.target()), std::string::npos)
+      << run.out;
+  EXPECT_NE(run.out.find("SERVING"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("workers  1, "), std::string::npos) << run.out;
+
+  const Output json = Stokerctl("--json status");
+  EXPECT_EQ(json.exit_code, 0) << json.err;
+  EXPECT_NE(json.out.find("\"health\":\"SERVING\""), std::string::npos)
+      << json.out;
+  EXPECT_NE(json.out.find("\"workers\":1"), std::string::npos) << json.out;
+}
+
+TEST_F(StokerctlTest, JobsListsEachJobAndTheFilesThatFailed) {
+  JobSpec spec{.dataset_path = daemon_.dir() + "/data", .batch_size = 13,
+               .slots = 2, .height = 8, .width = 8, .epochs = 0,
+               .name = "resnet50"};
+  auto job = client_->CreateJob(spec);
+  ASSERT_TRUE(job.ok()) << job.status();
+  auto consumer = client_->Attach(job->id);
+  ASSERT_TRUE(consumer.ok());
+  ASSERT_TRUE((*consumer)->Next().ok());  // the whole epoch, broken file too
+
+  const Output run = Stokerctl("jobs");
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_NE(run.out.find("JOB"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find(job->id + "  resnet50  running  exclusive  1 "),
+            std::string::npos)
+      << run.out;
+  EXPECT_NE(run.out.find(job->id + ": " + broken_ + ": "),
+            std::string::npos)
+      << run.out;
+
+  const Output json = Stokerctl("--json jobs");
+  EXPECT_NE(json.out.find("\"job_id\":\"" + job->id + "\""), std::string::npos)
+      << json.out;
+  EXPECT_NE(json.out.find("\"path\":\"" + broken_ + "\""), std::string::npos)
+      << json.out;
+
+  const Output top = Stokerctl("top --iterations=2 --interval=100ms");
+  EXPECT_EQ(top.exit_code, 0) << top.err;
+  size_t frames = 0;
+  for (size_t at = 0; (at = top.out.find("SERVING", at)) != std::string::npos;
+       ++at) {
+    ++frames;
+  }
+  EXPECT_EQ(frames, 2u) << top.out;
+}
+
+TEST_F(StokerctlTest, JobDeleteEndsTheJobAndExplainsAnUnknownOne) {
+  auto job = client_->CreateJob({.dataset_path = daemon_.dir() + "/data",
+                                 .batch_size = 2, .slots = 2, .height = 8,
+                                 .width = 8, .epochs = 0});
+  ASSERT_TRUE(job.ok()) << job.status();
+  const Output run = Stokerctl("job delete " + job->id);
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(run.out, "deleted job " + job->id + "\n");
+  EXPECT_EQ(client_->GetJob(job->id).status().code(),
+            absl::StatusCode::kNotFound);
+
+  const Output again = Stokerctl("job delete " + job->id);
+  EXPECT_EQ(again.exit_code, 1);
+  EXPECT_EQ(again.err, "stokerctl: cannot delete job " + job->id +
+                           ": job_id '" + job->id + "' not found.\n");
+}
+
+TEST_F(StokerctlTest, BenchReportsImagesPerSecondAndCleansUp) {
+  const Output run = Stokerctl("--json bench --batches=4 --batch_size=3 --size=16 " +
+                            daemon_.dir() + "/data");
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_NE(run.out.find("\"images\":12,\"batches\":4"), std::string::npos)
+      << run.out;
+  EXPECT_NE(run.out.find("\"images_per_second\":"), std::string::npos);
+  EXPECT_TRUE(client_->ListJobs()->empty());  // its job deleted
+
+  const Output missing = Stokerctl("bench " + daemon_.dir() + "/absent");
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_NE(missing.err.find("stokerctl: cannot start a job on " +
+                             daemon_.dir() + "/absent: "),
+            std::string::npos)
+      << missing.err;
+}
+
+TEST_F(StokerctlTest, NoDaemonAndBadUsageAreSentences) {
+  const Output nobody = Stokerctl("--socket=unix://" + daemon_.dir() +
+                               "/absent.sock status");
+  EXPECT_EQ(nobody.exit_code, 1);
+  EXPECT_NE(nobody.err.find("no stokerd listens at " + daemon_.dir() +
+                            "/absent.sock (no such socket)"),
+            std::string::npos)
+      << nobody.err;
+  EXPECT_EQ(nobody.err.find("grpc"), std::string::npos) << nobody.err;
+
+  const Output usage = Stokerctl("frobnicate");
+  EXPECT_EQ(usage.exit_code, 2);
+  EXPECT_NE(usage.err.find("unknown command 'frobnicate'"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace stoker
