@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/check.h"
+#include "common/log.h"
 #include "common/status_macros.h"
 
 namespace stoker {
@@ -141,11 +142,27 @@ bool Job::TakeTask(SampleTask* task) {
 }
 
 void Job::RecordError(uint32_t sample, std::string reason) {
-  absl::MutexLock lock(&mu_);
-  ++decode_errors_;
-  if (errors_.size() < kMaxErrorRecords &&
-      error_samples_.insert(sample).second) {
-    errors_.push_back({dataset_.samples[sample].path, std::move(reason)});
+  // The first distinct failures are logged (one line each); the rest are
+  // only counted, so that a broken dataset cannot flood the journal.
+  bool log = false;
+  bool last = false;
+  {
+    absl::MutexLock lock(&mu_);
+    ++decode_errors_;
+    if (errors_.size() < kMaxErrorRecords &&
+        error_samples_.insert(sample).second) {
+      errors_.push_back({dataset_.samples[sample].path, reason});
+      log = true;
+      last = errors_.size() == kMaxErrorRecords;
+    }
+  }
+  if (log) {
+    spdlog::warn("job {}: {}: {}", id_, dataset_.samples[sample].path, reason);
+  }
+  if (last) {
+    spdlog::warn("job {}: {} files failed; further failures are counted "
+                 "(stokerctl jobs), not logged",
+                 id_, kMaxErrorRecords);
   }
 }
 
@@ -159,6 +176,7 @@ void Job::FinishTask(const SampleTask& task, const absl::Status& status) {
       return;
     }
     if (!status.ok()) {
+      spdlog::error("job {}: failed: {}", id_, status.message());
       Stop(JobPhase::kFailed, status);
       notify = Listeners();
     } else {
@@ -523,6 +541,8 @@ void Job::Complete(uint64_t seq) {
   published_.erase(it);
   ++completed_;
   if (start_seq_ + completed_ == total_batches_) {
+    spdlog::info("job {}: finished: all {} batches released", id_,
+                 total_batches_);
     phase_ = JobPhase::kFinished;
     MaybeFreeRing();
   }

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "absl/strings/str_split.h"
 #include "common/naming.h"
 #include "daemon/shm_segment.h"
 #include "gtest/gtest.h"
@@ -127,6 +128,50 @@ TEST_F(ServiceTest, CheckConfigValidatesAndExits) {
   ASSERT_TRUE(exit.has_value());
   EXPECT_EQ(WEXITSTATUS(*exit), 0);
   EXPECT_FALSE(std::filesystem::exists(socket_));
+}
+
+TEST_F(ServiceTest, LogLinesHaveJournalPrioritiesAndJobIdsAndNoneGoesPerBatch) {
+  const auto data = testing::MakeDataset(dir_.path() + "/logdata", 2, 10);
+  std::ofstream(data.paths[4], std::ios::trunc) << "not a jpeg";
+  Subprocess daemon(STOKERD_PATH,
+                    {"--config=", "--socket=" + target_, "--workers=1"}, log_);
+  ASSERT_TRUE(testdata::WaitForPath(socket_, std::chrono::seconds(10)));
+  auto client = Client::Connect(target_);
+  ASSERT_TRUE(client.ok()) << client.status();
+  auto job = (*client)->CreateJob({.dataset_path = dir_.path() + "/logdata",
+                                   .batch_size = 2, .slots = 2, .height = 8,
+                                   .width = 8, .epochs = 3});
+  ASSERT_TRUE(job.ok()) << job.status();
+  auto consumer = (*client)->Attach(job->id);
+  ASSERT_TRUE(consumer.ok());
+  int batches = 0;
+  while ((*consumer)->Next().ok()) ++batches;
+  EXPECT_EQ(batches, 30);
+  consumer->reset();
+  ASSERT_TRUE(LogShows("finished"));
+  StopCleanly(daemon);
+
+  const std::string log = testdata::ReadTextFile(log_);
+  std::vector<std::string> lines = absl::StrSplit(log, '\n', absl::SkipEmpty());
+  EXPECT_LT(lines.size(), 15u) << log;  // 30 batches: nothing per batch
+  int job_lines = 0;
+  for (const std::string& line : lines) {
+    EXPECT_TRUE(line.size() > 3 && line[0] == '<' && line[1] >= '0' &&
+                line[1] <= '7' && line[2] == '>')
+        << line;
+    if (line.find(job->id) != std::string::npos) {
+      ++job_lines;
+      EXPECT_NE(line.find("job " + job->id + ": "), std::string::npos) << line;
+    }
+  }
+  // Created, the broken file (a warning, once though read 3 times),
+  // finished.
+  EXPECT_GE(job_lines, 3) << log;
+  EXPECT_NE(log.find("<4>warning job " + job->id + ": " + data.paths[4] + ": "),
+            std::string::npos)
+      << log;
+  EXPECT_NE(log.find("<6>info job " + job->id + ": finished"), std::string::npos)
+      << log;
 }
 
 // systemd-socket-activate binds both sockets, waits for a first client and
