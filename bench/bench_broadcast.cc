@@ -105,7 +105,7 @@ int main(int argc, char** argv) {
                           : static_cast<int>(std::thread::hardware_concurrency());
   stoker::testdata::Subprocess daemon(
       absl::GetFlag(FLAGS_stokerd),
-      {"--socket=unix://" + socket, "--workers=" + std::to_string(workers),
+      {"--config=", "--socket=unix://" + socket, "--workers=" + std::to_string(workers),
        "--log_level=warn"},
       dir.path() + "/stokerd.log");
   if (!stoker::testdata::WaitForPath(socket, std::chrono::seconds(10))) {

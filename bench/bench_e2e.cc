@@ -193,7 +193,7 @@ absl::StatusOr<EndToEnd> RunDaemon(const std::string& root, int workers,
   const std::string socket = dir + "/bench.sock";
   stoker::testdata::Subprocess daemon(
       absl::GetFlag(FLAGS_stokerd),
-      {"--socket=unix://" + socket, "--workers=" + std::to_string(workers),
+      {"--config=", "--socket=unix://" + socket, "--workers=" + std::to_string(workers),
        "--log_level=warn"},
       dir + "/stokerd.log");
   if (!stoker::testdata::WaitForPath(socket, std::chrono::seconds(10))) {

@@ -101,7 +101,7 @@ def run_stoker(args, dtype, step_ms=0):
     with tempfile.TemporaryDirectory(prefix="stoker-cmp") as tmp:
         socket = os.path.join(tmp, "stoker.sock")
         daemon = subprocess.Popen(
-            [args.stokerd, f"--socket=unix://{socket}",
+            [args.stokerd, "--config=", f"--socket=unix://{socket}",
              f"--workers={args.cores}", "--log_level=warn"])
         for _ in range(200):
             if os.path.exists(socket):

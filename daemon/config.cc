@@ -60,6 +60,10 @@ absl::Status FieldError(const LoadedConfig& config, const std::string& field,
   auto it = config.origin.find(field);
   const std::string where =
       it != config.origin.end() ? it->second : "(default)";
+  // A flag names the field itself: "--workers: ...", "file:3: workers: ...".
+  if (where.starts_with("--")) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": ", problem));
+  }
   return absl::InvalidArgumentError(
       absl::StrCat(where, ": ", field, ": ", problem));
 }

@@ -26,7 +26,7 @@ socket="$work/stoker.sock"
 echo "== starting stokerd on $socket"
 # The example trainer needs almost no CPU, so the daemon gets every core
 # (its default, for real trainers, is one per core but one).
-"$build/daemon/stokerd" --socket="unix://$socket" --workers="$(nproc)" &
+"$build/daemon/stokerd" --config= --socket="unix://$socket" --workers="$(nproc)" &
 daemon_pid=$!
 for _ in $(seq 100); do [[ -S $socket ]] && break; sleep 0.1; done
 [[ -S $socket ]] || { echo "stokerd did not start" >&2; exit 1; }

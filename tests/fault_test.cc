@@ -213,7 +213,7 @@ TEST_F(FaultTest, TheSdkResumesThroughADaemonKilledAndRestarted) {
   auto start = [&](const std::string& log) {
     auto daemon = std::make_unique<Subprocess>(
         STOKERD_PATH,
-        std::vector<std::string>{"--socket=" + target, "--workers=2"},
+        std::vector<std::string>{"--config=", "--socket=" + target, "--workers=2"},
         dir.path() + "/" + log);
     EXPECT_TRUE(testdata::WaitForPath(socket, std::chrono::seconds(10)));
     return daemon;

@@ -36,7 +36,7 @@ class ProcessTest : public ::testing::Test {
   std::unique_ptr<Subprocess> StartDaemon(const std::string& log) {
     auto daemon = std::make_unique<Subprocess>(
         STOKERD_PATH,
-        std::vector<std::string>{"--socket=" + target_, "--workers=2"},
+        std::vector<std::string>{"--config=", "--socket=" + target_, "--workers=2"},
         dir_.path() + "/" + log);
     EXPECT_TRUE(testdata::WaitForPath(socket_, std::chrono::seconds(10)))
         << testdata::ReadTextFile(dir_.path() + "/" + log);
@@ -91,7 +91,7 @@ TEST_F(ProcessTest, ServesThenDrainsOnSigterm) {
 
 TEST_F(ProcessTest, ASecondDaemonOnTheSameSocketRefusesToStart) {
   auto first = StartDaemon("first.log");
-  Subprocess second(STOKERD_PATH, {"--socket=" + target_},
+  Subprocess second(STOKERD_PATH, {"--config=", "--socket=" + target_},
                     dir_.path() + "/second.log");
   const auto exit = second.Wait(std::chrono::seconds(20));
   ASSERT_TRUE(exit.has_value()) << "the second daemon kept running";
@@ -139,13 +139,16 @@ TEST_F(ProcessTest, ARestartRemovesWhatAKilledDaemonLeftBehind) {
 }
 
 TEST_F(ProcessTest, ANonUnixSocketAddressIsRefusedClearly) {
-  Subprocess daemon(STOKERD_PATH, {"--socket=dns:localhost:1234"},
+  Subprocess daemon(STOKERD_PATH, {"--config=", "--socket=dns:localhost:1234"},
                     dir_.path() + "/bad.log");
   const auto exit = daemon.Wait(std::chrono::seconds(20));
   ASSERT_TRUE(exit.has_value());
-  EXPECT_TRUE(WIFEXITED(*exit) && WEXITSTATUS(*exit) == 1);
+  // 2: a configuration error, found before anything starts.
+  EXPECT_TRUE(WIFEXITED(*exit) && WEXITSTATUS(*exit) == 2);
   const std::string log = testdata::ReadTextFile(dir_.path() + "/bad.log");
-  EXPECT_NE(log.find("--socket"), std::string::npos) << log;
+  EXPECT_NE(log.find("--socket: 'dns:localhost:1234' is not a Unix socket"),
+            std::string::npos)
+      << log;
 }
 
 // systemd's side of Type=notify: a datagram socket given as NOTIFY_SOCKET.
@@ -167,7 +170,7 @@ TEST_F(ProcessTest, NotifiesReadyOnlyOnceListeningThenWatchdogThenStopping) {
   // The child inherits these (each test runs in a process of its own).
   ::setenv("NOTIFY_SOCKET", notify_path.c_str(), 1);
   ::setenv("WATCHDOG_USEC", "200000", 1);
-  Subprocess daemon(STOKERD_PATH, {"--socket=" + target_, "--workers=1"},
+  Subprocess daemon(STOKERD_PATH, {"--config=", "--socket=" + target_, "--workers=1"},
                     dir_.path() + "/stokerd.log");
   ::unsetenv("NOTIFY_SOCKET");
   ::unsetenv("WATCHDOG_USEC");

@@ -80,7 +80,7 @@ TEST(Soak, TrainersAndTheDaemonKilledAtRandomLoseAndRepeatNothing) {
   auto start_daemon = [&] {
     auto daemon = std::make_unique<Subprocess>(
         STOKERD_PATH,
-        std::vector<std::string>{"--socket=" + target, "--workers=2",
+        std::vector<std::string>{"--config=", "--socket=" + target, "--workers=2",
                                  "--log_level=warn"},
         dir.path() + "/stokerd." + std::to_string(daemon_starts++) + ".log");
     EXPECT_TRUE(testdata::WaitForPath(socket, std::chrono::seconds(10)));
