@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdio>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "client/stokerctl/commands.h"
 #include "client/stokerctl/format.h"
@@ -13,9 +14,16 @@
 namespace stoker::ctl {
 namespace {
 
+// "stokerctl: cannot <doing>: <message>." (the message alone if it says
+// "cannot" itself).
 void Fail(const std::string& doing, const absl::Status& status) {
-  absl::FPrintF(stderr, "stokerctl: cannot %s: %s.\n", doing,
-               std::string(status.message()));
+  std::string message(status.message());
+  if (!message.starts_with("cannot ")) {
+    message = absl::StrCat("cannot ", doing, ": ", message);
+  }
+  const char last = message.empty() ? '.' : message.back();
+  absl::FPrintF(stderr, "stokerctl: %s%s\n", message,
+                last == '.' || last == '?' ? "" : ".");
 }
 
 }  // namespace
