@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <sys/wait.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
@@ -177,11 +178,16 @@ TEST_F(ServiceTest, LogLinesHaveJournalPrioritiesAndJobIdsAndNoneGoesPerBatch) {
 // systemd-socket-activate binds both sockets, waits for a first client and
 // execs stokerd with them (LISTEN_FDS), as stokerd.socket does.
 TEST_F(ServiceTest, SocketActivationServesOnTheInheritedSockets) {
-  Subprocess activator(
-      "/usr/bin/systemd-socket-activate",
-      {"-l", socket_, "-l", RingSocketPath(socket_), STOKERD_PATH,
-       "--config=", "--socket=" + target_, "--workers=1"},
-      log_);
+  std::vector<std::string> args = {"-l", socket_, "-l", RingSocketPath(socket_)};
+  // It starts stokerd with a clean environment: pass the sanitizers' on.
+  for (const char* name : {"ASAN_OPTIONS", "UBSAN_OPTIONS", "TSAN_OPTIONS"}) {
+    if (const char* value = std::getenv(name); value != nullptr) {
+      args.insert(args.end(), {"-E", std::string(name) + "=" + value});
+    }
+  }
+  args.insert(args.end(), {STOKERD_PATH, "--config=", "--socket=" + target_,
+                           "--workers=1"});
+  Subprocess activator("/usr/bin/systemd-socket-activate", args, log_);
   ASSERT_TRUE(testdata::WaitForPath(RingSocketPath(socket_),
                                     std::chrono::seconds(10)));
   auto client = Client::Connect(target_, std::chrono::seconds(10));
