@@ -128,43 +128,21 @@ absl::Status ApplyFlagOverrides(
           absl::StrCat("--", name, " is not a configuration field"));
     }
     config->origin[name] = absl::StrCat("--", name);
-    const auto bad_number = [&] {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--", name, ": '", value, "' is not a number"));
-    };
-    switch (field->cpp_type()) {
-      case FieldDescriptor::CPPTYPE_STRING:
-        if (field->is_repeated()) {
-          reflection->ClearField(&message, field);
-          for (absl::string_view item :
-               absl::StrSplit(value, ',', absl::SkipEmpty())) {
-            reflection->AddString(&message, field, std::string(item));
-          }
-        } else {
-          reflection->SetString(&message, field, value);
-        }
-        break;
-      case FieldDescriptor::CPPTYPE_INT32: {
-        int32_t number;
-        if (!absl::SimpleAtoi(value, &number)) return bad_number();
-        reflection->SetInt32(&message, field, number);
-        break;
+    if (field->cpp_type() != FieldDescriptor::CPPTYPE_STRING) {
+      // Numbers: protobuf's own text parser checks the type and range.
+      if (!google::protobuf::TextFormat::ParseFieldValueFromString(
+              value, field, &message)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "--", name, ": '", value, "' is not a ", field->cpp_type_name()));
       }
-      case FieldDescriptor::CPPTYPE_UINT32: {
-        uint32_t number;
-        if (!absl::SimpleAtoi(value, &number)) return bad_number();
-        reflection->SetUInt32(&message, field, number);
-        break;
+    } else if (field->is_repeated()) {
+      reflection->ClearField(&message, field);
+      for (absl::string_view item :
+           absl::StrSplit(value, ',', absl::SkipEmpty())) {
+        reflection->AddString(&message, field, std::string(item));
       }
-      case FieldDescriptor::CPPTYPE_UINT64: {
-        uint64_t number;
-        if (!absl::SimpleAtoi(value, &number)) return bad_number();
-        reflection->SetUInt64(&message, field, number);
-        break;
-      }
-      default:
-        return absl::InternalError(
-            absl::StrCat("config field ", name, " has an unhandled type"));
+    } else {
+      reflection->SetString(&message, field, value);
     }
   }
   return absl::OkStatus();

@@ -134,6 +134,17 @@ TEST_F(ConfigTest, FlagsOverrideTheFile) {
   EXPECT_EQ(options->dataset_roots, (std::vector<std::string>{"/a", "/b"}));
   EXPECT_EQ(options->shm_budget_bytes, uint64_t{1} << 30);
 
+  // A number that is not one, or out of the field's range, names the flag.
+  for (const auto& [flag, text] :
+       std::vector<std::pair<std::string, std::string>>{
+           {"workers", "many"}, {"max_jobs", "-1"}, {"max_jobs", "4294967296"}}) {
+    absl::Status bad = ApplyFlagOverrides({{flag, text}}, &*config);
+    EXPECT_EQ(bad.code(), absl::StatusCode::kInvalidArgument) << flag << text;
+    EXPECT_NE(bad.message().find("--" + flag + ": '" + text + "' is not a"),
+              std::string::npos)
+        << bad;
+  }
+
   // A bad value from a flag names the flag.
   ASSERT_TRUE(ApplyFlagOverrides({{"lease_timeout", "soon"}}, &*config).ok());
   auto bad = ToDaemonOptions(*config);
