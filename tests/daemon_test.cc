@@ -466,7 +466,9 @@ TEST_F(DaemonTest, ShutdownEndsStreamsWithUnavailableAndLeavesNothing) {
   JobSpec spec = Spec(DataDir());
   spec.epochs = 0;
   auto job = client_->CreateJob(spec);
-  auto consumer = client_->Attach(job->id);
+  // No reconnecting: the consumer is to see the daemon go (else Next()
+  // would retry for reconnect_timeout, 60 s, before saying so).
+  auto consumer = client_->Attach(job->id, {.reconnect_timeout = {}});
   ASSERT_TRUE((*consumer)->Next().ok());
   daemon_.Shutdown();
   absl::Status status;
