@@ -50,6 +50,9 @@ absl::StatusOr<int> OpenRing(const std::string& job_id,
   const std::string name = "/" + (*job)->segment_name();
   const int ring = ::shm_open(name.c_str(), O_RDONLY | O_CLOEXEC, 0);
   if (ring < 0) {
+    // The job ended (its ring is unlinked then): say why, as its stream
+    // would (a failed job's DATA_LOSS naming the file).
+    if (absl::Status ended = (*job)->error(); !ended.ok()) return ended;
     return absl::NotFoundError(absl::StrCat(
         "the ring of job ", job_id, " is gone (the job has ended)"));
   }

@@ -7,6 +7,8 @@
 #include <set>
 #include <thread>
 
+#include "client/src/ring_mapping.h"
+#include "common/naming.h"
 #include "gtest/gtest.h"
 #include "stoker/v1/loader.grpc.pb.h"
 #include "tests/test_util.h"
@@ -124,6 +126,26 @@ TEST_F(BadInputTest, OnErrorFailEndsTheJobNamingTheFileWhileOthersFlow) {
   EXPECT_EQ(info->state, JobState::kFailed);
   EXPECT_NE(info->error.find("on_error=FAIL"), std::string::npos) << info->error;
   EXPECT_EQ(healthy_samples, 60u);
+}
+
+// A trainer attaching just as its job fails fetches the ring after it is
+// unlinked: the ring socket then gives the job's own failure, not a bare
+// "gone".
+TEST_F(BadInputTest, ARingRequestForAFailedJobSaysWhyItFailed) {
+  const std::vector<std::string> bad = MakeDamagedDataset();
+  auto failing = client_->CreateJob(Spec(OnError::kFail, 0));
+  ASSERT_TRUE(failing.ok()) << failing.status();
+  ASSERT_TRUE(testing::Eventually([&] {
+    auto info = client_->GetJob(failing->id);
+    return info.ok() && info->state == JobState::kFailed;
+  }));
+  auto ring = internal::RingMapping::Open(RingSocketPath(SocketPathFromTarget(
+                                    daemon_.target())),
+                                failing->id);
+  ASSERT_FALSE(ring.ok());
+  EXPECT_EQ(ring.status().code(), absl::StatusCode::kDataLoss) << ring.status();
+  EXPECT_NE(ring.status().message().find("on_error=FAIL"), std::string::npos)
+      << ring.status();
 }
 
 TEST_F(BadInputTest, UnknownEnumValuesAreInvalidArgumentNamingTheField) {

@@ -20,8 +20,8 @@ namespace stoker::internal {
 class RingMapping {
  public:
   // Asks the ring socket at `ring_socket` for job `job_id`'s ring and maps
-  // it: PERMISSION_DENIED if this user may not read the job, NOT_FOUND if
-  // the job has ended, FAILED_PRECONDITION if it is not a ring this SDK
+  // it: PERMISSION_DENIED if this user may not read the job, the job's own
+  // error if it failed (NOT_FOUND if it ended otherwise), FAILED_PRECONDITION if it is not a ring this SDK
   // understands, UNAVAILABLE if the daemon cannot be reached.
   static absl::StatusOr<std::unique_ptr<RingMapping>> Open(
       const std::string& ring_socket, const std::string& job_id);
