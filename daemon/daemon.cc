@@ -51,11 +51,6 @@ int DefaultWorkers() {
 // SIGHUP: re-reads the settings and applies what may change.
 void Reload(Daemon& daemon,
             const std::function<absl::StatusOr<DaemonOptions>()>& reload) {
-  if (!reload) {
-    spdlog::warn("SIGHUP: stokerd runs without a config file; nothing to "
-                 "reload");
-    return;
-  }
   absl::StatusOr<DaemonOptions> next = reload();
   if (!next.ok()) {
     spdlog::error("reload refused, nothing changed: {}", next.status().message());

@@ -138,7 +138,7 @@ class Daemon {
 // SIGHUP calls `reload` for the new settings (an error is logged and
 // changes nothing) and applies them with Reconfigure().
 int RunDaemon(const DaemonOptions& options,
-              std::function<absl::StatusOr<DaemonOptions>()> reload = {});
+              std::function<absl::StatusOr<DaemonOptions>()> reload);
 
 }  // namespace stoker
 

@@ -62,37 +62,36 @@ absl::StatusOr<int> ListenUnix(const std::string& path, mode_t mode,
 absl::StatusOr<std::unique_ptr<Listener>> Listener::Open(
     const std::string& socket_path, const std::string& ring_path, mode_t mode,
     std::optional<gid_t> group, const std::map<std::string, int>& inherited) {
+  int wake[2];
+  if (::pipe2(wake, O_CLOEXEC) != 0) {
+    return absl::InternalError(absl::StrCat("pipe: ", std::strerror(errno)));
+  }
+  const auto fail = [&wake](absl::Status status) {
+    ::close(wake[0]);
+    ::close(wake[1]);
+    return status;
+  };
   if (!inherited.empty()) {
     auto grpc_it = inherited.find(socket_path);
     auto ring_it = inherited.find(ring_path);
     if (grpc_it == inherited.end() || ring_it == inherited.end()) {
-      return absl::InvalidArgumentError(absl::StrCat(
+      return fail(absl::InvalidArgumentError(absl::StrCat(
           "socket activation passed ", inherited.size(),
           " sockets but not both ", socket_path, " and ", ring_path,
           ": the socket unit must listen on exactly those two (and --socket "
-          "name the first)"));
-    }
-    int wake[2];
-    if (::pipe2(wake, O_CLOEXEC) != 0) {
-      return absl::InternalError(absl::StrCat("pipe: ", std::strerror(errno)));
+          "name the first)")));
     }
     return std::unique_ptr<Listener>(
         new Listener(socket_path, ring_path, grpc_it->second, ring_it->second,
                      wake[0], wake[1], /*owns_paths=*/false));
   }
   auto grpc_fd = ListenUnix(socket_path, mode, group);
-  if (!grpc_fd.ok()) return grpc_fd.status();
+  if (!grpc_fd.ok()) return fail(grpc_fd.status());
   auto ring_fd = ListenUnix(ring_path, mode, group);
   if (!ring_fd.ok()) {
     ::close(*grpc_fd);
     ::unlink(socket_path.c_str());
-    return ring_fd.status();
-  }
-  int wake[2];
-  if (::pipe2(wake, O_CLOEXEC) != 0) {
-    ::close(*grpc_fd);
-    ::close(*ring_fd);
-    return absl::InternalError(absl::StrCat("pipe: ", std::strerror(errno)));
+    return fail(ring_fd.status());
   }
   return std::unique_ptr<Listener>(new Listener(
       socket_path, ring_path, *grpc_fd, *ring_fd, wake[0], wake[1],
