@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
+#include "common/cli.h"
 #include "absl/status/statusor.h"
 #include "bench/support/dataset_gen.h"
 #include "bench/support/process.h"
@@ -86,7 +86,11 @@ absl::StatusOr<Run> Measure(stoker::Client& client, const std::string& root,
 }  // namespace
 
 int main(int argc, char** argv) {
-  absl::ParseCommandLine(argc, argv);
+  stoker::ParseCommandLine(
+      argc, argv,
+      "bench_broadcast [--data=ROOT] [--workers=N] ...\n\n"
+      "Daemon CPU per delivered batch: k broadcast consumers of one job "
+      "against k independent jobs.");
   stoker::testdata::TempDir dir("stoker-bcast");
   std::string root = absl::GetFlag(FLAGS_data);
   if (root.empty()) {

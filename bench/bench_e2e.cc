@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
+#include "common/cli.h"
 #include "bench/support/dataset_gen.h"
 #include "bench/support/process.h"
 #include "daemon/image_folder.h"
@@ -236,7 +236,11 @@ absl::StatusOr<EndToEnd> RunDaemon(const std::string& root, int workers,
 }  // namespace
 
 int main(int argc, char** argv) {
-  absl::ParseCommandLine(argc, argv);
+  stoker::ParseCommandLine(
+      argc, argv,
+      "bench_e2e [--data=ROOT] [--workers=N] [--pipeline=resize|train|eval] "
+      "...\n\nimages/s of a bare decode loop and of stokerd plus a client, "
+      "end to end.");
   stoker::testdata::TempDir dir("stoker-bench");
   std::string root = absl::GetFlag(FLAGS_data);
   if (root.empty()) {

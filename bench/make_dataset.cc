@@ -5,8 +5,8 @@
 #include <string>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
 #include "bench/support/dataset_gen.h"
+#include "common/cli.h"
 
 ABSL_FLAG(std::string, out, "", "root directory to create");
 ABSL_FLAG(int, classes, 8, "number of classes");
@@ -19,7 +19,10 @@ ABSL_FLAG(uint64_t, seed, 1, "generator seed");
 ABSL_FLAG(bool, smooth, false, "no grain or fine texture (resampler tests)");
 
 int main(int argc, char** argv) {
-  absl::ParseCommandLine(argc, argv);
+  stoker::ParseCommandLine(
+      argc, argv,
+      "make_dataset --out=DIR [--classes=8] [--per_class=64] ...\n\n"
+      "Writes a deterministic synthetic ImageFolder of JPEGs.");
   const std::string out = absl::GetFlag(FLAGS_out);
   if (out.empty()) {
     std::fprintf(stderr, "make_dataset: --out is required\n");

@@ -5,6 +5,8 @@
 #include <string>
 #include <string_view>
 
+#include "absl/status/statusor.h"
+
 namespace stoker {
 
 // Request metadata with which the SDK names its client (process) to the
@@ -13,6 +15,13 @@ inline constexpr char kClientMetadataKey[] = "stoker-client";
 
 inline constexpr std::string_view kDaemonDefaultTarget =
     "unix:///run/stoker/stoker.sock";
+
+// The one spelling of a socket address that every program accepts: a plain
+// path ("/run/stoker/stoker.sock", "x/stoker.sock"), "unix:PATH" or
+// "unix://PATH", a relative PATH taken from the current directory. Returns
+// gRPC's form for it, "unix:///absolute/path". INVALID_ARGUMENT for anything
+// that is not a Unix socket (a host:port, "dns:...") or an empty path.
+absl::StatusOr<std::string> NormalizeSocketTarget(std::string_view target);
 
 // "unix:///run/x.sock" or "unix:/run/x.sock" -> "/run/x.sock"; a plain path is
 // returned as is; anything else (e.g. "dns:host:1") -> "".

@@ -1,5 +1,6 @@
 #include "daemon/config.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -12,6 +13,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
+#include "common/naming.h"
 #include "daemon/byte_size.h"
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/text_format.h"
@@ -81,6 +83,42 @@ absl::StatusOr<absl::Duration> ParseDurationField(const LoadedConfig& config,
   return value;
 }
 
+// `line` with an unquoted value of a string field that starts with a digit
+// (`shm_budget: 16G`, `lease_timeout: 10m`) put in quotes: protobuf's text
+// format needs them, and its own error ("Need space between number and
+// identifier") does not say so. Anything else is returned as it is.
+std::string QuoteBareValue(absl::string_view line) {
+  const size_t colon = line.find(':');
+  if (colon == absl::string_view::npos) return std::string(line);
+  const std::string name(absl::StripAsciiWhitespace(line.substr(0, colon)));
+  const FieldDescriptor* field =
+      v1::DaemonConfig::descriptor()->FindFieldByName(name);
+  if (field == nullptr || field->cpp_type() != FieldDescriptor::CPPTYPE_STRING) {
+    return std::string(line);
+  }
+  absl::string_view value = line.substr(colon + 1);
+  absl::string_view comment;
+  if (const size_t hash = value.find('#'); hash != absl::string_view::npos) {
+    comment = value.substr(hash);
+    value = value.substr(0, hash);
+  }
+  value = absl::StripAsciiWhitespace(value);
+  const bool bare = !value.empty() && absl::ascii_isdigit(value[0]) &&
+                    std::all_of(value.begin(), value.end(), [](char c) {
+                      return absl::ascii_isalnum(c) || c == '.';
+                    });
+  if (!bare) return std::string(line);
+  return absl::StrCat(line.substr(0, colon + 1), " \"", value, "\" ", comment);
+}
+
+std::string QuoteBareValues(const std::string& text) {
+  std::vector<std::string> lines;
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    lines.push_back(QuoteBareValue(line));
+  }
+  return absl::StrJoin(lines, "\n");
+}
+
 }  // namespace
 
 absl::StatusOr<LoadedConfig> ReadConfigFile(const std::string& path) {
@@ -92,16 +130,18 @@ absl::StatusOr<LoadedConfig> ReadConfigFile(const std::string& path) {
     return error == ENOENT ? absl::NotFoundError(why)
                            : absl::InvalidArgumentError(why);
   }
-  std::stringstream text;
-  text << in.rdbuf();
+  std::stringstream raw;
+  raw << in.rdbuf();
+  // Line for line, so that errors keep their line numbers.
+  const std::string text = QuoteBareValues(raw.str());
   LoadedConfig loaded;
   google::protobuf::TextFormat::Parser parser;
   FirstError errors(path);
   parser.RecordErrorsTo(&errors);
   google::protobuf::TextFormat::ParseInfoTree locations;
   parser.WriteLocationsTo(&locations);
-  if (!parser.ParseFromString(text.str(), &loaded.config)) {
-    return absl::InvalidArgumentError(errors.Describe(text.str()));
+  if (!parser.ParseFromString(text, &loaded.config)) {
+    return absl::InvalidArgumentError(errors.Describe(text));
   }
   const auto* descriptor = loaded.config.GetDescriptor();
   for (int i = 0; i < descriptor->field_count(); ++i) {
@@ -166,7 +206,9 @@ std::string DescribeOptions(const DaemonOptions& o) {
       "\nlease_timeout: ", absl::FormatDuration(o.lease_timeout),
       "\nkeepalive: ", absl::FormatDuration(o.keepalive),
       "\nmetrics_address: ", o.metrics_address,
-      "\nlog_level: ", o.log_level, "\n");
+      "\nlog_level: ", o.log_level,
+      "\n# rings: /dev/shm/", SegmentPrefix(SocketPathFromTarget(o.target)),
+      "*\n");
 }
 
 std::vector<std::string> FlagNamesIn(int argc, char** argv) {
@@ -185,13 +227,11 @@ absl::StatusOr<DaemonOptions> ToDaemonOptions(const LoadedConfig& loaded) {
   const v1::DaemonConfig& c = loaded.config;
   DaemonOptions options;
   if (c.has_socket()) {
-    if (SocketPathFromTarget(c.socket()).empty()) {
-      return FieldError(loaded, "socket",
-                        absl::StrCat("'", c.socket(),
-                                     "' is not a Unix socket address "
-                                     "(unix:///path/to/stoker.sock)"));
+    absl::StatusOr<std::string> target = NormalizeSocketTarget(c.socket());
+    if (!target.ok()) {
+      return FieldError(loaded, "socket", std::string(target.status().message()));
     }
-    options.target = c.socket();
+    options.target = *std::move(target);
   }
   if (c.has_socket_group()) options.socket_group = c.socket_group();
   if (c.has_workers()) {

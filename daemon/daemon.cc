@@ -3,6 +3,7 @@
 #include "daemon/byte_size.h"
 
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -15,11 +16,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
+#include "daemon/preflight.h"
 #include "daemon/ring_requests.h"
 #include "daemon/sd_notify.h"
 #include "daemon/shm_segment.h"
 #include "daemon/stats.h"
-#include "daemon/version.h"
+#include "common/version.h"
 #include "common/log.h"
 
 namespace stoker {
@@ -37,6 +39,15 @@ absl::Status PrepareSocketDirectory(const std::string& socket_path) {
     }
   }
   return absl::OkStatus();
+}
+
+// Removes what a dead predecessor left at `path`, if it is a socket; the
+// preflight refused to start over anything else.
+void RemoveStaleSocket(const std::string& path) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) == 0 && S_ISSOCK(st.st_mode)) {
+    ::unlink(path.c_str());
+  }
 }
 
 // Largest request message accepted (a JobSpec with a long pipeline is a few
@@ -84,6 +95,7 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(
         "--socket '", options.target,
         "' is not a Unix socket address (unix:///path/to/stoker.sock)"));
   }
+  STOKER_RETURN_IF_ERROR(CheckAgainstMachine(options));
   STOKER_RETURN_IF_ERROR(PrepareSocketDirectory(socket_path));
   STOKER_ASSIGN_OR_RETURN(InstanceLock lock, InstanceLock::Acquire(socket_path));
   std::unique_ptr<Daemon> daemon(new Daemon(socket_path, std::move(lock)));
@@ -105,8 +117,8 @@ absl::Status Daemon::Serve(const DaemonOptions& options) {
   // We hold the lock: whatever sits at our names belongs to a dead
   // predecessor (unless systemd holds them for us: socket activation).
   if (options.inherited_sockets.empty()) {
-    ::unlink(socket_path_.c_str());
-    ::unlink(RingSocketPath(socket_path_).c_str());
+    RemoveStaleSocket(socket_path_);
+    RemoveStaleSocket(RingSocketPath(socket_path_));
   }
   if (const int removed = RemoveSegments(segment_prefix_); removed > 0) {
     spdlog::warn("removed {} shared-memory segments left by a previous "
@@ -212,6 +224,10 @@ absl::Status Daemon::Serve(const DaemonOptions& options) {
                    ? FormatByteSize(options.shm_budget_bytes)
                    : std::string("none"),
                FormatByteSize(FreeBytes("/dev/shm") & ~uint64_t{1023}));
+  {
+    absl::MutexLock lock(&shutdown_mu_);
+    served_ = true;
+  }
   if (metrics_ != nullptr) {
     spdlog::info("metrics on http://{}:{}/metrics",
                  options.metrics_address.substr(
@@ -309,10 +325,12 @@ ReloadReport Daemon::Reconfigure(const DaemonOptions& next) {
 }
 
 void Daemon::Shutdown() {
+  bool served = false;
   {
     absl::MutexLock lock(&shutdown_mu_);
     if (shut_down_) return;
     shut_down_ = true;
+    served = served_;
   }
   // No new connections; then end what runs.
   if (server_ != nullptr && server_->GetHealthCheckService() != nullptr) {
@@ -333,7 +351,8 @@ void Daemon::Shutdown() {
   if (pool_ != nullptr) pool_->Stop();
   registry_.reset();
   RemoveSegments(segment_prefix_);
-  spdlog::info("stokerd on {} stopped", socket_path_);
+  // A start that failed half-way says only "cannot start", once.
+  if (served) spdlog::info("stokerd on {} stopped", socket_path_);
 }
 
 int RunDaemon(const DaemonOptions& options,

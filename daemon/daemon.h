@@ -132,6 +132,8 @@ class Daemon {
 
   absl::Mutex shutdown_mu_;
   bool shut_down_ ABSL_GUARDED_BY(shutdown_mu_) = false;
+  // Serve() got to the end: the daemon did serve.
+  bool served_ ABSL_GUARDED_BY(shutdown_mu_) = false;
 };
 
 // Runs stokerd until SIGTERM or SIGINT; returns the process exit code. On

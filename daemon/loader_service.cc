@@ -6,7 +6,7 @@
 #include "common/grpc_status.h"
 #include "daemon/job_spec.h"
 #include "daemon/proto_convert.h"
-#include "daemon/version.h"
+#include "common/version.h"
 #include "common/log.h"
 
 namespace stoker {

@@ -6,19 +6,20 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
 #include "absl/flags/reflection.h"
-#include "absl/flags/usage.h"
 #include "absl/status/status.h"
+#include "common/cli.h"
 #include "common/log.h"
 #include "common/naming.h"
 #include "daemon/byte_size.h"
 #include "daemon/config.h"
 #include "daemon/daemon.h"
+#include "daemon/preflight.h"
 #include "daemon/sd_listen.h"
 
 ABSL_FLAG(std::string, socket, std::string(stoker::kDaemonDefaultTarget),
-          "gRPC address to serve, a Unix socket: unix:///path/to/stoker.sock");
+          "the Unix socket to serve: a path, unix:PATH or unix://PATH; the "
+          "ring socket is PATH.ring beside it");
 ABSL_FLAG(int, workers, 0,
           "decode worker threads; 0 means one per core minus one");
 ABSL_FLAG(uint32_t, max_jobs, 64, "most jobs running at once");
@@ -52,7 +53,7 @@ ABSL_FLAG(std::string, metrics_address, "",
           "e.g. 127.0.0.1:9464; empty: off");
 ABSL_FLAG(std::string, config, stoker::kDefaultConfigPath,
           "configuration file (protobuf text format, stoker.v1.DaemonConfig); "
-          "its fields are the flags above, and flags given on the command "
+          "each of its fields is the flag of the same name, and flags given on the command "
           "line win; a missing default file is no error; empty: none");
 ABSL_FLAG(bool, check_config, false,
           "check the configuration file and flags, print the settings and "
@@ -78,16 +79,27 @@ absl::StatusOr<stoker::DaemonOptions> LoadSettings(
       !flagged.ok()) {
     return flagged;
   }
-  return stoker::ToDaemonOptions(config);
+  absl::StatusOr<stoker::DaemonOptions> options =
+      stoker::ToDaemonOptions(config);
+  if (!options.ok()) return options;
+  // What start would refuse, --check_config and a reload refuse too.
+  if (absl::Status machine = stoker::CheckAgainstMachine(*options);
+      !machine.ok()) {
+    return machine;
+  }
+  return options;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage(
-      "stokerd [--config=/etc/stoker/stokerd.conf] [--socket=unix:///run/"
-      "stoker/stoker.sock] [--workers=N] ...");
-  absl::ParseCommandLine(argc, argv);
+  stoker::ParseCommandLine(
+      argc, argv,
+      "stokerd [--config=/etc/stoker/stokerd.conf] [--check_config] "
+      "[--socket=/run/stoker/stoker.sock] [--workers=N] ...\n\n"
+      "The stoker data-loading daemon: decodes and augments images into "
+      "shared memory and serves batches to trainers. Every flag can also be "
+      "set in the configuration file; flags given here win.");
   // Flags given on the command line override the file, now and on reload.
   std::vector<std::pair<std::string, std::string>> flags;
   bool path_given = false;

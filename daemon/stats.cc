@@ -6,7 +6,7 @@
 #include <string>
 
 #include "daemon/proto_convert.h"
-#include "daemon/version.h"
+#include "common/version.h"
 
 namespace stoker {
 namespace {

@@ -26,18 +26,22 @@ socket="$work/stoker.sock"
 echo "== starting stokerd on $socket"
 # The example trainer needs almost no CPU, so the daemon gets every core
 # (its default, for real trainers, is one per core but one).
-"$build/daemon/stokerd" --config= --socket="unix://$socket" --workers="$(nproc)" &
+"$build/daemon/stokerd" --config= --socket="$socket" --workers="$(nproc)" &
 daemon_pid=$!
 for _ in $(seq 100); do [[ -S $socket ]] && break; sleep 0.1; done
 [[ -S $socket ]] || { echo "stokerd did not start" >&2; exit 1; }
 
 echo "== training for 2 epochs"
-"$build/client/example_trainer" --target="unix://$socket" \
+"$build/client/example_trainer" --target="$socket" \
   --data="$work/data" --epochs=2 --batch_size=32 --size=224
 
 echo "== stopping stokerd"
 kill -TERM "$daemon_pid"
 wait "$daemon_pid"
 daemon_pid=
-left=$(ls /dev/shm | grep -c '^stoker-' || true)
-echo "stokerd stopped cleanly; stoker segments left in /dev/shm: $left"
+# This daemon's rings only (other daemons on the machine have their own).
+prefix=$("$build/daemon/stokerd" --config= --socket="$socket" --check_config |
+  sed -n 's|^# rings: /dev/shm/\(.*\)\*$|\1|p')
+[[ -n $prefix ]] || { echo "stokerd --check_config named no rings" >&2; exit 1; }
+left=$(ls /dev/shm | grep -c "^$prefix" || true)
+echo "stokerd stopped cleanly; its segments left in /dev/shm ($prefix*): $left"

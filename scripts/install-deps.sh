@@ -9,7 +9,10 @@ packages=(
   libabsl-dev libboost-dev libspdlog-dev
   libjpeg62-turbo-dev libturbojpeg0-dev libyuv-dev libspng-dev
   libgtest-dev clang libclang-rt-14-dev
-  libcivetweb-dev systemd dpkg-dev
+  libcivetweb-dev systemd
+  # Packaging: cpack's dependency scan needs `file` and dpkg-shlibdeps
+  # (dpkg-dev); help2man makes the man pages; lintian checks the packages.
+  dpkg-dev file help2man lintian
 )
 
 missing=()

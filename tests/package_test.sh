@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# The Debian package: built with CPack, unpacked into a scratch root with
-# dpkg -x, its programs run (the packaged stokerd serving, the packaged
-# stokerctl asking), and a trainer built out of tree against the unpacked
-# SDK twice: with find_package(stoker) and with pkg-config.
+# The Debian packages (stokerd, libstoker0, libstoker-dev): built with CPack,
+# checked with lintian, their control fields and contents checked, unpacked
+# together into a scratch root with dpkg -x, their programs run (the packaged
+# stokerd serving, the packaged stokerctl asking), and a trainer built out of
+# tree against the unpacked SDK twice: with find_package(stoker) and with
+# pkg-config.
 #   package_test.sh <build dir> <source dir> <make_dataset binary>
 set -euo pipefail
 build=$1
@@ -15,28 +17,85 @@ cleanup() {
   rm -rf "$scratch"
 }
 trap cleanup EXIT
+fail() { echo "package test: $*"; exit 1; }
 
 cpack --config "$build/CPackConfig.cmake" -B "$scratch/pkg" >/dev/null
-deb=$(ls "$scratch"/pkg/stoker_*_amd64.deb)
-echo "package: $(basename "$deb") ($(stat -c %s "$deb") bytes)"
-dpkg-deb -f "$deb" Depends | grep -q 'libgrpc++' ||
-  { echo "Depends lacks gRPC: $(dpkg-deb -f "$deb" Depends)"; exit 1; }
-dpkg-deb --ctrl-tarfile "$deb" | tar -tf - | grep -q conffiles
-root=$scratch/root
-dpkg-deb -x "$deb" "$root"
-for file in usr/sbin/stokerd usr/bin/stokerctl \
-    usr/lib/systemd/system/stokerd.service usr/lib/systemd/system/stokerd.socket \
-    usr/lib/sysusers.d/stoker.conf usr/lib/tmpfiles.d/stoker.conf \
-    etc/stoker/stokerd.conf usr/include/stoker/client.h \
-    usr/share/doc/stoker/README.md; do
-  [[ -e $root/$file ]] || { echo "missing from the package: /$file"; exit 1; }
+version=$(dpkg-deb -f "$scratch"/pkg/stokerd_*.deb Version)
+for package in stokerd libstoker0 libstoker-dev; do
+  deb=$scratch/pkg/${package}_${version}_amd64.deb
+  [[ -f $deb ]] || fail "no $package package: $(ls "$scratch/pkg")"
+  echo "package: $(basename "$deb") ($(stat -c %s "$deb") bytes)"
 done
-libdir=$(dirname "$(find "$root/usr" -name 'libstoker.so' | head -1)")
-[[ -f $libdir/cmake/stoker/stokerConfig.cmake && -f $libdir/pkgconfig/stoker.pc ]] ||
-  { echo "no CMake package or pkg-config file beside $libdir/libstoker.so"; exit 1; }
+daemon_deb=$scratch/pkg/stokerd_${version}_amd64.deb
+runtime_deb=$scratch/pkg/libstoker0_${version}_amd64.deb
+dev_deb=$scratch/pkg/libstoker-dev_${version}_amd64.deb
 
-# The example configuration is valid as shipped.
+# Control fields: each package depends on what it needs.
+dpkg-deb -f "$daemon_deb" Depends | grep -q 'libgrpc++' ||
+  fail "stokerd does not depend on gRPC: $(dpkg-deb -f "$daemon_deb" Depends)"
+dev_depends=$(dpkg-deb -f "$dev_deb" Depends)
+[[ $dev_depends == *"libstoker0 (= $version)"* && $dev_depends == *libabsl-dev* ]] ||
+  fail "libstoker-dev Depends: $dev_depends"
+dpkg-deb --ctrl-tarfile "$daemon_deb" | tar -tf - | grep -q conffiles ||
+  fail "stokerd has no conffiles"
+dpkg-deb --ctrl-tarfile "$runtime_deb" | tar -tf - | grep -q shlibs ||
+  fail "libstoker0 has no shlibs file"
+dpkg-deb --ctrl-tarfile "$runtime_deb" | tar -xOf - ./triggers | grep -q ldconfig ||
+  fail "libstoker0 does not trigger ldconfig"
+
+# lintian: no errors; warnings are printed (docs/packaging.md explains
+# those that remain).
+if command -v lintian >/dev/null; then
+  lintian --tag-display-limit 0 "$daemon_deb" "$runtime_deb" "$dev_deb" \
+    >"$scratch/lintian.txt" 2>&1 || true
+  sed 's/^/lintian: /' "$scratch/lintian.txt"
+  ! grep -q '^E: ' "$scratch/lintian.txt" || fail "lintian reports errors"
+else
+  fail "lintian is not installed (scripts/install-deps.sh installs it)"
+fi
+
+root=$scratch/root
+for deb in "$daemon_deb" "$runtime_deb" "$dev_deb"; do dpkg-deb -x "$deb" "$root"; done
+multiarch=usr/lib/$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || echo x86_64-linux-gnu)
+in_package() {  # in_package DEB PATH: the package holds PATH
+  dpkg-deb -c "$1" | awk '{print $6}' | grep -qx "\./$2" || fail "$(basename "$1") lacks /$2"
+}
+for file in usr/sbin/stokerd usr/bin/stokerctl lib/systemd/system/stokerd.service \
+    lib/systemd/system/stokerd.socket usr/lib/sysusers.d/stoker.conf \
+    usr/lib/tmpfiles.d/stoker.conf etc/stoker/stokerd.conf \
+    usr/share/man/man8/stokerd.8.gz usr/share/man/man1/stokerctl.1.gz \
+    usr/share/doc/stokerd/README.md var/lib/stoker/datasets/; do
+  in_package "$daemon_deb" "$file"
+done
+in_package "$runtime_deb" "$multiarch/libstoker.so.0"
+in_package "$runtime_deb" "$multiarch/libstoker.so.$version"
+for file in "$multiarch/libstoker.so" usr/include/stoker/client.h \
+    usr/include/stoker/export.h "$multiarch/cmake/stoker/stokerConfig.cmake" \
+    "$multiarch/pkgconfig/stoker.pc"; do
+  in_package "$dev_deb" "$file"
+done
+for package in stokerd libstoker0 libstoker-dev; do
+  head -1 "$root/usr/share/doc/$package/copyright" | grep -q '^Format: ' ||
+    fail "$package has no machine-readable copyright file"
+  [[ -f $root/usr/share/doc/$package/changelog.gz ]] || fail "$package has no changelog"
+done
+
+# The library: SONAME libstoker.so.0, and only the public API exported.
+library=$root/$multiarch/libstoker.so.$version
+soname=$(objdump -p "$library" | awk '/SONAME/ {print $2}')
+[[ $soname == libstoker.so.0 ]] || fail "SONAME is '$soname'"
+nm -D --defined-only "$library" | awk '{print $3}' | c++filt >"$scratch/exports.txt"
+exported=$(wc -l <"$scratch/exports.txt")
+echo "libstoker.so.0 exports $exported symbols"
+if grep -E 'google::|grpc|absl::|stoker::v1::|stoker::internal::|spdlog|boost' \
+    "$scratch/exports.txt" | head -5 | grep .; then
+  fail "libstoker exports implementation symbols (above)"
+fi
+grep -q '^stoker::Client::Connect' "$scratch/exports.txt" || fail "Client::Connect is not exported"
+
+# The shipped configuration is valid (its dataset root is the package's).
 "$root/usr/sbin/stokerd" --config="$root/etc/stoker/stokerd.conf" --check_config \
+  --dataset_roots="$root/var/lib/stoker/datasets" --socket="$scratch/check.sock" \
   >/dev/null
 
 # Out of tree, with find_package(stoker).
@@ -44,10 +103,11 @@ cmake -S "$source/tests/package_consumer" -B "$scratch/consumer" \
   -DCMAKE_PREFIX_PATH="$root/usr" -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$scratch/consumer" >/dev/null
 # And with pkg-config.
-flags=$(PKG_CONFIG_PATH=$libdir/pkgconfig pkg-config --cflags --libs stoker)
-includedir=$(PKG_CONFIG_PATH=$libdir/pkgconfig pkg-config --variable=includedir stoker)
+pcdir=$root/$multiarch/pkgconfig
+flags=$(PKG_CONFIG_PATH=$pcdir pkg-config --cflags --libs stoker)
+includedir=$(PKG_CONFIG_PATH=$pcdir pkg-config --variable=includedir stoker)
 [[ $(realpath "$includedir") == "$root/usr/include" ]] ||
-  { echo "pkg-config includedir: $includedir"; exit 1; }
+  fail "pkg-config includedir: $includedir"
 g++ -std=c++20 "$source/tests/package_consumer/main.cc" $flags \
   -o "$scratch/consumer_pc"
 
@@ -55,16 +115,16 @@ g++ -std=c++20 "$source/tests/package_consumer/main.cc" $flags \
 "$make_dataset" --out="$scratch/data" --classes=2 --per_class=4 --width=64 \
   --height=48 >/dev/null
 socket=$scratch/stoker.sock
-"$root/usr/sbin/stokerd" --config= --socket="unix://$socket" --workers=1 \
+"$root/usr/sbin/stokerd" --config= --socket="$socket" --workers=1 \
   2>"$scratch/stokerd.log" &
 daemon=$!
 for _ in $(seq 100); do [[ -S $socket ]] && break; sleep 0.1; done
-export LD_LIBRARY_PATH=$libdir
-out=$("$scratch/consumer/consumer" "unix://$socket" "$scratch/data")
-[[ $out == "batch 0: 4 images" ]] || { echo "consumer: $out"; exit 1; }
+export LD_LIBRARY_PATH=$root/$multiarch
+out=$("$scratch/consumer/consumer" "$socket" "$scratch/data")
+[[ $out == "batch 0: 4 images" ]] || fail "consumer: $out"
 out=$("$scratch/consumer_pc" "unix://$socket" "$scratch/data")
-[[ $out == "batch 0: 4 images" ]] || { echo "consumer (pkg-config): $out"; exit 1; }
-"$root/usr/bin/stokerctl" --socket="unix://$socket" status | grep -q SERVING
+[[ $out == "batch 0: 4 images" ]] || fail "consumer (pkg-config): $out"
+"$root/usr/bin/stokerctl" --socket="$socket" status | grep -q SERVING
 kill -TERM "$daemon"
 wait "$daemon"
 daemon=

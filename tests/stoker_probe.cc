@@ -27,7 +27,7 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
+#include "common/cli.h"
 #include "absl/status/status.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -265,7 +265,8 @@ int Probe() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::vector<char*> rest = absl::ParseCommandLine(argc, argv);
+  std::vector<char*> rest = stoker::ParseCommandLine(
+      argc, argv, "stoker_probe consume|train|probe --flags");
   const std::string command = rest.size() > 1 ? rest[1] : "";
   if (command == "consume") return Consume();
   if (command == "train") return Train();

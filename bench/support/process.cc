@@ -6,7 +6,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -43,12 +46,18 @@ Subprocess::Subprocess(const std::string& program,
       ::dup2(fd, STDERR_FILENO);
       ::dup2(fd, STDOUT_FILENO);
     }
+    // Failures say why in the output file: an exec refused to another user
+    // (a directory on the way closed to it) must not look like a crash.
     if (run_as && (::setgroups(0, nullptr) != 0 ||
                    ::setgid(run_as->second) != 0 ||
                    ::setuid(run_as->first) != 0)) {
+      ::dprintf(STDERR_FILENO, "cannot switch to uid %d: %s\n",
+                static_cast<int>(run_as->first), std::strerror(errno));
       ::_exit(126);
     }
     ::execv(program.c_str(), argv.data());
+    ::dprintf(STDERR_FILENO, "cannot run %s: %s\n", program.c_str(),
+              std::strerror(errno));
     ::_exit(127);
   }
 }

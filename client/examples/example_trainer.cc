@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
+#include "common/cli.h"
 #include "absl/strings/str_format.h"
 #include "stoker/client.h"
 #include "stoker/cuda.h"
@@ -108,7 +108,12 @@ int Fail(const absl::Status& status) {
 
 int main(int argc, char** argv) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // interleave sanely with logs
-  absl::ParseCommandLine(argc, argv);
+  stoker::ParseCommandLine(
+      argc, argv,
+      "example_trainer --data=IMAGEFOLDER [--target=unix:///run/stoker/"
+      "stoker.sock] [--epochs=2] ...\n\n"
+      "A stand-in for a training loop fed by stokerd: creates a job, consumes "
+      "it and prints images/s.");
   auto client = stoker::Client::Connect(absl::GetFlag(FLAGS_target));
   if (!client.ok()) return Fail(client.status());
   const uint32_t size = absl::GetFlag(FLAGS_size);

@@ -3,6 +3,7 @@
 #include <grpcpp/grpcpp.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <random>
 
 #include "absl/strings/str_cat.h"
@@ -12,6 +13,7 @@
 #include "client/src/convert.h"
 #include "common/grpc_status.h"
 #include "common/naming.h"
+#include "common/socket_access.h"
 
 namespace stoker {
 
@@ -46,19 +48,22 @@ Client::~Client() = default;
 
 absl::StatusOr<std::unique_ptr<Client>> Client::Connect(
     std::string_view target, std::chrono::milliseconds timeout) {
+  absl::StatusOr<std::string> normalized = NormalizeSocketTarget(target);
+  if (!normalized.ok()) return normalized.status();
   grpc::ChannelArguments args;
   // Unix sockets: do not let a missing daemon make calls hang on backoff.
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
   auto channel = grpc::CreateCustomChannel(
-      std::string(target), grpc::InsecureChannelCredentials(), args);
+      *normalized, grpc::InsecureChannelCredentials(), args);
   if (!channel->WaitForConnected(std::chrono::system_clock::now() + timeout)) {
-    return absl::UnavailableError(absl::StrCat(
-        "cannot reach stokerd at ", std::string(target),
-        ": is the daemon running and is the socket readable by you?"));
+    const std::string path = SocketPathFromTarget(*normalized);
+    std::string why = ExplainSocketAccess(path);
+    if (why.empty()) why = "it does not answer";
+    return absl::UnavailableError(
+        absl::StrCat("cannot reach stokerd at ", path, ": ", why));
   }
-  return MakeClient(
-      std::make_unique<Impl>(v1::Loader::NewStub(std::move(channel)),
-                             std::string(target)));
+  return MakeClient(std::make_unique<Impl>(
+      v1::Loader::NewStub(std::move(channel)), *normalized));
 }
 
 absl::StatusOr<JobInfo> Client::Impl::CreateJob(const JobSpec& spec) {
@@ -66,6 +71,18 @@ absl::StatusOr<JobInfo> Client::Impl::CreateJob(const JobSpec& spec) {
   Prepare(&context);
   v1::CreateJobRequest request;
   *request.mutable_spec() = internal::ToProto(spec);
+  // The daemon resolves paths in its own directory, not the caller's.
+  if (!spec.dataset_path.empty() && !spec.dataset_path.starts_with('/')) {
+    std::error_code error;
+    const auto absolute = std::filesystem::absolute(spec.dataset_path, error);
+    if (error) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "cannot make dataset path '", spec.dataset_path,
+          "' absolute: ", error.message()));
+    }
+    request.mutable_spec()->mutable_dataset()->set_path(
+        absolute.lexically_normal().string());
+  }
   v1::Job job;
   grpc::Status status = stub()->CreateJob(&context, request, &job);
   if (!status.ok()) return FromGrpcStatus(status);

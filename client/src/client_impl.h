@@ -12,7 +12,7 @@
 
 namespace stoker {
 
-class Client::Impl {
+class STOKER_LOCAL Client::Impl {
  public:
   // `target` is the daemon's address (unix://...); its ring socket lies
   // beside it.

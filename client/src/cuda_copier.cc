@@ -1,5 +1,6 @@
 // The CUDA copy path (built when CMake finds the CUDA Toolkit).
 #include <cuda_runtime_api.h>
+#include <dlfcn.h>
 
 #include <deque>
 #include <thread>
@@ -18,9 +19,35 @@ absl::Status CudaError(absl::string_view what, cudaError_t error) {
       absl::StrCat(what, ": ", cudaGetErrorString(error)));
 }
 
+// Why no GPU can be used, in words that name the cause: the CUDA runtime's
+// "driver version is insufficient" also means "there is no driver at all",
+// which would send a user after a driver upgrade on a machine without GPU.
+std::string NoDeviceReason(cudaError_t error) {
+  if (error == cudaSuccess) return "the NVIDIA driver reports no GPU";
+  if (error == cudaErrorInsufficientDriver || error == cudaErrorNoDevice) {
+    void* driver = ::dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
+    if (driver == nullptr) {
+      return "no NVIDIA driver or GPU was found on this machine (libcuda.so.1 "
+             "is not installed)";
+    }
+    ::dlclose(driver);
+    if (error == cudaErrorNoDevice) {
+      return "the NVIDIA driver is installed but finds no GPU";
+    }
+    int driver_version = 0;
+    cudaDriverGetVersion(&driver_version);
+    return absl::StrCat("the NVIDIA driver supports CUDA up to ",
+                        driver_version / 1000, ".", driver_version % 1000 / 10,
+                        " but this SDK was built for CUDA ",
+                        CUDART_VERSION / 1000, ".", CUDART_VERSION % 1000 / 10,
+                        ": update the driver");
+  }
+  return cudaGetErrorString(error);
+}
+
 }  // namespace
 
-class CudaCopier::Impl {
+class STOKER_LOCAL CudaCopier::Impl {
  public:
   struct Pending {
     Impl* owner;
@@ -29,7 +56,7 @@ class CudaCopier::Impl {
 
   Impl(std::shared_ptr<internal::ConsumerCore> core, bool pinned)
       : core_(std::move(core)), pinned_(pinned) {
-    completer_ = std::thread([this] { Complete(); });
+    completer_ = std::thread(&Impl::Complete, this);
   }
 
   ~Impl() {
@@ -142,9 +169,8 @@ absl::StatusOr<std::unique_ptr<CudaCopier>> CudaCopier::Create(
   if (const cudaError_t error = cudaGetDeviceCount(&devices);
       error != cudaSuccess || devices == 0) {
     return absl::FailedPreconditionError(absl::StrCat(
-        "no CUDA device is available (",
-        error != cudaSuccess ? cudaGetErrorString(error) : "0 devices",
-        "); read batches on the CPU with Batch::images() instead"));
+        "no CUDA device is available: ", NoDeviceReason(error),
+        "; read batches on the CPU with Batch::images() instead"));
   }
   int device = 0;
   int read_only_ok = 0;

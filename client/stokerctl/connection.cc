@@ -3,6 +3,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/naming.h"
+#include "common/socket_access.h"
 
 namespace stoker::ctl {
 
@@ -28,15 +29,8 @@ std::string Connection::Explain(const grpc::Status& status,
   switch (status.error_code()) {
     case grpc::StatusCode::UNAVAILABLE:
     case grpc::StatusCode::DEADLINE_EXCEEDED:
-      if (absl::StrContains(message, "No such file")) {
-        why = absl::StrCat("no stokerd listens at ", path,
-                           " (no such socket). Is it running? Try "
-                           "`systemctl status stokerd`, or --socket");
-      } else if (absl::StrContains(message, "Permission denied")) {
-        why = absl::StrCat(
-            "you may not connect to ", path,
-            ". Join the group that owns it (`sudo usermod -aG stoker "
-            "$USER`, then log in again)");
+      if (std::string access = ExplainSocketAccess(path); !access.empty()) {
+        why = std::move(access);
       } else if (absl::StrContains(message, "Connection refused")) {
         why = absl::StrCat("nothing accepts connections at ", path,
                            ". stokerd is not running: `systemctl status "

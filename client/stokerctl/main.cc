@@ -6,13 +6,12 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
-#include "absl/flags/usage.h"
 #include "client/stokerctl/commands.h"
+#include "common/cli.h"
 #include "common/naming.h"
 
 ABSL_FLAG(std::string, socket, std::string(stoker::kDaemonDefaultTarget),
-          "stokerd's address, unix:///path/to/stoker.sock");
+          "stokerd's socket: a path, unix:PATH or unix://PATH");
 ABSL_FLAG(bool, json, false, "print JSON instead of tables");
 ABSL_FLAG(absl::Duration, interval, absl::Seconds(1), "top: time between frames");
 ABSL_FLAG(int, iterations, 0, "top: frames to show; 0 until interrupted");
@@ -40,7 +39,8 @@ Commands:
   bench DATASET        run a job on an ImageFolder directory as fast as
                        stokerd delivers and print images/s
 
-Common flags: --socket=unix:///run/stoker/stoker.sock, --json)";
+Common flags: --socket=/run/stoker/stoker.sock, --json; --help lists every
+flag with its default)";
 
 int Usage(const std::string& problem) {
   std::fprintf(stderr, "stokerctl: %s\n\n%s\n", problem.c_str(), kUsage);
@@ -50,12 +50,17 @@ int Usage(const std::string& problem) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage(kUsage);
-  const std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
+  const std::vector<char*> positional =
+      stoker::ParseCommandLine(argc, argv, kUsage);
   const std::vector<std::string> args(positional.begin() + 1, positional.end());
   if (args.empty()) return Usage("no command given");
+  const absl::StatusOr<std::string> target =
+      stoker::NormalizeSocketTarget(absl::GetFlag(FLAGS_socket));
+  if (!target.ok()) {
+    return Usage("--socket: " + std::string(target.status().message()));
+  }
   const stoker::ctl::Options options{
-      .target = absl::GetFlag(FLAGS_socket),
+      .target = *target,
       .json = absl::GetFlag(FLAGS_json),
       .interval = absl::GetFlag(FLAGS_interval),
       .iterations = absl::GetFlag(FLAGS_iterations),

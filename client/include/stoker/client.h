@@ -27,10 +27,14 @@
 
 namespace stoker {
 
-class Client {
+class STOKER_API Client {
  public:
-  // Connects to the daemon at `target` (unix:///path/to/socket), waiting up
-  // to `timeout` for it; UNAVAILABLE if it does not answer.
+  // Connects to the daemon at `target`, waiting up to `timeout` for it. The
+  // socket may be given as a path ("/run/stoker/stoker.sock", or relative
+  // to the current directory), "unix:PATH" or "unix://PATH".
+  // INVALID_ARGUMENT for an address that is not a Unix socket; UNAVAILABLE
+  // if the daemon does not answer, with the cause when the filesystem shows
+  // one (no socket there, a directory or group that keeps you out).
   static absl::StatusOr<std::unique_ptr<Client>> Connect(
       std::string_view target = kDefaultTarget,
       std::chrono::milliseconds timeout = std::chrono::seconds(5));
@@ -39,6 +43,8 @@ class Client {
   Client(const Client&) = delete;
   Client& operator=(const Client&) = delete;
 
+  // A relative `spec.dataset_path` is taken from the caller's current
+  // directory (the daemon runs elsewhere).
   absl::StatusOr<JobInfo> CreateJob(const JobSpec& spec);
   absl::StatusOr<JobInfo> GetJob(std::string_view job_id);
   absl::StatusOr<std::vector<JobInfo>> ListJobs();
@@ -51,7 +57,7 @@ class Client {
   absl::StatusOr<std::unique_ptr<Consumer>> Attach(
       std::string_view job_id, const ConsumerOptions& options = {});
 
-  class Impl;  // internal
+  class STOKER_LOCAL Impl;  // internal
 
  private:
   explicit Client(std::unique_ptr<Impl> impl);

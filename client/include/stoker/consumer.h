@@ -44,7 +44,7 @@ class ConsumerCore;
 class Reconnector;
 }  // namespace internal
 
-class Batch {
+class STOKER_API Batch {
  public:
   Batch() = default;
   Batch(Batch&& other) noexcept;
@@ -133,7 +133,7 @@ struct InputStats {
   double recent_input_bound_percent = 0;
 };
 
-class Consumer {
+class STOKER_API Consumer {
  public:
   Consumer(const Consumer&) = delete;
   Consumer& operator=(const Consumer&) = delete;
@@ -165,7 +165,7 @@ class Consumer {
  private:
   friend class Client;
   friend class CudaCopier;
-  Consumer(std::shared_ptr<internal::ConsumerCore> core,
+  STOKER_LOCAL Consumer(std::shared_ptr<internal::ConsumerCore> core,
            std::unique_ptr<internal::Reconnector> reconnector);
   std::shared_ptr<internal::ConsumerCore> core() const;
 
@@ -176,8 +176,8 @@ class Consumer {
 };
 
 // "stoker-position:<epoch>:<batch>", and back (INVALID_ARGUMENT if malformed).
-std::string SerializePosition(const Position& position);
-absl::StatusOr<Position> ParsePosition(std::string_view text);
+STOKER_API std::string SerializePosition(const Position& position);
+STOKER_API absl::StatusOr<Position> ParsePosition(std::string_view text);
 
 }  // namespace stoker
 

@@ -35,7 +35,7 @@ struct CUstream_st;
 
 namespace stoker {
 
-class CudaCopier {
+class STOKER_API CudaCopier {
  public:
   // Registers `consumer`'s ring with CUDA on the current device.
   static absl::StatusOr<std::unique_ptr<CudaCopier>> Create(Consumer& consumer);
@@ -63,7 +63,7 @@ class CudaCopier {
   // read-only memory and copies go through pageable memory (slower).
   bool pinned() const;
 
-  class Impl;  // internal
+  class STOKER_LOCAL Impl;  // internal
 
  private:
   explicit CudaCopier(std::unique_ptr<Impl> impl);

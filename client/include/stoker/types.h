@@ -11,6 +11,8 @@
 #include <variant>
 #include <vector>
 
+#include "stoker/export.h"
+
 namespace stoker {
 
 inline constexpr char kDefaultTarget[] = "unix:///run/stoker/stoker.sock";
@@ -70,9 +72,9 @@ using Op = std::variant<RandomResizedCrop, Resize, CenterCrop,
 
 // RandomResizedCrop(size) + RandomHorizontalFlip(): the usual training
 // pipeline (add Normalize() for float output).
-std::vector<Op> TrainPipeline(uint32_t size = 224);
+STOKER_API std::vector<Op> TrainPipeline(uint32_t size = 224);
 // Resize(shorter side) + CenterCrop(crop): the usual evaluation pipeline.
-std::vector<Op> EvalPipeline(uint32_t resize = 256, uint32_t crop = 224);
+STOKER_API std::vector<Op> EvalPipeline(uint32_t resize = 256, uint32_t crop = 224);
 
 // A place in a job's stream of batches: batch `batch` of epoch `epoch`.
 struct Position {
