@@ -1,11 +1,14 @@
 #include "tests/test_util.h"
 
 
+#include <sys/stat.h>
 #include <turbojpeg.h>
 
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <sstream>
 #include <thread>
 
@@ -13,6 +16,24 @@
 #include "gtest/gtest.h"
 
 namespace stoker::testing {
+
+std::string PathClosedToOthers(const std::string& path) {
+  std::string dir;
+  for (const std::filesystem::path& part :
+       std::filesystem::path(path).parent_path()) {
+    dir = (std::filesystem::path(dir) / part).string();
+    struct stat st {};
+    if (::stat(dir.c_str(), &st) != 0) continue;
+    if ((st.st_mode & S_IXOTH) == 0) {
+      char mode[8];
+      std::snprintf(mode, sizeof(mode), "%04o", st.st_mode & 07777);
+      return "the directory " + dir + " is mode " + std::string(mode) +
+             ": no other user can pass it, so a client cannot run as "
+             "another user here";
+    }
+  }
+  return "";
+}
 
 std::string SocketTarget(const std::string& dir) {
   return "unix://" + dir + "/stoker.sock";

@@ -40,6 +40,14 @@ class TestDaemon {
   std::unique_ptr<Daemon> daemon_;
 };
 
+// Why a user other than root, and in none of the directories' groups, could
+// not reach `path`: the first directory on the way (from /) that others may
+// not search, with its mode; "" when every one is open. Tests that run a
+// client as another user check it first: in a chroot whose root directory
+// is 0700 (what `mktemp -d` gives a debootstrap target) no other user can
+// run a program or reach a socket at all.
+std::string PathClosedToOthers(const std::string& path);
+
 // A fresh socket address inside `dir`.
 std::string SocketTarget(const std::string& dir);
 
