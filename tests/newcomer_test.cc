@@ -10,7 +10,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 
@@ -24,28 +23,8 @@ namespace {
 namespace fs = std::filesystem;
 using testing::TestDaemon;
 
-struct Outcome {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-  std::string all() const { return out + err; }
-};
-
-// Runs `command` with /bin/sh; its stderr goes through a file in `scratch`.
-Outcome Shell(const std::string& command, const std::string& scratch) {
-  const std::string err_path = scratch + "/command.err";
-  Outcome run;
-  FILE* pipe = ::popen((command + " 2>" + err_path).c_str(), "r");
-  char buffer[4096];
-  size_t n;
-  while ((n = std::fread(buffer, 1, sizeof(buffer), pipe)) > 0) {
-    run.out.append(buffer, n);
-  }
-  const int status = ::pclose(pipe);
-  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  run.err = testdata::ReadTextFile(err_path);
-  return run;
-}
+using Outcome = testing::CommandRun;
+using testing::RunCommand;
 
 bool Has(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
@@ -63,7 +42,7 @@ TEST(Newcomer, HelpListsEachProgramsOwnFlagsWithTheirDefaults) {
           {MAKE_DATASET_PATH, {"--out=\"\"", "--classes=8"}},
       };
   for (const auto& [program, flags] : programs) {
-    const Outcome run = Shell(program + " --help", dir.path());
+    const Outcome run = RunCommand(program + " --help", dir.path());
     EXPECT_EQ(run.exit_code, 0) << program << ": " << run.all();
     EXPECT_TRUE(Has(run.out, "usage: ")) << run.out;
     for (const std::string& flag : flags) {
@@ -74,9 +53,9 @@ TEST(Newcomer, HelpListsEachProgramsOwnFlagsWithTheirDefaults) {
     EXPECT_FALSE(Has(run.all(), "SetProgramUsageMessage")) << run.all();
     // Only the program's own flags: not gRPC's or Abseil's.
     EXPECT_FALSE(Has(run.out, "--flagfile")) << run.out;
-    EXPECT_EQ(Shell(program + " -h", dir.path()).out, run.out);
+    EXPECT_EQ(RunCommand(program + " -h", dir.path()).out, run.out);
   }
-  const Outcome version = Shell(std::string(STOKERD_PATH) + " --version", dir.path());
+  const Outcome version = RunCommand(std::string(STOKERD_PATH) + " --version", dir.path());
   EXPECT_TRUE(Has(version.out, "stokerd 0.")) << version.all();
 }
 
@@ -89,11 +68,11 @@ TEST(Newcomer, EverySpellingOfTheSocketReachesTheDaemon) {
         std::string("./stoker.sock"), std::string("unix:stoker.sock"),
         std::string("unix://stoker.sock")}) {
     const Outcome run =
-        Shell(in_dir + " --socket=" + socket + " status", daemon.dir());
+        RunCommand(in_dir + " --socket=" + socket + " status", daemon.dir());
     EXPECT_EQ(run.exit_code, 0) << socket << ": " << run.all();
     EXPECT_TRUE(Has(run.out, "SERVING")) << socket << ": " << run.all();
   }
-  const Outcome tcp = Shell(in_dir + " --socket=localhost:1234 status", daemon.dir());
+  const Outcome tcp = RunCommand(in_dir + " --socket=localhost:1234 status", daemon.dir());
   EXPECT_EQ(tcp.exit_code, 2) << tcp.all();
   EXPECT_TRUE(Has(tcp.err, "not a Unix socket")) << tcp.all();
   // The SDK takes the same spellings.
@@ -108,7 +87,7 @@ TEST(Newcomer, ARelativeDatasetPathIsTakenFromTheCallersDirectory) {
   testing::MakeDataset(daemon.dir() + "/data", 2, 4, 32, 24);
   // The daemon runs in this test's directory, where there is no "data".
   ASSERT_FALSE(fs::exists("data"));
-  const Outcome run = Shell("cd " + daemon.dir() + " && " + STOKERCTL_PATH +
+  const Outcome run = RunCommand("cd " + daemon.dir() + " && " + STOKERCTL_PATH +
                             " --socket=" + daemon.target() +
                             " bench data --batches=2 --batch_size=4 --size=16",
                         daemon.dir());
@@ -130,7 +109,7 @@ class CheckConfig : public ::testing::Test {
     return path;
   }
   Outcome Stokerd(const std::string& args) {
-    return Shell(std::string(STOKERD_PATH) + " " + args, dir_.path());
+    return RunCommand(std::string(STOKERD_PATH) + " " + args, dir_.path());
   }
   testdata::TempDir dir_{"stoker-check"};
 };

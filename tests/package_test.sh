@@ -31,17 +31,22 @@ runtime_deb=$scratch/pkg/libstoker0_${version}_amd64.deb
 dev_deb=$scratch/pkg/libstoker-dev_${version}_amd64.deb
 
 # Control fields: each package depends on what it needs.
-dpkg-deb -f "$daemon_deb" Depends | grep -q 'libgrpc++' ||
-  fail "stokerd does not depend on gRPC: $(dpkg-deb -f "$daemon_deb" Depends)"
+# Listings are read whole before they are searched: `producer | grep -q`
+# under pipefail fails whenever grep exits before the producer has written
+# everything (SIGPIPE), which made this test fail at random.
+daemon_depends=$(dpkg-deb -f "$daemon_deb" Depends)
+[[ $daemon_depends == *'libgrpc++'* ]] ||
+  fail "stokerd does not depend on gRPC: $daemon_depends"
 dev_depends=$(dpkg-deb -f "$dev_deb" Depends)
 [[ $dev_depends == *"libstoker0 (= $version)"* && $dev_depends == *libabsl-dev* ]] ||
   fail "libstoker-dev Depends: $dev_depends"
-dpkg-deb --ctrl-tarfile "$daemon_deb" | tar -tf - | grep -q conffiles ||
-  fail "stokerd has no conffiles"
-dpkg-deb --ctrl-tarfile "$runtime_deb" | tar -tf - | grep -q shlibs ||
-  fail "libstoker0 has no shlibs file"
-dpkg-deb --ctrl-tarfile "$runtime_deb" | tar -xOf - ./triggers | grep -q ldconfig ||
-  fail "libstoker0 does not trigger ldconfig"
+daemon_control=$(dpkg-deb --ctrl-tarfile "$daemon_deb" | tar -tf -)
+grep -qx './conffiles' <<<"$daemon_control" || fail "stokerd has no conffiles"
+runtime_control=$(dpkg-deb --ctrl-tarfile "$runtime_deb" | tar -tf -)
+grep -qx './shlibs' <<<"$runtime_control" ||
+  fail "libstoker0 has no shlibs file: $runtime_control"
+runtime_triggers=$(dpkg-deb --ctrl-tarfile "$runtime_deb" | tar -xOf - ./triggers)
+grep -q ldconfig <<<"$runtime_triggers" || fail "libstoker0 does not trigger ldconfig"
 
 # lintian: no errors; warnings are printed (docs/packaging.md explains
 # those that remain).
@@ -58,7 +63,9 @@ root=$scratch/root
 for deb in "$daemon_deb" "$runtime_deb" "$dev_deb"; do dpkg-deb -x "$deb" "$root"; done
 multiarch=usr/lib/$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || echo x86_64-linux-gnu)
 in_package() {  # in_package DEB PATH: the package holds PATH
-  dpkg-deb -c "$1" | awk '{print $6}' | grep -qx "\./$2" || fail "$(basename "$1") lacks /$2"
+  local listing
+  listing=$(dpkg-deb -c "$1" | awk '{print $6}')
+  grep -qx "\./$2" <<<"$listing" || fail "$(basename "$1") lacks /$2"
 }
 for file in usr/sbin/stokerd usr/bin/stokerctl lib/systemd/system/stokerd.service \
     lib/systemd/system/stokerd.socket usr/lib/sysusers.d/stoker.conf \
@@ -124,7 +131,8 @@ out=$("$scratch/consumer/consumer" "$socket" "$scratch/data")
 [[ $out == "batch 0: 4 images" ]] || fail "consumer: $out"
 out=$("$scratch/consumer_pc" "unix://$socket" "$scratch/data")
 [[ $out == "batch 0: 4 images" ]] || fail "consumer (pkg-config): $out"
-"$root/usr/bin/stokerctl" --socket="$socket" status | grep -q SERVING
+status=$("$root/usr/bin/stokerctl" --socket="$socket" status)
+grep -q SERVING <<<"$status" || fail "stokerctl status: $status"
 kill -TERM "$daemon"
 wait "$daemon"
 daemon=

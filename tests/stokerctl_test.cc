@@ -1,7 +1,6 @@
 // stokerctl against a real stokerd: what it prints, its JSON, and the
 // sentences it makes of errors.
 #include <stdio.h>
-#include <sys/wait.h>
 
 #include <fstream>
 
@@ -13,11 +12,7 @@ namespace {
 
 using testing::TestDaemon;
 
-struct Output {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
+using Output = testing::CommandRun;
 
 class StokerctlTest : public ::testing::Test {
  protected:
@@ -28,21 +23,9 @@ class StokerctlTest : public ::testing::Test {
   }
 
   Output Stokerctl(const std::string& args) {
-    const std::string err_path = daemon_.dir() + "/stokerctl.err";
-    const std::string command = std::string(STOKERCTL_PATH) + " --socket=" +
-                                daemon_.target() + " " + args + " 2>" +
-                                err_path;
-    Output run;
-    FILE* pipe = ::popen(command.c_str(), "r");
-    char buffer[4096];
-    size_t n;
-    while ((n = std::fread(buffer, 1, sizeof(buffer), pipe)) > 0) {
-      run.out.append(buffer, n);
-    }
-    const int status = ::pclose(pipe);
-    run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    run.err = testdata::ReadTextFile(err_path);
-    return run;
+    return testing::RunCommand(std::string(STOKERCTL_PATH) + " --socket=" +
+                                   daemon_.target() + " " + args,
+                               daemon_.dir());
   }
 
   TestDaemon daemon_{{.workers = 1}};

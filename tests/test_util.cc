@@ -2,6 +2,7 @@
 
 
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <turbojpeg.h>
 
 #include <chrono>
@@ -131,6 +132,25 @@ double MeanAbsDiff(const uint8_t* a, const uint8_t* b, size_t n) {
   double total = 0;
   for (size_t i = 0; i < n; ++i) total += std::abs(int(a[i]) - int(b[i]));
   return n == 0 ? 0 : total / double(n);
+}
+
+CommandRun RunCommand(const std::string& command, const std::string& scratch) {
+  const std::string err_path = scratch + "/command.err";
+  CommandRun run;
+  FILE* pipe = ::popen((command + " 2>" + err_path).c_str(), "r");
+  if (pipe == nullptr) {
+    run.err = "popen failed";
+    return run;
+  }
+  char buffer[4096];
+  size_t n;
+  while ((n = std::fread(buffer, 1, sizeof(buffer), pipe)) > 0) {
+    run.out.append(buffer, n);
+  }
+  const int status = ::pclose(pipe);
+  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  run.err = testdata::ReadTextFile(err_path);
+  return run;
 }
 
 bool Eventually(const std::function<bool()>& done) {

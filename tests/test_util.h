@@ -72,6 +72,18 @@ RgbImage ReferenceResize(const RgbImage& image, int width, int height);
 
 double MeanAbsDiff(const uint8_t* a, const uint8_t* b, size_t n);
 
+// What a command printed and how it ended.
+struct CommandRun {
+  int exit_code = -1;  // -1: killed by a signal
+  std::string out;
+  std::string err;
+  std::string all() const { return out + err; }
+};
+
+// Runs `command` with /bin/sh, its stdout through a pipe and its stderr
+// through a file in `scratch` (so neither can fill up and block the other).
+CommandRun RunCommand(const std::string& command, const std::string& scratch);
+
 // Polls `done` until it holds or 20 s pass: for asynchronous effects
 // (a release travelling to the daemon), not for timing.
 bool Eventually(const std::function<bool()>& done);
