@@ -29,7 +29,7 @@ absl::StatusOr<const uint8_t*> Locate(const internal::RingMapping& ring,
         "the daemon sent a batch handle whose '", name,
         "' tensor does not fit slot ", handle.slot(), " of the ring"));
   }
-  return ring.data() + t->offset();
+  return ring.view() + t->offset();
 }
 
 }  // namespace
@@ -133,8 +133,16 @@ absl::StatusOr<Position> ParsePosition(std::string_view text) {
 }
 
 absl::StatusOr<Batch> Consumer::Next() {
+  return Next(std::chrono::milliseconds::max());
+}
+
+absl::StatusOr<Batch> Consumer::Next(std::chrono::milliseconds timeout) {
+  const absl::Time deadline =
+      timeout == std::chrono::milliseconds::max()
+          ? absl::InfiniteFuture()
+          : absl::Now() + absl::FromChrono(timeout);
   std::shared_ptr<internal::ConsumerCore> core = this->core();
-  absl::StatusOr<v1::BatchHandle> handle = core->NextHandle();
+  absl::StatusOr<v1::BatchHandle> handle = core->NextHandle(deadline);
   while (!handle.ok() && absl::IsUnavailable(handle.status()) &&
          reconnector_ != nullptr &&
          reconnector_->options().reconnect_timeout.count() > 0) {
@@ -146,7 +154,7 @@ absl::StatusOr<Batch> Consumer::Next() {
       core_ = *resumed;
     }
     core = *std::move(resumed);
-    handle = core->NextHandle();
+    handle = core->NextHandle(deadline);
   }
   if (!handle.ok()) return handle.status();
   const internal::RingMapping& ring = core->ring();

@@ -14,6 +14,7 @@
 #include "common/grpc_status.h"
 #include "common/naming.h"
 #include "common/socket_access.h"
+#include "common/status_macros.h"
 
 namespace stoker {
 
@@ -66,51 +67,81 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Connect(
       v1::Loader::NewStub(std::move(channel)), *normalized));
 }
 
-absl::StatusOr<JobInfo> Client::Impl::CreateJob(const JobSpec& spec) {
+absl::StatusOr<v1::Job> Client::Impl::CreateJob(v1::JobSpec spec) {
   grpc::ClientContext context;
   Prepare(&context);
-  v1::CreateJobRequest request;
-  *request.mutable_spec() = internal::ToProto(spec);
   // The daemon resolves paths in its own directory, not the caller's.
-  if (!spec.dataset_path.empty() && !spec.dataset_path.starts_with('/')) {
+  const std::string& path = spec.dataset().path();
+  if (!path.empty() && !path.starts_with('/')) {
     std::error_code error;
-    const auto absolute = std::filesystem::absolute(spec.dataset_path, error);
+    const auto absolute = std::filesystem::absolute(path, error);
     if (error) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "cannot make dataset path '", spec.dataset_path,
-          "' absolute: ", error.message()));
+          "cannot make dataset path '", path, "' absolute: ", error.message()));
     }
-    request.mutable_spec()->mutable_dataset()->set_path(
-        absolute.lexically_normal().string());
+    spec.mutable_dataset()->set_path(absolute.lexically_normal().string());
   }
+  v1::CreateJobRequest request;
+  *request.mutable_spec() = std::move(spec);
   v1::Job job;
   grpc::Status status = stub()->CreateJob(&context, request, &job);
   if (!status.ok()) return FromGrpcStatus(status);
-  return internal::FromProto(job);
+  return job;
 }
 
-absl::StatusOr<JobInfo> Client::CreateJob(const JobSpec& spec) {
-  return impl_->CreateJob(spec);
-}
-
-absl::StatusOr<JobInfo> Client::GetJob(std::string_view job_id) {
+absl::StatusOr<v1::Job> Client::Impl::GetJob(std::string_view job_id) {
   grpc::ClientContext context;
-  impl_->Prepare(&context);
+  Prepare(&context);
   v1::GetJobRequest request;
   request.set_job_id(std::string(job_id));
   v1::Job job;
-  grpc::Status status = impl_->stub()->GetJob(&context, request, &job);
+  grpc::Status status = stub()->GetJob(&context, request, &job);
   if (!status.ok()) return FromGrpcStatus(status);
+  return job;
+}
+
+absl::StatusOr<v1::ListJobsResponse> Client::Impl::ListJobs() {
+  grpc::ClientContext context;
+  Prepare(&context);
+  v1::ListJobsResponse response;
+  grpc::Status status =
+      stub()->ListJobs(&context, v1::ListJobsRequest(), &response);
+  if (!status.ok()) return FromGrpcStatus(status);
+  return response;
+}
+
+absl::Status Client::Impl::DeleteJob(std::string_view job_id) {
+  grpc::ClientContext context;
+  Prepare(&context);
+  v1::DeleteJobRequest request;
+  request.set_job_id(std::string(job_id));
+  v1::DeleteJobResponse response;
+  return FromGrpcStatus(stub()->DeleteJob(&context, request, &response));
+}
+
+absl::StatusOr<v1::Stats> Client::Impl::GetStats() {
+  grpc::ClientContext context;
+  Prepare(&context);
+  v1::Stats stats;
+  grpc::Status status =
+      stub()->GetStats(&context, v1::GetStatsRequest(), &stats);
+  if (!status.ok()) return FromGrpcStatus(status);
+  return stats;
+}
+
+absl::StatusOr<JobInfo> Client::CreateJob(const JobSpec& spec) {
+  STOKER_ASSIGN_OR_RETURN(v1::Job job,
+                          impl_->CreateJob(internal::ToProto(spec)));
+  return internal::FromProto(job);
+}
+
+absl::StatusOr<JobInfo> Client::GetJob(std::string_view job_id) {
+  STOKER_ASSIGN_OR_RETURN(v1::Job job, impl_->GetJob(job_id));
   return internal::FromProto(job);
 }
 
 absl::StatusOr<std::vector<JobInfo>> Client::ListJobs() {
-  grpc::ClientContext context;
-  impl_->Prepare(&context);
-  v1::ListJobsResponse response;
-  grpc::Status status =
-      impl_->stub()->ListJobs(&context, v1::ListJobsRequest(), &response);
-  if (!status.ok()) return FromGrpcStatus(status);
+  STOKER_ASSIGN_OR_RETURN(v1::ListJobsResponse response, impl_->ListJobs());
   std::vector<JobInfo> jobs;
   for (const v1::Job& job : response.jobs()) {
     jobs.push_back(internal::FromProto(job));
@@ -119,22 +150,11 @@ absl::StatusOr<std::vector<JobInfo>> Client::ListJobs() {
 }
 
 absl::Status Client::DeleteJob(std::string_view job_id) {
-  grpc::ClientContext context;
-  impl_->Prepare(&context);
-  v1::DeleteJobRequest request;
-  request.set_job_id(std::string(job_id));
-  v1::DeleteJobResponse response;
-  return FromGrpcStatus(
-      impl_->stub()->DeleteJob(&context, request, &response));
+  return impl_->DeleteJob(job_id);
 }
 
 absl::StatusOr<DaemonStats> Client::GetStats() {
-  grpc::ClientContext context;
-  impl_->Prepare(&context);
-  v1::Stats stats;
-  grpc::Status status =
-      impl_->stub()->GetStats(&context, v1::GetStatsRequest(), &stats);
-  if (!status.ok()) return FromGrpcStatus(status);
+  STOKER_ASSIGN_OR_RETURN(v1::Stats stats, impl_->GetStats());
   return internal::FromProto(stats);
 }
 
@@ -146,8 +166,10 @@ absl::StatusOr<std::unique_ptr<Consumer>> Client::Attach(
   if (!core.ok()) return core.status();
   auto reconnector = std::make_unique<internal::Reconnector>(
       impl_->stub(), impl_->client_id(), impl_->ring_socket(), options,
-      [impl = impl_.get()](const JobSpec& spec) {
-        return impl->CreateJob(spec);
+      [impl = impl_.get()](const JobSpec& spec) -> absl::StatusOr<JobInfo> {
+        STOKER_ASSIGN_OR_RETURN(v1::Job job,
+                                impl->CreateJob(internal::ToProto(spec)));
+        return internal::FromProto(job);
       });
   return std::unique_ptr<Consumer>(
       new Consumer(*std::move(core), std::move(reconnector)));

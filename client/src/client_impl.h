@@ -25,7 +25,14 @@ class STOKER_LOCAL Client::Impl {
   const std::string& client_id() const { return client_id_; }
   // Names this client in the call's metadata.
   void Prepare(grpc::ClientContext* context) const;
-  absl::StatusOr<JobInfo> CreateJob(const JobSpec& spec);
+  // The calls on the wire messages (Client's methods convert them; the C
+  // ABI writes them as JSON). CreateJob makes a relative dataset path
+  // absolute in the caller's directory.
+  absl::StatusOr<v1::Job> CreateJob(v1::JobSpec spec);
+  absl::StatusOr<v1::Job> GetJob(std::string_view job_id);
+  absl::StatusOr<v1::ListJobsResponse> ListJobs();
+  absl::Status DeleteJob(std::string_view job_id);
+  absl::StatusOr<v1::Stats> GetStats();
 
  private:
   std::unique_ptr<v1::Loader::StubInterface> stub_;

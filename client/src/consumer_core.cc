@@ -77,7 +77,8 @@ absl::StatusOr<std::shared_ptr<ConsumerCore>> ConsumerCore::Open(
     return absl::InternalError("the daemon did not answer attach first");
   }
   core->job_ = FromProto(reply.attached().job());
-  auto ring = RingMapping::Open(ring_socket, core->job_.id);
+  auto ring = RingMapping::Open(ring_socket, core->job_.id,
+                                options.copy_on_write);
   if (!ring.ok()) {
     // The job may have ended right after attaching (its ring is unlinked
     // then): the daemon's status says why, and says it better.
@@ -157,15 +158,22 @@ void ConsumerCore::Send(v1::ConsumeRequest request) {
   outbox_.push_back(std::move(request));
 }
 
-absl::StatusOr<v1::BatchHandle> ConsumerCore::NextHandle() {
-  const absl::Time called = absl::Now();
+absl::StatusOr<v1::BatchHandle> ConsumerCore::NextHandle(absl::Time deadline) {
   absl::MutexLock lock(&mu_);
+  // A wait cut short by its deadline goes on in the next call: the time
+  // counts as waiting, not as the trainer's step.
+  const absl::Time called = waiting_since_.value_or(absl::Now());
+  waiting_since_.reset();
   for (;;) {
-    mu_.Await(absl::Condition(
+    const absl::Condition ready(
         +[](ConsumerCore* c) ABSL_NO_THREAD_SAFETY_ANALYSIS {
           return !c->handles_.empty() || c->end_of_job_ || c->finished_;
         },
-        this));
+        this);
+    if (!mu_.AwaitWithDeadline(ready, deadline)) {
+      waiting_since_ = called;
+      return absl::DeadlineExceededError("no batch arrived in time");
+    }
     // A stream the daemon ended with an error (this consumer was detached:
     // lease limit, lag, job deleted, daemon stopping) took its leases with
     // it: batches still queued here may already be another consumer's.
@@ -249,6 +257,9 @@ Position ConsumerCore::position() {
 void ConsumerCore::Release(uint32_t slot, uint64_t generation, uint64_t epoch,
                            uint64_t batch) {
   tracker_->Released(epoch * job_.batches_per_epoch + batch);
+  // Before the daemon may refill it: what this process wrote into its
+  // private view of the slot must not show through the next batch.
+  ring_->DiscardPrivateCopies(slot);
   v1::ConsumeRequest release;
   release.mutable_release()->set_slot(slot);
   release.mutable_release()->set_generation(generation);

@@ -61,8 +61,10 @@ class ConsumerCore {
       std::shared_ptr<PositionTracker> tracker = nullptr);
   ~ConsumerCore();  // Close()
 
-  // Blocks for the next handle; see Consumer::Next() for the errors.
-  absl::StatusOr<v1::BatchHandle> NextHandle();
+  // Blocks for the next handle until `deadline` (DEADLINE_EXCEEDED then,
+  // nothing lost); see Consumer::Next() for the other errors.
+  absl::StatusOr<v1::BatchHandle> NextHandle(
+      absl::Time deadline = absl::InfiniteFuture());
   // Queues the release of a slot; a no-op once the stream is closed. Moves
   // the resume position past the batch when it is the first unreleased one.
   void Release(uint32_t slot, uint64_t generation, uint64_t epoch,
@@ -119,6 +121,8 @@ class ConsumerCore {
   absl::Duration recent_wait_ ABSL_GUARDED_BY(mu_);
   absl::Duration recent_step_ ABSL_GUARDED_BY(mu_);
   std::optional<absl::Time> last_return_ ABSL_GUARDED_BY(mu_);
+  // Set while a NextHandle() that ran out of time is to be continued.
+  std::optional<absl::Time> waiting_since_ ABSL_GUARDED_BY(mu_);
   absl::Time last_report_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
 };
 

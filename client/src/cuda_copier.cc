@@ -54,8 +54,8 @@ class STOKER_LOCAL CudaCopier::Impl {
     Batch batch;
   };
 
-  Impl(std::shared_ptr<internal::ConsumerCore> core, bool pinned)
-      : core_(std::move(core)), pinned_(pinned) {
+  Impl(std::shared_ptr<internal::ConsumerCore> core, int device, bool pinned)
+      : core_(std::move(core)), device_(device), pinned_(pinned) {
     completer_ = std::thread(&Impl::Complete, this);
   }
 
@@ -68,6 +68,7 @@ class STOKER_LOCAL CudaCopier::Impl {
     completer_.join();
     if (pinned_) {
       // Tolerates the runtime being unloaded at process exit.
+      cudaSetDevice(device_);
       cudaHostUnregister(const_cast<uint8_t*>(core_->ring().data()));
     }
   }
@@ -87,7 +88,10 @@ class STOKER_LOCAL CudaCopier::Impl {
     }
     if (absl::Status earlier = TakeError(); !earlier.ok()) return earlier;
     const Batch::ImageTensor view = batch.image_tensor();
-    cudaError_t error = cudaMemcpyAsync(images, view.data, view.bytes,
+    // This thread's current device in the SDK's own CUDA runtime (which may
+    // be another copy than the trainer's): the stream's device.
+    cudaError_t error = cudaSetDevice(device_);
+    if (error == cudaSuccess) error = cudaMemcpyAsync(images, view.data, view.bytes,
                                         cudaMemcpyHostToDevice, stream);
     if (error == cudaSuccess && labels != nullptr) {
       error = cudaMemcpyAsync(labels, batch.labels().data(),
@@ -151,6 +155,7 @@ class STOKER_LOCAL CudaCopier::Impl {
   }
 
   const std::shared_ptr<internal::ConsumerCore> core_;
+  const int device_;
   const bool pinned_;
   std::thread completer_;
 
@@ -164,7 +169,7 @@ class STOKER_LOCAL CudaCopier::Impl {
 bool CudaCopier::Available() { return true; }
 
 absl::StatusOr<std::unique_ptr<CudaCopier>> CudaCopier::Create(
-    Consumer& consumer) {
+    Consumer& consumer, int device) {
   int devices = 0;
   if (const cudaError_t error = cudaGetDeviceCount(&devices);
       error != cudaSuccess || devices == 0) {
@@ -172,13 +177,27 @@ absl::StatusOr<std::unique_ptr<CudaCopier>> CudaCopier::Create(
         "no CUDA device is available: ", NoDeviceReason(error),
         "; read batches on the CPU with Batch::images() instead"));
   }
-  int device = 0;
+  if (device >= devices) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "CUDA device ", device, " does not exist (", devices, " devices)"));
+  }
+  if (device < 0) {
+    cudaGetDevice(&device);
+  } else if (const cudaError_t error = cudaSetDevice(device);
+             error != cudaSuccess) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "cannot use CUDA device ", device, ": ", cudaGetErrorString(error)));
+  }
   int read_only_ok = 0;
-  cudaGetDevice(&device);
   cudaDeviceGetAttribute(&read_only_ok,
                          cudaDevAttrHostRegisterReadOnlySupported, device);
   const std::shared_ptr<internal::ConsumerCore> core = consumer.core();
   const internal::RingMapping& ring = core->ring();
+  if (ring.private_view()) {
+    return absl::FailedPreconditionError(
+        "a copy_on_write consumer's batches are not in the registered "
+        "ring; attach without ConsumerOptions::copy_on_write for GPU copies");
+  }
   bool pinned = false;
   if (read_only_ok) {
     // The mapping is read-only, so it can only be registered read-only.
@@ -194,7 +213,7 @@ absl::StatusOr<std::unique_ptr<CudaCopier>> CudaCopier::Create(
     if (!pinned) cudaGetLastError();  // clear it; copies stay pageable
   }
   return std::unique_ptr<CudaCopier>(
-      new CudaCopier(std::make_unique<Impl>(core, pinned)));
+      new CudaCopier(std::make_unique<Impl>(core, device, pinned)));
 }
 
 CudaCopier::CudaCopier(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}

@@ -7,7 +7,7 @@ class CudaCopier::Impl {};
 
 bool CudaCopier::Available() { return false; }
 
-absl::StatusOr<std::unique_ptr<CudaCopier>> CudaCopier::Create(Consumer&) {
+absl::StatusOr<std::unique_ptr<CudaCopier>> CudaCopier::Create(Consumer&, int) {
   return absl::UnimplementedError(
       "this stoker SDK was built without CUDA (STOKER_WITH_CUDA=OFF or no "
       "CUDA Toolkit found); read batches on the CPU with Batch::images()");

@@ -60,12 +60,14 @@ absl::StatusOr<int> FetchRingFd(const std::string& ring_socket,
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<RingMapping>> RingMapping::Open(
-    const std::string& ring_socket, const std::string& job_id) {
+    const std::string& ring_socket, const std::string& job_id,
+    bool private_view) {
   STOKER_ASSIGN_OR_RETURN(int fd, FetchRingFd(ring_socket, job_id));
-  return FromFd(fd);
+  return FromFd(fd, private_view);
 }
 
-absl::StatusOr<std::unique_ptr<RingMapping>> RingMapping::FromFd(int fd) {
+absl::StatusOr<std::unique_ptr<RingMapping>> RingMapping::FromFd(
+    int fd, bool private_view) {
   struct stat st;
   if (::fstat(fd, &st) != 0 ||
       static_cast<uint64_t>(st.st_size) < sizeof(RingHeader)) {
@@ -74,20 +76,51 @@ absl::StatusOr<std::unique_ptr<RingMapping>> RingMapping::FromFd(int fd) {
   }
   const uint64_t size = static_cast<uint64_t>(st.st_size);
   void* data = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
-  const int err = errno;
-  ::close(fd);
+  int err = errno;
   if (data == MAP_FAILED) {
+    ::close(fd);
     return absl::PermissionDeniedError(
         absl::StrCat("cannot map the job's ring: ", std::strerror(err)));
   }
   std::unique_ptr<RingMapping> mapping(
       new RingMapping(static_cast<const uint8_t*>(data), size));
-  STOKER_RETURN_IF_ERROR(ValidateRingHeader(mapping->header(), mapping->size()));
+  absl::Status valid = ValidateRingHeader(mapping->header(), mapping->size());
+  if (valid.ok() && private_view) {
+    // Copy-on-write needs only read access to the descriptor. Slots are
+    // page aligned (ring_layout), so discarding one slot's pages never
+    // touches another's.
+    if (mapping->header().slot_bytes % kPageBytes != 0 ||
+        mapping->header().slots_offset % kPageBytes != 0) {
+      valid = absl::FailedPreconditionError(
+          "the job's ring slots are not page aligned");
+    } else {
+      void* view = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE,
+                          fd, 0);
+      err = errno;
+      if (view == MAP_FAILED) {
+        valid = absl::ResourceExhaustedError(absl::StrCat(
+            "cannot map the job's ring copy-on-write: ", std::strerror(err)));
+      } else {
+        mapping->view_ = static_cast<uint8_t*>(view);
+      }
+    }
+  }
+  ::close(fd);
+  STOKER_RETURN_IF_ERROR(valid);
   return mapping;
 }
 
 RingMapping::~RingMapping() {
+  if (view_ != nullptr) ::munmap(view_, size_);
   ::munmap(const_cast<uint8_t*>(data_), size_);
+}
+
+void RingMapping::DiscardPrivateCopies(uint32_t slot) const {
+  const RingHeader& h = header();
+  if (view_ == nullptr || slot >= h.slot_count) return;
+  // On a private file mapping the next access reads the segment again.
+  ::madvise(view_ + h.slots_offset + uint64_t{slot} * h.slot_bytes,
+            h.slot_bytes, MADV_DONTNEED);
 }
 
 uint64_t RingMapping::Generation(uint32_t slot) const {

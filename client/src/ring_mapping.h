@@ -23,15 +23,28 @@ class RingMapping {
   // it: PERMISSION_DENIED if this user may not read the job, the job's own
   // error if it failed (NOT_FOUND if it ended otherwise), FAILED_PRECONDITION if it is not a ring this SDK
   // understands, UNAVAILABLE if the daemon cannot be reached.
+  // With `private_view`, slot data is also mapped copy-on-write (see
+  // view()).
   static absl::StatusOr<std::unique_ptr<RingMapping>> Open(
-      const std::string& ring_socket, const std::string& job_id);
+      const std::string& ring_socket, const std::string& job_id,
+      bool private_view = false);
   // Maps the ring open on `fd` (read-only); takes ownership of `fd`.
-  static absl::StatusOr<std::unique_ptr<RingMapping>> FromFd(int fd);
+  static absl::StatusOr<std::unique_ptr<RingMapping>> FromFd(
+      int fd, bool private_view = false);
   ~RingMapping();
   RingMapping(const RingMapping&) = delete;
   RingMapping& operator=(const RingMapping&) = delete;
 
+  // The shared, read-only mapping: headers, generations, CUDA copies.
   const uint8_t* data() const { return data_; }
+  // Where batches' tensors are read: data(), or with a private view a second
+  // mapping of the same segment, MAP_PRIVATE and writable. A write to it
+  // copies the page for this process only (the ring is untouched, nothing
+  // crashes); DiscardPrivateCopies() drops such copies when the slot goes
+  // back to the daemon, so the view shows the slot's next batch.
+  uint8_t* view() const { return view_ != nullptr ? view_ : const_cast<uint8_t*>(data_); }
+  bool private_view() const { return view_ != nullptr; }
+  void DiscardPrivateCopies(uint32_t slot) const;
   uint64_t size() const { return size_; }
   const RingHeader& header() const {
     return *reinterpret_cast<const RingHeader*>(data());
@@ -46,6 +59,7 @@ class RingMapping {
   RingMapping(const uint8_t* data, uint64_t size) : data_(data), size_(size) {}
   const uint8_t* const data_;
   const uint64_t size_;
+  uint8_t* view_ = nullptr;  // MAP_PRIVATE, PROT_READ | PROT_WRITE
 };
 
 }  // namespace stoker::internal

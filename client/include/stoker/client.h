@@ -58,6 +58,7 @@ class STOKER_API Client {
       std::string_view job_id, const ConsumerOptions& options = {});
 
   class STOKER_LOCAL Impl;  // internal
+  STOKER_LOCAL Impl& impl() { return *impl_; }  // internal (the C ABI)
 
  private:
   explicit Client(std::unique_ptr<Impl> impl);

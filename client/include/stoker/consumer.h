@@ -116,6 +116,13 @@ struct ConsumerOptions {
   // again; a batch still held across a reconnect may be. Zero: no
   // reconnecting, Next() returns the UNAVAILABLE.
   std::chrono::milliseconds reconnect_timeout = std::chrono::seconds(60);
+  // Batches' tensors point into a private copy-on-write mapping of the ring
+  // instead of the read-only one: writing into them (an in-place op) copies
+  // the touched pages for this process only; the ring and every other
+  // consumer are untouched. The copies are dropped when the batch is
+  // released. Costs page faults on the next read of each released slot;
+  // not for CudaCopier. For bindings whose tensors cannot be read-only.
+  bool copy_on_write = false;
 };
 
 // Where a trainer's time goes, measured by the SDK around Next(): `wait` is
@@ -147,6 +154,10 @@ class STOKER_API Consumer {
   // gone), CANCELLED (job deleted), DATA_LOSS (on_error=FAIL and a file could
   // not be decoded; the message names it).
   absl::StatusOr<Batch> Next();
+  // The same, waiting at most `timeout`: DEADLINE_EXCEEDED if no batch came
+  // (nothing is lost; call again). For callers that must stay responsive,
+  // such as an interpreter checking for Ctrl-C.
+  absl::StatusOr<Batch> Next(std::chrono::milliseconds timeout);
 
   // The job being consumed (after a reconnect that re-created it, the new
   // job: same spec, new id).

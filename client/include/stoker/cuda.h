@@ -37,8 +37,11 @@ namespace stoker {
 
 class STOKER_API CudaCopier {
  public:
-  // Registers `consumer`'s ring with CUDA on the current device.
-  static absl::StatusOr<std::unique_ptr<CudaCopier>> Create(Consumer& consumer);
+  // Registers `consumer`'s ring with CUDA on `device`; -1: the current
+  // device of the SDK's CUDA runtime (libstoker.so links its own, so a
+  // trainer using another device than 0 names it here).
+  static absl::StatusOr<std::unique_ptr<CudaCopier>> Create(
+      Consumer& consumer, int device = -1);
   // True when this SDK was built with CUDA support.
   static bool Available();
 

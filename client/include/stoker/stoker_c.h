@@ -1,0 +1,136 @@
+/* The C ABI of libstoker: what bindings in other languages (the Python
+ * package, through ctypes) call. Plain C types only, so that one build of
+ * libstoker.so.0 serves every interpreter version.
+ *
+ * Conventions:
+ *  - A function that can fail returns a status code: 0 for OK, otherwise
+ *    the gRPC/absl code (3 INVALID_ARGUMENT, 4 DEADLINE_EXCEEDED, 5
+ *    NOT_FOUND, 7 PERMISSION_DENIED, 8 RESOURCE_EXHAUSTED, 9
+ *    FAILED_PRECONDITION, 11 OUT_OF_RANGE, 14 UNAVAILABLE, 15 DATA_LOSS,
+ *    ...). stoker_last_error() then gives the daemon's or the SDK's sentence,
+ *    valid on the calling thread until its next stoker_ call.
+ *  - Structured values (job specs in, jobs and stats out) are JSON: the
+ *    protobuf JSON mapping of the stoker.v1 messages in
+ *    proto/stoker/v1/loader.proto (JobSpec, Job, ListJobsResponse, Stats),
+ *    with the proto field names. A field that does not exist is an error,
+ *    not ignored. Strings returned through `char**` are freed with
+ *    stoker_free().
+ *  - Handles are freed by their own function; every function is
+ *    thread-safe except stoker_next() and the copier's, which take one
+ *    thread at a time per consumer.
+ *  - No function holds a lock of the caller's; blocking ones
+ *    (stoker_connect, stoker_next, stoker_cuda_drain) only wait on sockets
+ *    and condition variables.
+ */
+#ifndef STOKER_STOKER_C_H_
+#define STOKER_STOKER_C_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "stoker/export.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct stoker_client stoker_client;
+typedef struct stoker_consumer stoker_consumer;
+typedef struct stoker_batch stoker_batch;
+typedef struct stoker_cuda_copier stoker_cuda_copier;
+
+/* Bumped when a function or struct of this header changes incompatibly. */
+#define STOKER_C_ABI_VERSION 1
+
+STOKER_API int stoker_abi_version(void);
+STOKER_API const char* stoker_version(void);
+STOKER_API const char* stoker_last_error(void);
+STOKER_API void stoker_free(char* text);
+
+/* Client: a connection to a daemon. `target` as for stoker::Client::Connect
+ * (a path, unix:PATH or unix://PATH); NULL or "" for the system socket. */
+STOKER_API int stoker_connect(const char* target, int64_t timeout_ms,
+                              stoker_client** out);
+STOKER_API void stoker_client_close(stoker_client* client);
+STOKER_API int stoker_create_job(stoker_client* client, const char* spec_json,
+                                 char** job_json);
+STOKER_API int stoker_get_job(stoker_client* client, const char* job_id,
+                              char** job_json);
+STOKER_API int stoker_list_jobs(stoker_client* client, char** jobs_json);
+STOKER_API int stoker_delete_job(stoker_client* client, const char* job_id);
+STOKER_API int stoker_get_stats(stoker_client* client, char** stats_json);
+
+/* Consumer: an attachment to a job (see stoker::ConsumerOptions). */
+typedef struct stoker_consumer_options {
+  uint32_t prefetch;             /* 0: the SDK's default */
+  const char* name;              /* may be NULL */
+  int64_t reconnect_timeout_ms;  /* < 0: the SDK's default; 0: none */
+  int copy_on_write;             /* nonzero: writable private views */
+} stoker_consumer_options;
+
+STOKER_API int stoker_attach(stoker_client* client, const char* job_id,
+                             const stoker_consumer_options* options,
+                             stoker_consumer** out);
+/* Ends the stream; batches still held stay readable. */
+STOKER_API void stoker_consumer_close(stoker_consumer* consumer);
+STOKER_API int stoker_consumer_job(stoker_consumer* consumer, char** job_json);
+STOKER_API int stoker_consumer_position(stoker_consumer* consumer,
+                                        uint64_t* epoch, uint64_t* batch);
+
+typedef struct stoker_input_stats {
+  uint64_t batches;
+  double wait_seconds;
+  double step_seconds;
+  double input_bound_percent;
+  double recent_input_bound_percent;
+} stoker_input_stats;
+
+STOKER_API int stoker_consumer_input_stats(stoker_consumer* consumer,
+                                           stoker_input_stats* out);
+
+/* One batch: where its tensors are and what they hold. dtype: 0 uint8,
+ * 1 float32, 2 float16; layout: 0 NHWC, 1 NCHW. */
+typedef struct stoker_batch_info {
+  void* images;
+  int32_t dtype;
+  int32_t layout;
+  int64_t shape[4];
+  uint64_t image_bytes;
+  const int64_t* labels;  /* [size] */
+  const int64_t* indices; /* [size] dataset index of each row */
+  uint32_t size;
+  uint32_t slot;
+  uint64_t epoch;
+  uint64_t index; /* batch index within the epoch */
+} stoker_batch_info;
+
+/* The next batch, waiting at most timeout_ms (< 0: no limit):
+ * DEADLINE_EXCEEDED when none came in time (call again; nothing is lost),
+ * OUT_OF_RANGE after the job's last batch. `images` is writable only for a
+ * copy_on_write consumer. */
+STOKER_API int stoker_next(stoker_consumer* consumer, int64_t timeout_ms,
+                           stoker_batch** out, stoker_batch_info* info);
+/* OK if the slot still holds the batch; DATA_LOSS if it was reclaimed. */
+STOKER_API int stoker_batch_check_intact(const stoker_batch* batch);
+/* Gives the slot back and frees the handle; from any thread. */
+STOKER_API void stoker_batch_release(stoker_batch* batch);
+
+/* GPU copies (see stoker::CudaCopier). `stream` is a cudaStream_t (NULL:
+ * the legacy default stream). stoker_cuda_copy_async takes over `batch`
+ * (released once the copy has completed, whatever it returns). */
+STOKER_API int stoker_cuda_available(void);
+/* device: the CUDA device index (-1: the library's current device). */
+STOKER_API int stoker_cuda_copier_create(stoker_consumer* consumer, int device,
+                                         stoker_cuda_copier** out);
+STOKER_API int stoker_cuda_copier_pinned(const stoker_cuda_copier* copier);
+STOKER_API int stoker_cuda_copy_async(stoker_cuda_copier* copier,
+                                      stoker_batch* batch, void* device_images,
+                                      void* device_labels, void* stream);
+STOKER_API int stoker_cuda_drain(stoker_cuda_copier* copier);
+STOKER_API void stoker_cuda_copier_destroy(stoker_cuda_copier* copier);
+
+#ifdef __cplusplus
+}  /* extern "C" */
+#endif
+
+#endif  /* STOKER_STOKER_C_H_ */

@@ -1,0 +1,296 @@
+// The C ABI (stoker/stoker_c.h) over the C++ SDK.
+#include "stoker/stoker_c.h"
+
+#include <google/protobuf/util/json_util.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "client/src/client_impl.h"
+#include "client/src/convert.h"
+#include "common/version.h"
+#include "stoker/client.h"
+#include "stoker/consumer.h"
+#include "stoker/cuda.h"
+
+struct stoker_client {
+  std::unique_ptr<stoker::Client> client;
+};
+struct stoker_consumer {
+  std::unique_ptr<stoker::Consumer> consumer;
+};
+struct stoker_batch {
+  stoker::Batch batch;
+};
+struct stoker_cuda_copier {
+  std::unique_ptr<stoker::CudaCopier> copier;
+};
+
+namespace {
+
+thread_local std::string last_error;
+
+int Fail(const absl::Status& status) {
+  last_error = std::string(status.message());
+  return static_cast<int>(status.code());
+}
+
+int Check(const absl::Status& status) {
+  return status.ok() ? 0 : Fail(status);
+}
+
+int NullArgument(const char* what) {
+  return Fail(absl::InvalidArgumentError(absl::StrCat(what, " is NULL")));
+}
+
+char* CopyOut(const std::string& text) {
+  char* out = static_cast<char*>(std::malloc(text.size() + 1));
+  if (out != nullptr) std::memcpy(out, text.c_str(), text.size() + 1);
+  return out;
+}
+
+int WriteJson(const google::protobuf::Message& message, char** out) {
+  google::protobuf::util::JsonPrintOptions options;
+  options.preserve_proto_field_names = true;
+  options.always_print_primitive_fields = true;
+  std::string json;
+  const auto status =
+      google::protobuf::util::MessageToJsonString(message, &json, options);
+  if (!status.ok()) {
+    return Fail(absl::InternalError(
+        absl::StrCat("cannot write JSON: ", std::string(status.message()))));
+  }
+  *out = CopyOut(json);
+  return *out != nullptr ? 0 : Fail(absl::ResourceExhaustedError("out of memory"));
+}
+
+int32_t DTypeCode(stoker::DType dtype) {
+  switch (dtype) {
+    case stoker::DType::kUInt8:
+      return 0;
+    case stoker::DType::kFloat32:
+      return 1;
+    case stoker::DType::kFloat16:
+      return 2;
+  }
+  return -1;
+}
+
+}  // namespace
+
+extern "C" {
+
+int stoker_abi_version(void) { return STOKER_C_ABI_VERSION; }
+const char* stoker_version(void) { return stoker::kVersion; }
+const char* stoker_last_error(void) { return last_error.c_str(); }
+void stoker_free(char* text) { std::free(text); }
+
+int stoker_connect(const char* target, int64_t timeout_ms,
+                   stoker_client** out) {
+  if (out == nullptr) return NullArgument("out");
+  const std::string where =
+      target == nullptr || *target == '\0' ? stoker::kDefaultTarget : target;
+  auto client = stoker::Client::Connect(
+      where, std::chrono::milliseconds(timeout_ms < 0 ? 5000 : timeout_ms));
+  if (!client.ok()) return Fail(client.status());
+  *out = new stoker_client{*std::move(client)};
+  return 0;
+}
+
+void stoker_client_close(stoker_client* client) { delete client; }
+
+int stoker_create_job(stoker_client* client, const char* spec_json,
+                      char** job_json) {
+  if (client == nullptr || spec_json == nullptr || job_json == nullptr) {
+    return NullArgument("client, spec_json or job_json");
+  }
+  stoker::v1::JobSpec spec;
+  google::protobuf::util::JsonParseOptions options;
+  options.ignore_unknown_fields = false;
+  const auto parsed =
+      google::protobuf::util::JsonStringToMessage(spec_json, &spec, options);
+  if (!parsed.ok()) {
+    return Fail(absl::InvalidArgumentError(absl::StrCat(
+        "job spec JSON: ", std::string(parsed.message()))));
+  }
+  auto job = client->client->impl().CreateJob(std::move(spec));
+  if (!job.ok()) return Fail(job.status());
+  return WriteJson(*job, job_json);
+}
+
+int stoker_get_job(stoker_client* client, const char* job_id,
+                   char** job_json) {
+  if (client == nullptr || job_id == nullptr || job_json == nullptr) {
+    return NullArgument("client, job_id or job_json");
+  }
+  auto job = client->client->impl().GetJob(job_id);
+  if (!job.ok()) return Fail(job.status());
+  return WriteJson(*job, job_json);
+}
+
+int stoker_list_jobs(stoker_client* client, char** jobs_json) {
+  if (client == nullptr || jobs_json == nullptr) {
+    return NullArgument("client or jobs_json");
+  }
+  auto jobs = client->client->impl().ListJobs();
+  if (!jobs.ok()) return Fail(jobs.status());
+  return WriteJson(*jobs, jobs_json);
+}
+
+int stoker_delete_job(stoker_client* client, const char* job_id) {
+  if (client == nullptr || job_id == nullptr) {
+    return NullArgument("client or job_id");
+  }
+  return Check(client->client->impl().DeleteJob(job_id));
+}
+
+int stoker_get_stats(stoker_client* client, char** stats_json) {
+  if (client == nullptr || stats_json == nullptr) {
+    return NullArgument("client or stats_json");
+  }
+  auto stats = client->client->impl().GetStats();
+  if (!stats.ok()) return Fail(stats.status());
+  return WriteJson(*stats, stats_json);
+}
+
+int stoker_attach(stoker_client* client, const char* job_id,
+                  const stoker_consumer_options* options,
+                  stoker_consumer** out) {
+  if (client == nullptr || job_id == nullptr || out == nullptr) {
+    return NullArgument("client, job_id or out");
+  }
+  stoker::ConsumerOptions consumer_options;
+  if (options != nullptr) {
+    if (options->prefetch > 0) consumer_options.prefetch = options->prefetch;
+    if (options->name != nullptr) consumer_options.name = options->name;
+    if (options->reconnect_timeout_ms >= 0) {
+      consumer_options.reconnect_timeout =
+          std::chrono::milliseconds(options->reconnect_timeout_ms);
+    }
+    consumer_options.copy_on_write = options->copy_on_write != 0;
+  }
+  auto consumer = client->client->Attach(job_id, consumer_options);
+  if (!consumer.ok()) return Fail(consumer.status());
+  *out = new stoker_consumer{*std::move(consumer)};
+  return 0;
+}
+
+void stoker_consumer_close(stoker_consumer* consumer) { delete consumer; }
+
+int stoker_consumer_job(stoker_consumer* consumer, char** job_json) {
+  if (consumer == nullptr || job_json == nullptr) {
+    return NullArgument("consumer or job_json");
+  }
+  // The consumer's job as the daemon sees it now (after a reconnect that
+  // re-created it, the new one).
+  const stoker::JobInfo job = consumer->consumer->job();
+  stoker::v1::Job message;
+  message.set_id(job.id);
+  *message.mutable_spec() = stoker::internal::ToProto(job.spec);
+  message.set_num_samples(job.num_samples);
+  message.set_batches_per_epoch(job.batches_per_epoch);
+  for (const std::string& name : job.class_names) message.add_class_names(name);
+  message.set_owner_uid(job.owner_uid);
+  return WriteJson(message, job_json);
+}
+
+int stoker_consumer_position(stoker_consumer* consumer, uint64_t* epoch,
+                             uint64_t* batch) {
+  if (consumer == nullptr || epoch == nullptr || batch == nullptr) {
+    return NullArgument("consumer, epoch or batch");
+  }
+  const stoker::Position position = consumer->consumer->position();
+  *epoch = position.epoch;
+  *batch = position.batch;
+  return 0;
+}
+
+int stoker_consumer_input_stats(stoker_consumer* consumer,
+                                stoker_input_stats* out) {
+  if (consumer == nullptr || out == nullptr) {
+    return NullArgument("consumer or out");
+  }
+  const stoker::InputStats stats = consumer->consumer->input_stats();
+  *out = {stats.batches, stats.wait_seconds, stats.step_seconds,
+          stats.input_bound_percent, stats.recent_input_bound_percent};
+  return 0;
+}
+
+int stoker_next(stoker_consumer* consumer, int64_t timeout_ms,
+                stoker_batch** out, stoker_batch_info* info) {
+  if (consumer == nullptr || out == nullptr || info == nullptr) {
+    return NullArgument("consumer, out or info");
+  }
+  absl::StatusOr<stoker::Batch> batch =
+      timeout_ms < 0
+          ? consumer->consumer->Next()
+          : consumer->consumer->Next(std::chrono::milliseconds(timeout_ms));
+  if (!batch.ok()) return Fail(batch.status());
+  const stoker::Batch::ImageTensor images = batch->image_tensor();
+  *info = {};
+  info->images = const_cast<void*>(images.data);
+  info->dtype = DTypeCode(images.dtype);
+  info->layout = images.layout == stoker::Layout::kNHWC ? 0 : 1;
+  for (int i = 0; i < 4; ++i) info->shape[i] = images.shape[i];
+  info->image_bytes = images.bytes;
+  info->labels = batch->labels().data();
+  info->indices = batch->indices().data();
+  info->size = batch->size();
+  info->slot = batch->slot();
+  info->epoch = batch->epoch();
+  info->index = batch->index();
+  *out = new stoker_batch{*std::move(batch)};
+  return 0;
+}
+
+int stoker_batch_check_intact(const stoker_batch* batch) {
+  if (batch == nullptr) return NullArgument("batch");
+  return Check(batch->batch.CheckIntact());
+}
+
+void stoker_batch_release(stoker_batch* batch) { delete batch; }
+
+int stoker_cuda_available(void) {
+  return stoker::CudaCopier::Available() ? 1 : 0;
+}
+
+int stoker_cuda_copier_create(stoker_consumer* consumer, int device,
+                              stoker_cuda_copier** out) {
+  if (consumer == nullptr || out == nullptr) {
+    return NullArgument("consumer or out");
+  }
+  auto copier = stoker::CudaCopier::Create(*consumer->consumer, device);
+  if (!copier.ok()) return Fail(copier.status());
+  *out = new stoker_cuda_copier{*std::move(copier)};
+  return 0;
+}
+
+int stoker_cuda_copier_pinned(const stoker_cuda_copier* copier) {
+  return copier != nullptr && copier->copier->pinned() ? 1 : 0;
+}
+
+int stoker_cuda_copy_async(stoker_cuda_copier* copier, stoker_batch* batch,
+                           void* device_images, void* device_labels,
+                           void* stream) {
+  std::unique_ptr<stoker_batch> owned(batch);
+  if (copier == nullptr || batch == nullptr || device_images == nullptr) {
+    return NullArgument("copier, batch or device_images");
+  }
+  return Check(copier->copier->CopyAsync(
+      std::move(owned->batch), device_images, device_labels,
+      static_cast<CUstream_st*>(stream)));
+}
+
+int stoker_cuda_drain(stoker_cuda_copier* copier) {
+  if (copier == nullptr) return NullArgument("copier");
+  return Check(copier->copier->Drain());
+}
+
+void stoker_cuda_copier_destroy(stoker_cuda_copier* copier) { delete copier; }
+
+}  // extern "C"

@@ -1,0 +1,149 @@
+"""ctypes bindings of libstoker's C ABI (stoker/stoker_c.h).
+
+The library is looked up, in order: the file named by $STOKER_LIBRARY; a
+copy next to this package (stoker/_lib/libstoker.so.0, as a build tree or a
+wheel built from one has it); the system's libstoker.so.0 (the libstoker0
+Debian package). ctypes releases the GIL around every call, so a trainer's
+other threads run while one waits for a batch.
+"""
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import threading
+from typing import Any, Optional
+
+from stoker import errors
+
+ABI_VERSION = 1
+_SONAME = "libstoker.so.0"
+
+
+class ConsumerOptions(ctypes.Structure):
+    _fields_ = [
+        ("prefetch", ctypes.c_uint32),
+        ("name", ctypes.c_char_p),
+        ("reconnect_timeout_ms", ctypes.c_int64),
+        ("copy_on_write", ctypes.c_int),
+    ]
+
+
+class InputStats(ctypes.Structure):
+    _fields_ = [
+        ("batches", ctypes.c_uint64),
+        ("wait_seconds", ctypes.c_double),
+        ("step_seconds", ctypes.c_double),
+        ("input_bound_percent", ctypes.c_double),
+        ("recent_input_bound_percent", ctypes.c_double),
+    ]
+
+
+class BatchInfo(ctypes.Structure):
+    _fields_ = [
+        ("images", ctypes.c_void_p),
+        ("dtype", ctypes.c_int32),
+        ("layout", ctypes.c_int32),
+        ("shape", ctypes.c_int64 * 4),
+        ("image_bytes", ctypes.c_uint64),
+        ("labels", ctypes.c_void_p),
+        ("indices", ctypes.c_void_p),
+        ("size", ctypes.c_uint32),
+        ("slot", ctypes.c_uint32),
+        ("epoch", ctypes.c_uint64),
+        ("index", ctypes.c_uint64),
+    ]
+
+
+_P = ctypes.c_void_p
+_SIGNATURES = {
+    "stoker_abi_version": (ctypes.c_int, []),
+    "stoker_version": (ctypes.c_char_p, []),
+    "stoker_last_error": (ctypes.c_char_p, []),
+    "stoker_free": (None, [_P]),
+    "stoker_connect": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_int64, ctypes.POINTER(_P)]),
+    "stoker_client_close": (None, [_P]),
+    "stoker_create_job": (ctypes.c_int, [_P, ctypes.c_char_p, ctypes.POINTER(_P)]),
+    "stoker_get_job": (ctypes.c_int, [_P, ctypes.c_char_p, ctypes.POINTER(_P)]),
+    "stoker_list_jobs": (ctypes.c_int, [_P, ctypes.POINTER(_P)]),
+    "stoker_delete_job": (ctypes.c_int, [_P, ctypes.c_char_p]),
+    "stoker_get_stats": (ctypes.c_int, [_P, ctypes.POINTER(_P)]),
+    "stoker_attach": (ctypes.c_int, [_P, ctypes.c_char_p, ctypes.POINTER(ConsumerOptions), ctypes.POINTER(_P)]),
+    "stoker_consumer_close": (None, [_P]),
+    "stoker_consumer_job": (ctypes.c_int, [_P, ctypes.POINTER(_P)]),
+    "stoker_consumer_position": (ctypes.c_int, [_P, ctypes.POINTER(ctypes.c_uint64), ctypes.POINTER(ctypes.c_uint64)]),
+    "stoker_consumer_input_stats": (ctypes.c_int, [_P, ctypes.POINTER(InputStats)]),
+    "stoker_next": (ctypes.c_int, [_P, ctypes.c_int64, ctypes.POINTER(_P), ctypes.POINTER(BatchInfo)]),
+    "stoker_batch_check_intact": (ctypes.c_int, [_P]),
+    "stoker_batch_release": (None, [_P]),
+    "stoker_cuda_available": (ctypes.c_int, []),
+    "stoker_cuda_copier_create": (ctypes.c_int, [_P, ctypes.c_int, ctypes.POINTER(_P)]),
+    "stoker_cuda_copier_pinned": (ctypes.c_int, [_P]),
+    "stoker_cuda_copy_async": (ctypes.c_int, [_P, _P, _P, _P, _P]),
+    "stoker_cuda_drain": (ctypes.c_int, [_P]),
+    "stoker_cuda_copier_destroy": (None, [_P]),
+}
+
+_lock = threading.Lock()
+_lib: Optional[ctypes.CDLL] = None
+
+
+def _candidates() -> list:
+    found = []
+    explicit = os.environ.get("STOKER_LIBRARY")
+    if explicit:
+        return [explicit]
+    here = os.path.dirname(os.path.abspath(__file__))
+    found.append(os.path.join(here, "_lib", _SONAME))
+    found.append(_SONAME)
+    return found
+
+
+def library() -> ctypes.CDLL:
+    """libstoker, loaded once, with every function's signature declared."""
+    global _lib
+    with _lock:
+        if _lib is not None:
+            return _lib
+        tried = []
+        for candidate in _candidates():
+            if os.sep in candidate and not os.path.exists(candidate):
+                tried.append(f"{candidate}: no such file")
+                continue
+            try:
+                lib = ctypes.CDLL(candidate)
+                break
+            except OSError as error:
+                tried.append(str(error))
+        else:
+            raise errors.LibraryNotFound(
+                "cannot load libstoker (" + "; ".join(tried) + "): install the "
+                "libstoker0 package, build the project (scripts/build.sh), or "
+                "set STOKER_LIBRARY to the path of libstoker.so.0")
+        for name, (restype, argtypes) in _SIGNATURES.items():
+            function = getattr(lib, name)
+            function.restype = restype
+            function.argtypes = argtypes
+        version = lib.stoker_abi_version()
+        if version != ABI_VERSION:
+            raise errors.LibraryNotFound(
+                f"libstoker at {lib._name} has C ABI version {version}; this "
+                f"package needs {ABI_VERSION}")
+        _lib = lib
+        return lib
+
+
+def check(code: int) -> None:
+    """Raises the StokerError subclass for a nonzero status code."""
+    if code != 0:
+        message = library().stoker_last_error().decode("utf-8", "replace")
+        raise errors.from_code(code, message)
+
+
+def take_json(pointer: ctypes.c_void_p) -> Any:
+    """Parses and frees a JSON string the library returned."""
+    lib = library()
+    try:
+        return json.loads(ctypes.string_at(pointer.value).decode("utf-8"))
+    finally:
+        lib.stoker_free(pointer)

@@ -1,0 +1,107 @@
+"""Client: the daemon's management API (jobs, stats) from Python.
+
+    with stoker.Client() as client:
+        for job in client.list_jobs():
+            print(job["id"], job["spec"]["dataset"]["path"])
+        print(client.stats()["workers"])
+
+Jobs, specs and stats are dicts in the JSON form of the stoker.v1 messages
+(proto/stoker/v1/loader.proto), with 64-bit integers as Python ints.
+"""
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+from typing import Any, Dict, List, Optional
+
+from stoker import _native
+
+SYSTEM_SOCKET = "/run/stoker/stoker.sock"
+
+# The stoker.v1 fields that are 64-bit integers, which the protobuf JSON
+# mapping writes as strings.
+_INT64_FIELDS = frozenset((
+    "batch batches batches_delivered batches_per_epoch batches_released "
+    "batches_skipped bytes decode_errors epoch generation id lag num_samples "
+    "offset position_batch position_epoch recent_step_us recent_wait_us "
+    "ring_bytes rss_bytes samples_decoded seed shape shm_budget_bytes "
+    "shm_bytes shm_free_bytes slot_bytes start_batch start_epoch step_us "
+    "uptime_ms wait_us worker_busy_us").split())
+
+
+def _ints(value: Any, key: str = "") -> Any:
+    if isinstance(value, dict):
+        return {k: _ints(v, k) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_ints(v, key) for v in value]
+    if key in _INT64_FIELDS and isinstance(value, str) and value.isdigit():
+        return int(value)
+    return value
+
+
+def default_socket() -> str:
+    """$STOKER_SOCKET if set, else the system daemon's socket."""
+    return os.environ.get("STOKER_SOCKET") or SYSTEM_SOCKET
+
+
+class Client:
+    """A connection to stokerd. Thread-safe."""
+
+    def __init__(self, socket: Optional[str] = None, timeout: float = 5.0):
+        self.socket = socket or default_socket()
+        lib = _native.library()
+        handle = ctypes.c_void_p()
+        _native.check(lib.stoker_connect(self.socket.encode(),
+                                         int(timeout * 1000),
+                                         ctypes.byref(handle)))
+        self._handle = handle
+
+    @property
+    def handle(self) -> ctypes.c_void_p:
+        if self._handle is None:
+            raise ValueError("the client is closed")
+        return self._handle
+
+    def _json(self, function, *args) -> Any:
+        out = ctypes.c_void_p()
+        _native.check(function(self.handle, *args, ctypes.byref(out)))
+        return _ints(_native.take_json(out))
+
+    def create_job(self, spec: Dict[str, Any]) -> Dict[str, Any]:
+        """Creates a job from a stoker.v1.JobSpec dict; returns the Job."""
+        return self._json(_native.library().stoker_create_job,
+                          json.dumps(spec).encode())
+
+    def get_job(self, job_id: str) -> Dict[str, Any]:
+        return self._json(_native.library().stoker_get_job, job_id.encode())
+
+    def list_jobs(self) -> List[Dict[str, Any]]:
+        """The jobs this user may see."""
+        return self._json(_native.library().stoker_list_jobs).get("jobs", [])
+
+    def delete_job(self, job_id: str) -> None:
+        _native.check(_native.library().stoker_delete_job(
+            self.handle, job_id.encode()))
+
+    def stats(self) -> Dict[str, Any]:
+        """The daemon's stats (stoker.v1.Stats): workers, shared memory,
+        and per job its rates, errors and consumers."""
+        return self._json(_native.library().stoker_get_stats)
+
+    def close(self) -> None:
+        if self._handle is not None:
+            _native.library().stoker_client_close(self._handle)
+            self._handle = None
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:
+            pass

@@ -1,0 +1,435 @@
+"""DataLoader: batches from stokerd as torch tensors.
+
+    loader = stoker.DataLoader("/data/imagenet/train", batch_size=256,
+                               transform=T.Compose([...]), shuffle=True,
+                               device="cuda")
+    for epoch in range(90):
+        loader.set_epoch(epoch)          # optional, as with DistributedSampler
+        for images, labels in loader:    # one epoch
+            ...
+
+The loader creates one job on the daemon and consumes it as a stream that
+runs on from epoch to epoch. A new iteration, set_epoch() to another epoch,
+or load_state_dict() starts a new job at the wanted position (same seed,
+same bytes).
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import threading
+import weakref
+from typing import Any, Dict, Iterator, Optional, Tuple
+
+import torch
+
+from stoker import _native, errors, transforms
+from stoker.client import Client, default_socket
+
+_POLL_MS = 100  # how often a wait for a batch returns to check for Ctrl-C
+_TORCH_DTYPES = {0: torch.uint8, 1: torch.float32, 2: torch.float16}
+_SHARING = {"exclusive": "CONSUMER_MODE_EXCLUSIVE",
+            "broadcast": "CONSUMER_MODE_BROADCAST",
+            "partition": "CONSUMER_MODE_PARTITION"}
+_ON_LAG = {"detach": "LAG_POLICY_DETACH", "skip": "LAG_POLICY_SKIP"}
+_ON_ERROR = {"replace": "ON_ERROR_REPLACE", "fail": "ON_ERROR_FAIL"}
+# What a saved state must agree on to resume the same stream.
+_STREAM_FIELDS = ("dataset", "batch_size", "output", "seed", "shuffle",
+                  "drop_last", "pipeline", "rank", "world_size",
+                  "shard_drop_last")
+
+
+def _distributed_rank() -> Tuple[int, int]:
+    """(rank, world_size): torch.distributed if initialised, else RANK and
+    WORLD_SIZE from the environment, else (0, 1)."""
+    dist = torch.distributed
+    if dist.is_available() and dist.is_initialized():
+        return dist.get_rank(), dist.get_world_size()
+    return int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1))
+
+
+class _Lease:
+    """One batch's slot, held while any tensor viewing it lives."""
+
+    __slots__ = ("_handle", "_owner", "__weakref__")
+
+    def __init__(self, handle: ctypes.c_void_p, owner: "_Leases"):
+        self._handle = handle
+        self._owner = owner
+        owner.taken()
+
+    def __del__(self):
+        handle, self._handle = self._handle, None
+        if handle is not None and _native is not None:
+            self._owner.given_back()
+            _native.library().stoker_batch_release(handle)
+
+
+class _Leases:
+    """Counts a consumer's batches still held by tensors."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self.held = 0
+
+    def taken(self):
+        with self._lock:
+            self.held += 1
+
+    def given_back(self):
+        with self._lock:
+            self.held -= 1
+
+
+_buffer_types: Dict[int, type] = {}
+
+
+def _view(address: int, nbytes: int, lease: _Lease, dtype, shape):
+    """A tensor over `nbytes` at `address` that keeps `lease` alive."""
+    buffer_type = _buffer_types.get(nbytes)
+    if buffer_type is None:
+        # A subclass of a ctypes array can carry the lease as an attribute.
+        buffer_type = type("_LeasedBytes", (ctypes.c_uint8 * nbytes,), {})
+        _buffer_types[nbytes] = buffer_type
+    buffer = buffer_type.from_address(address)
+    buffer.lease = lease
+    # frombuffer keeps `buffer` (and so the lease) alive with the storage.
+    return torch.frombuffer(buffer, dtype=dtype).view(shape)
+
+
+class _Stream:
+    """One job and the consumer attached to it."""
+
+    def __init__(self, client: Client, spec: Dict[str, Any], name: str,
+                 prefetch: int, cuda_device: Optional[int]):
+        lib = _native.library()
+        self.job = client.create_job(spec)
+        self._client = client
+        self.cuda_device = cuda_device
+        self.leases = _Leases()
+        self._consumer = None
+        self._copier = None
+        try:
+            options = _native.ConsumerOptions(
+                prefetch=prefetch, name=name.encode(),
+                reconnect_timeout_ms=-1,
+                copy_on_write=int(cuda_device is None))
+            consumer = ctypes.c_void_p()
+            _native.check(lib.stoker_attach(client.handle,
+                                            self.job["id"].encode(),
+                                            ctypes.byref(options),
+                                            ctypes.byref(consumer)))
+            self._consumer = consumer
+            if cuda_device is not None:
+                copier = ctypes.c_void_p()
+                _native.check(lib.stoker_cuda_copier_create(
+                    consumer, cuda_device, ctypes.byref(copier)))
+                self._copier = copier
+        except BaseException:
+            self.close()
+            raise
+
+    def next(self):
+        """The next batch as (images, labels, epoch, index)."""
+        lib = _native.library()
+        handle = ctypes.c_void_p()
+        info = _native.BatchInfo()
+        slots = int(self.job["spec"]["slots"])
+        while True:
+            if self._copier is None and self.leases.held >= slots:
+                raise errors.ResourceExhausted(
+                    f"all {slots} slots of the ring are held by batch tensors "
+                    "still alive; keep copies (tensor.clone()) of what you "
+                    "keep across steps, or raise slots=", 8)
+            code = lib.stoker_next(self._consumer, _POLL_MS,
+                                   ctypes.byref(handle), ctypes.byref(info))
+            if code != errors.DeadlineExceeded.code:
+                break  # back in Python between waits: Ctrl-C is seen here
+        _native.check(code)
+        n = int(info.size)
+        shape = tuple(info.shape)
+        dtype = _TORCH_DTYPES[info.dtype]
+        if self._copier is None:
+            lease = _Lease(handle, self.leases)
+            images = _view(info.images, int(info.image_bytes), lease, dtype, shape)
+            labels = _view(info.labels, n * 8, lease, torch.int64, (n,))
+        else:
+            device = torch.device("cuda", self.cuda_device)
+            images = torch.empty(shape, dtype=dtype, device=device)
+            labels = torch.empty((n,), dtype=torch.int64, device=device)
+            stream = torch.cuda.current_stream(device)
+            # Takes the batch: released once the copy has completed.
+            _native.check(lib.stoker_cuda_copy_async(
+                self._copier, handle, images.data_ptr(), labels.data_ptr(),
+                ctypes.c_void_p(stream.cuda_stream)))
+        return images, labels, int(info.epoch), int(info.index)
+
+    def input_stats(self) -> Dict[str, float]:
+        stats = _native.InputStats()
+        _native.check(_native.library().stoker_consumer_input_stats(
+            self._consumer, ctypes.byref(stats)))
+        return {"batches": int(stats.batches),
+                "wait_seconds": stats.wait_seconds,
+                "step_seconds": stats.step_seconds,
+                "input_bound_percent": stats.input_bound_percent,
+                "recent_input_bound_percent": stats.recent_input_bound_percent}
+
+    def close(self) -> None:
+        lib = _native.library()
+        if self._copier is not None:
+            lib.stoker_cuda_copier_destroy(self._copier)  # waits for copies
+            self._copier = None
+        if self._consumer is not None:
+            lib.stoker_consumer_close(self._consumer)
+            self._consumer = None
+        if self.job is not None:
+            try:
+                self._client.delete_job(self.job["id"])
+            except errors.StokerError:
+                pass  # gone already (finished, or the daemon restarted)
+            self.job = None
+
+
+class _Resources:
+    """What a DataLoader holds on the daemon; closed by its finalizer, so a
+    loader dropped without close() (or at exit) still deletes its job."""
+
+    def __init__(self, client: Client):
+        self.client = client
+        self.stream: Optional[_Stream] = None
+
+    def close_stream(self) -> None:
+        if self.stream is not None:
+            self.stream.close()
+            self.stream = None
+
+    def close(self) -> None:
+        self.close_stream()
+        self.client.close()
+
+
+class DataLoader:
+    """A drop-in for torch.utils.data.DataLoader(ImageFolder(root,
+    transform), ...) served by stokerd.
+
+    root: an ImageFolder directory (root/<class>/<image>), as the daemon's
+        user can read it; a relative path is taken from this process's
+        directory.
+    transform: a torchvision transform or Compose (see stoker.transforms for
+        what translates), or a list of stoker.v1.Op dicts.
+    device: "cpu" (tensors are views of the daemon's shared memory) or a CUDA
+        device (batches copied on torch.cuda.current_stream()).
+    rank, world_size: default from torch.distributed, else RANK/WORLD_SIZE,
+        else one rank; each rank gets DistributedSampler's share.
+    sharing: "exclusive" (default), "broadcast" (every trainer attached to the
+        job gets every batch; give the job a name to share it) or
+        "partition".
+    The other keywords are the job spec's fields (proto/stoker/v1/loader.proto).
+    """
+
+    def __init__(self, root: str, batch_size: int = 1, transform: Any = None,
+                 shuffle: bool = False, drop_last: bool = False, seed: int = 0,
+                 device: Any = "cpu", socket: Optional[str] = None,
+                 rank: Optional[int] = None, world_size: Optional[int] = None,
+                 shard_drop_last: bool = False, slots: int = 8,
+                 prefetch: int = 2, weight: int = 1, on_error: str = "replace",
+                 sharing: str = "exclusive", max_lag: int = 0,
+                 on_lag: str = "detach", min_consumers: int = 1,
+                 access_group: str = "", name: str = "python"):
+        pipeline, output = transforms.translate(transform)
+        dist_rank, dist_world = _distributed_rank()
+        self.rank = dist_rank if rank is None else int(rank)
+        self.world_size = dist_world if world_size is None else int(world_size)
+        for value, table, what in ((sharing, _SHARING, "sharing"),
+                                   (on_lag, _ON_LAG, "on_lag"),
+                                   (on_error, _ON_ERROR, "on_error")):
+            if value not in table:
+                raise errors.InvalidArgument(
+                    f"{what}={value!r}: one of {', '.join(table)}")
+        self.device = torch.device(device)
+        if self.device.type not in ("cpu", "cuda"):
+            raise errors.InvalidArgument(f"device {device!r}: cpu or cuda")
+        self._cuda_device = None
+        if self.device.type == "cuda":
+            if not torch.cuda.is_available():
+                raise errors.FailedPrecondition(
+                    f"device={device!r}, but torch sees no CUDA device", 9)
+            self._cuda_device = (self.device.index if self.device.index
+                                 is not None else torch.cuda.current_device())
+        self._spec = {
+            "dataset": {"path": os.path.abspath(os.fspath(root))},
+            "batch_size": int(batch_size), "slots": int(slots),
+            "output": output, "seed": int(seed), "shuffle": bool(shuffle),
+            "drop_last": bool(drop_last), "epochs": 0,
+            "on_error": _ON_ERROR[on_error], "name": name,
+            "pipeline": pipeline, "rank": self.rank,
+            "world_size": self.world_size,
+            "shard_drop_last": bool(shard_drop_last),
+            "sharing": {"mode": _SHARING[sharing]},
+            "weight": int(weight), "access_group": access_group,
+        }
+        if (sharing == "broadcast" or max_lag != 0 or on_lag != "detach" or
+                min_consumers != 1):  # the daemon refuses them otherwise
+            self._spec["sharing"].update(max_lag=int(max_lag),
+                                         on_lag=_ON_LAG[on_lag],
+                                         min_consumers=int(min_consumers))
+        self._name = name
+        self._prefetch = int(prefetch)
+        self._resources = _Resources(Client(socket or default_socket()))
+        self._finalizer = weakref.finalize(self, self._resources.close)
+        self._iterating: Optional["_EpochIterator"] = None
+        self._next = (0, 0)  # the next batch this loader would yield
+        self._epoch_set: Optional[int] = None
+        self._resume: Optional[Tuple[int, int]] = None
+        self._open_stream((0, 0))  # checks everything now; gives len()
+
+    # -- torch.utils.data.DataLoader's surface --------------------------------
+
+    def __len__(self) -> int:
+        """Batches per epoch for this rank."""
+        return self._batches_per_epoch
+
+    @property
+    def batch_size(self) -> int:
+        return self._spec["batch_size"]
+
+    @property
+    def drop_last(self) -> bool:
+        return self._spec["drop_last"]
+
+    @property
+    def num_samples(self) -> int:
+        """Samples in the dataset (all ranks)."""
+        return self._num_samples
+
+    @property
+    def classes(self) -> list:
+        """Class names; label i is classes[i] (ImageFolder's classes)."""
+        return list(self._classes)
+
+    def set_epoch(self, epoch: int) -> None:
+        """The epoch the next iteration serves (its order depends on seed
+        and epoch only), as DistributedSampler.set_epoch."""
+        self._epoch_set = int(epoch)
+
+    def __iter__(self) -> Iterator[Tuple[torch.Tensor, torch.Tensor]]:
+        if self._resume is not None and self._epoch_set in (None, self._resume[0]):
+            start = self._resume
+        elif self._epoch_set is not None:
+            start = (self._epoch_set, 0)
+        elif self._next[1] == 0:
+            start = self._next
+        else:  # the last iteration stopped early: a new epoch begins
+            start = (self._next[0] + 1, 0)
+        self._resume = None
+        self._epoch_set = None
+        if start[1] >= self._batches_per_epoch:
+            start = (start[0] + 1, 0)
+        if self._stream_at != start:
+            self._open_stream(start)
+        self._next = start
+        iterator = _EpochIterator(self, start[0])
+        self._iterating = iterator
+        return iterator
+
+    def state_dict(self) -> Dict[str, Any]:
+        """Where to resume: the batch after the last one yielded (what was
+        yielded counts as trained on), and the job spec."""
+        epoch, batch = self._resume or self._next
+        if self._resume is None and self._epoch_set is not None and batch == 0:
+            epoch = self._epoch_set
+        return {"version": 1, "epoch": epoch, "batch": batch,
+                "batches_per_epoch": self._batches_per_epoch,
+                "spec": dict(self._spec)}
+
+    def load_state_dict(self, state: Dict[str, Any]) -> None:
+        """Resumes at the saved position on the next iteration, with the same
+        bytes an uninterrupted run would have had."""
+        if state.get("version") != 1:
+            raise errors.InvalidArgument(
+                f"not a stoker DataLoader state (version {state.get('version')!r})")
+        saved = state["spec"]
+        differ = [f for f in _STREAM_FIELDS if saved.get(f) != self._spec.get(f)]
+        if differ:
+            raise errors.InvalidArgument(
+                "the saved state is of another stream; these differ: " +
+                ", ".join(f"{f} (saved {saved.get(f)!r}, now "
+                          f"{self._spec.get(f)!r})" for f in differ))
+        self._resume = (int(state["epoch"]), int(state["batch"]))
+        self._epoch_set = None
+
+    # -- stoker's own ----------------------------------------------------------
+
+    @property
+    def job_id(self) -> str:
+        return self._stream.job["id"]
+
+    def input_stats(self) -> Dict[str, float]:
+        """Where the trainer's time goes: input_bound_percent is the share
+        spent waiting for batches (near 0: the GPU never waits for input)."""
+        return self._stream.input_stats()
+
+    def close(self) -> None:
+        """Detaches and deletes the job; batches still held stay readable."""
+        self._finalizer()
+
+    def __enter__(self) -> "DataLoader":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # -- internals -------------------------------------------------------------
+
+    @property
+    def _stream(self) -> _Stream:
+        if self._resources.stream is None:
+            raise ValueError("the DataLoader is closed")
+        return self._resources.stream
+
+    def _open_stream(self, start: Tuple[int, int]) -> None:
+        self._resources.close_stream()
+        spec = dict(self._spec, start_epoch=start[0], start_batch=start[1])
+        self._resources.stream = _Stream(
+            self._resources.client, spec, self._name, self._prefetch,
+            self._cuda_device)
+        job = self._stream.job
+        self._batches_per_epoch = int(job["batches_per_epoch"])
+        self._num_samples = int(job["num_samples"])
+        self._classes = job.get("class_names", [])
+        self._stream_at = start
+
+    def _take(self, iterator: "_EpochIterator"):
+        if iterator is not self._iterating:
+            raise RuntimeError("this iterator was replaced by a newer "
+                               "iter(loader); stoker serves one at a time")
+        images, labels, epoch, index = self._stream.next()
+        if (epoch, index) != self._next:
+            raise errors.StokerError(
+                f"expected batch {self._next[1]} of epoch {self._next[0]}, "
+                f"the daemon sent batch {index} of epoch {epoch}", 13)
+        following = ((epoch, index + 1) if index + 1 < self._batches_per_epoch
+                     else (epoch + 1, 0))
+        self._next = following
+        self._stream_at = following
+        return images, labels
+
+
+class _EpochIterator:
+    """One epoch of a DataLoader."""
+
+    def __init__(self, loader: DataLoader, epoch: int):
+        self._loader = loader
+        self.epoch = epoch
+
+    def __iter__(self):
+        return self
+
+    def __len__(self) -> int:
+        return len(self._loader)
+
+    def __next__(self) -> Tuple[torch.Tensor, torch.Tensor]:
+        loader = self._loader
+        if loader._next[0] != self.epoch:
+            raise StopIteration
+        return loader._take(self)

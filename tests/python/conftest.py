@@ -1,0 +1,110 @@
+"""Fixtures of the Python package's tests: a real stokerd on a private
+socket, real JPEG datasets, and the C++ SDK's view of a job to compare with.
+
+ctest sets STOKERD, MAKE_DATASET, DUMP_BATCHES and PYTHONPATH (the build
+tree's package); without them these tests skip.
+"""
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+
+def _tool(name):
+    path = os.environ.get(name)
+    if not path or not os.path.exists(path):
+        pytest.skip(f"{name} is not set (run through ctest)")
+    return path
+
+
+class Daemon:
+    """stokerd in a scratch directory: its socket, its segment prefix."""
+
+    def __init__(self, directory, workers=2, extra=()):
+        self.dir = directory
+        self.socket = os.path.join(directory, "stoker.sock")
+        stokerd = _tool("STOKERD")
+        args = [stokerd, "--config=", f"--socket={self.socket}",
+                f"--workers={workers}", *extra]
+        described = subprocess.run(args + ["--check_config"], text=True,
+                                   capture_output=True, check=True).stdout
+        self.prefix = re.search(r"^# rings: /dev/shm/(\S+)\*$", described,
+                                re.M).group(1)
+        self.log = open(os.path.join(directory, "stokerd.log"), "w")
+        self.process = subprocess.Popen(args, stderr=self.log)
+        deadline = time.monotonic() + 20
+        while not os.path.exists(self.socket):
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("stokerd did not start: " + self.read_log())
+            time.sleep(0.02)
+
+    def read_log(self):
+        with open(os.path.join(self.dir, "stokerd.log")) as f:
+            return f.read()
+
+    def segments(self):
+        return [n for n in os.listdir("/dev/shm") if n.startswith(self.prefix)]
+
+    def stop(self):
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            self.process.wait(timeout=60)
+        self.log.close()
+
+
+@pytest.fixture
+def scratch():
+    directory = tempfile.mkdtemp(prefix="stoker-py-")
+    yield directory
+    shutil.rmtree(directory, ignore_errors=True)
+
+
+@pytest.fixture
+def daemon(scratch):
+    d = Daemon(scratch)
+    yield d
+    d.stop()
+    assert d.process.returncode == 0, d.read_log()
+    assert d.segments() == [], "stokerd left segments in /dev/shm"
+
+
+def make_dataset(root, classes=3, per_class=8, width=160, height=120, **extra):
+    """A real ImageFolder of JPEGs (textured, photo-like, varied sizes)."""
+    args = [_tool("MAKE_DATASET"), f"--out={root}", f"--classes={classes}",
+            f"--per_class={per_class}", f"--width={width}",
+            f"--height={height}"]
+    args += [f"--{k}={v}" for k, v in extra.items()]
+    subprocess.run(args, check=True, capture_output=True)
+    return root
+
+
+@pytest.fixture
+def dataset(scratch):
+    return make_dataset(os.path.join(scratch, "data"))
+
+
+def dump_batches(daemon, dataset, out, **flags):
+    """The C++ SDK's bytes of the first batches of a job: a list of
+    (images bytes, labels bytes) per batch, split by the caller."""
+    args = [_tool("DUMP_BATCHES"), f"--socket={daemon.socket}",
+            f"--dataset={dataset}", f"--out={out}"]
+    args += [f"--{k}={v}" for k, v in flags.items()]
+    subprocess.run(args, check=True, capture_output=True, timeout=120)
+    with open(out, "rb") as f:
+        return f.read()
+
+
+def run_python(script, *args, env=None, timeout=300):
+    """Runs a Python script in a new interpreter (the package from
+    PYTHONPATH, as ctest sets it)."""
+    return subprocess.run([sys.executable, script, *map(str, args)],
+                          capture_output=True, text=True, timeout=timeout,
+                          env=dict(os.environ, **(env or {})))
