@@ -13,6 +13,9 @@ packages=(
   # Packaging: cpack's dependency scan needs `file` and dpkg-shlibdeps
   # (dpkg-dev); help2man makes the man pages; lintian checks the packages.
   dpkg-dev file help2man lintian
+  # The Python package's tests: Debian's torch and torchvision, pytest, and
+  # venv for the offline pip install.
+  python3 python3-torch python3-torchvision python3-pytest python3-venv
 )
 
 missing=()
