@@ -21,14 +21,15 @@ fail() { echo "package test: $*"; exit 1; }
 
 cpack --config "$build/CPackConfig.cmake" -B "$scratch/pkg" >/dev/null
 version=$(dpkg-deb -f "$scratch"/pkg/stokerd_*.deb Version)
-for package in stokerd libstoker0 libstoker-dev; do
-  deb=$scratch/pkg/${package}_${version}_amd64.deb
+for package in stokerd:amd64 libstoker0:amd64 libstoker-dev:amd64 python3-stoker:all; do
+  deb=$scratch/pkg/${package%%:*}_${version}_${package##*:}.deb
   [[ -f $deb ]] || fail "no $package package: $(ls "$scratch/pkg")"
   echo "package: $(basename "$deb") ($(stat -c %s "$deb") bytes)"
 done
 daemon_deb=$scratch/pkg/stokerd_${version}_amd64.deb
 runtime_deb=$scratch/pkg/libstoker0_${version}_amd64.deb
 dev_deb=$scratch/pkg/libstoker-dev_${version}_amd64.deb
+python_deb=$scratch/pkg/python3-stoker_${version}_all.deb
 
 # Control fields: each package depends on what it needs.
 # Listings are read whole before they are searched: `producer | grep -q`
@@ -40,6 +41,9 @@ daemon_depends=$(dpkg-deb -f "$daemon_deb" Depends)
 dev_depends=$(dpkg-deb -f "$dev_deb" Depends)
 [[ $dev_depends == *"libstoker0 (= $version)"* && $dev_depends == *libabsl-dev* ]] ||
   fail "libstoker-dev Depends: $dev_depends"
+python_depends=$(dpkg-deb -f "$python_deb" Depends)
+[[ $python_depends == *"libstoker0 (>= $version)"* ]] ||
+  fail "python3-stoker Depends: $python_depends"
 daemon_control=$(dpkg-deb --ctrl-tarfile "$daemon_deb" | tar -tf -)
 grep -qx './conffiles' <<<"$daemon_control" || fail "stokerd has no conffiles"
 runtime_control=$(dpkg-deb --ctrl-tarfile "$runtime_deb" | tar -tf -)
@@ -51,7 +55,7 @@ grep -q ldconfig <<<"$runtime_triggers" || fail "libstoker0 does not trigger ldc
 # lintian: no errors; warnings are printed (docs/packaging.md explains
 # those that remain).
 if command -v lintian >/dev/null; then
-  lintian --tag-display-limit 0 "$daemon_deb" "$runtime_deb" "$dev_deb" \
+  lintian --tag-display-limit 0 "$daemon_deb" "$runtime_deb" "$dev_deb" "$python_deb" \
     >"$scratch/lintian.txt" 2>&1 || true
   sed 's/^/lintian: /' "$scratch/lintian.txt"
   ! grep -q '^E: ' "$scratch/lintian.txt" || fail "lintian reports errors"
@@ -60,7 +64,9 @@ else
 fi
 
 root=$scratch/root
-for deb in "$daemon_deb" "$runtime_deb" "$dev_deb"; do dpkg-deb -x "$deb" "$root"; done
+for deb in "$daemon_deb" "$runtime_deb" "$dev_deb" "$python_deb"; do
+  dpkg-deb -x "$deb" "$root"
+done
 multiarch=usr/lib/$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || echo x86_64-linux-gnu)
 in_package() {  # in_package DEB PATH: the package holds PATH
   local listing
@@ -74,6 +80,8 @@ for file in usr/sbin/stokerd usr/bin/stokerctl lib/systemd/system/stokerd.servic
     usr/share/doc/stokerd/README.md var/lib/stoker/datasets/; do
   in_package "$daemon_deb" "$file"
 done
+in_package "$python_deb" usr/lib/python3/dist-packages/stoker/loader.py
+in_package "$python_deb" usr/share/doc/python3-stoker/copyright
 in_package "$runtime_deb" "$multiarch/libstoker.so.0"
 in_package "$runtime_deb" "$multiarch/libstoker.so.$version"
 for file in "$multiarch/libstoker.so" usr/include/stoker/client.h \
@@ -131,6 +139,18 @@ out=$("$scratch/consumer/consumer" "$socket" "$scratch/data")
 [[ $out == "batch 0: 4 images" ]] || fail "consumer: $out"
 out=$("$scratch/consumer_pc" "unix://$socket" "$scratch/data")
 [[ $out == "batch 0: 4 images" ]] || fail "consumer (pkg-config): $out"
+# The packaged Python module, loading the packaged library.
+out=$(PYTHONPATH=$root/usr/lib/python3/dist-packages /usr/bin/python3 - \
+  "$socket" "$scratch/data" <<'PY'
+import sys, stoker
+with stoker.Client(sys.argv[1]) as client:
+    job = client.create_job({"dataset": {"path": sys.argv[2]}, "batch_size": 4,
+                             "slots": 2, "pipeline": [{"resize": {"height": 8, "width": 8}}]})
+    print(stoker.library_version(), job["num_samples"], len(client.list_jobs()))
+    client.delete_job(job["id"])
+PY
+)
+[[ $out == "$version 8 1" ]] || fail "python3-stoker: $out"
 status=$("$root/usr/bin/stokerctl" --socket="$socket" status)
 grep -q SERVING <<<"$status" || fail "stokerctl status: $status"
 kill -TERM "$daemon"
