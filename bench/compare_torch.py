@@ -6,7 +6,10 @@ files (run through bench/compare_torch.sh, which builds and installs).
       RandomHorizontalFlip + ToTensor + Normalize, batch 64,
       num_workers = cores, persistent workers;
   (b) stokerd with the same pipeline, uint8 output and float32 output
-      (normalised), its client consuming in another process;
+      (normalised), its C++ client consuming in another process; and the
+      Python stoker.DataLoader given the same torchvision transform
+      (bench/stoker_python_loader.py), next to the C++ client reading every
+      value of every batch as the Python loop does;
   (c) the bare libjpeg-turbo full-decode loop on one thread.
 
 Prints images/s, images/s per core, peak memory (proportional set size,
@@ -97,7 +100,8 @@ def run_torch(args, step_ms=0):
     return r, peak
 
 
-def run_stoker(args, dtype, step_ms=0):
+def run_stoker(args, dtype, step_ms=0, python=False, touch=False):
+    here = os.path.dirname(os.path.abspath(__file__))
     with tempfile.TemporaryDirectory(prefix="stoker-cmp") as tmp:
         socket = os.path.join(tmp, "stoker.sock")
         daemon = subprocess.Popen(
@@ -108,12 +112,18 @@ def run_stoker(args, dtype, step_ms=0):
                 break
             time.sleep(0.05)
         try:
-            r, peak = run_measured(
-                [args.bench, "--mode=client", f"--target=unix://{socket}",
-                 f"--data={args.data}", "--pipeline=train",
-                 f"--dtype={dtype}", f"--epochs={args.epochs}",
-                 "--batch_size=64", f"--step_ms={step_ms}"],
-                extra_pids=[daemon.pid])
+            if python:
+                command = ["/usr/bin/python3",
+                           os.path.join(here, "stoker_python_loader.py"),
+                           f"--data={args.data}", f"--socket={socket}",
+                           f"--epochs={args.epochs}", f"--step_ms={step_ms}"]
+            else:
+                command = [args.bench, "--mode=client",
+                           f"--target=unix://{socket}", f"--data={args.data}",
+                           "--pipeline=train", f"--dtype={dtype}",
+                           f"--epochs={args.epochs}", "--batch_size=64",
+                           f"--step_ms={step_ms}", f"--touch={str(touch).lower()}"]
+            r, peak = run_measured(command, extra_pids=[daemon.pid])
         finally:
             daemon.terminate()
             daemon.wait()
@@ -147,6 +157,9 @@ def main():
     f32_r, f32_mem = run_stoker(args, "float32")
     torch_ips, u8_ips = torch_r["images_per_s"], u8_r["images_per_s"]
     f32_ips = f32_r["images_per_s"]
+    touch_r, touch_mem = run_stoker(args, "float32", touch=True)
+    py_r, py_mem = run_stoker(args, "float32", python=True)
+    touch_ips, py_ips = touch_r["images_per_s"], py_r["images_per_s"]
     # The epoch boundary: a trainer whose step is slower than either loader,
     # so any wait is the loader's stall, not its throughput.
     torch_step, _ = run_torch(args, args.step_ms)
@@ -159,6 +172,8 @@ def main():
     rows = [("torch DataLoader (float32)", torch_ips, torch_mem),
             ("stoker, uint8 NHWC", u8_ips, u8_mem),
             ("stoker, float32 NCHW normalised", f32_ips, f32_mem),
+            ("  C++ client reading every value", touch_ips, touch_mem),
+            ("  Python stoker.DataLoader, same", py_ips, py_mem),
             ("bare libjpeg-turbo full decode", bare, None)]
     for name, ips, mem in rows:
         per_core = ips if mem is None else ips / cores
@@ -172,6 +187,13 @@ def main():
     print(f"stoker uint8 memory / DataLoader memory : "
           f"{u8_mem / torch_mem:5.2f}    (target <= 0.25)")
     print(f"stoker float32 / torch DataLoader        : {f32_ips / torch_ips:5.2f}x")
+    print(f"Python stoker.DataLoader / C++ client    : {py_ips / touch_ips:5.2f}"
+          "    (target >= 0.95)")
+    print(f"Python stoker.DataLoader / torch DataLoader: "
+          f"{py_ips / torch_ips:5.2f}x  (target >= 3)")
+    print(f"Python stoker.DataLoader memory / DataLoader memory: "
+          f"{py_mem / torch_mem:5.2f}")
+    print(f"Python trainer input-bound: {py_r.get('input_bound_percent', -1):.0f}%")
     print(f"\nEpoch boundary, with a {args.step_ms:.0f} ms training step per "
           "batch (wait in ms for a batch):")
     print(f"{'':34}{'first of epoch':>16}{'median other':>14}")

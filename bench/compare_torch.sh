@@ -26,5 +26,6 @@ if [[ -z $data ]]; then
   set -- --data="$data" "$@"
 fi
 # Not exec: the EXIT trap must still remove the generated dataset.
-/usr/bin/python3 bench/compare_torch.py --stokerd="$build/daemon/stokerd" \
+PYTHONPATH="$build/python${PYTHONPATH:+:$PYTHONPATH}" \
+  /usr/bin/python3 bench/compare_torch.py --stokerd="$build/daemon/stokerd" \
   --bench="$build/bench/bench_e2e" "$@"

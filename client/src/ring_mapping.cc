@@ -1,5 +1,6 @@
 #include "client/src/ring_mapping.h"
 
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -8,6 +9,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "common/fd_passing.h"
@@ -102,6 +104,7 @@ absl::StatusOr<std::unique_ptr<RingMapping>> RingMapping::FromFd(
             "cannot map the job's ring copy-on-write: ", std::strerror(err)));
       } else {
         mapping->view_ = static_cast<uint8_t*>(view);
+        mapping->pagemap_ = ::open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
       }
     }
   }
@@ -111,6 +114,7 @@ absl::StatusOr<std::unique_ptr<RingMapping>> RingMapping::FromFd(
 }
 
 RingMapping::~RingMapping() {
+  if (pagemap_ >= 0) ::close(pagemap_);
   if (view_ != nullptr) ::munmap(view_, size_);
   ::munmap(const_cast<uint8_t*>(data_), size_);
 }
@@ -118,9 +122,35 @@ RingMapping::~RingMapping() {
 void RingMapping::DiscardPrivateCopies(uint32_t slot) const {
   const RingHeader& h = header();
   if (view_ == nullptr || slot >= h.slot_count) return;
-  // On a private file mapping the next access reads the segment again.
-  ::madvise(view_ + h.slots_offset + uint64_t{slot} * h.slot_bytes,
-            h.slot_bytes, MADV_DONTNEED);
+  uint8_t* const begin = view_ + h.slots_offset + uint64_t{slot} * h.slot_bytes;
+  const uint64_t pages = h.slot_bytes / kPageBytes;
+  // pagemap: one 64-bit entry per page. A page this process wrote is an
+  // anonymous copy: present (bit 63) or swapped (bit 62), and not a file
+  // page (bit 61). Untouched pages are the segment's own (file pages).
+  constexpr uint64_t kPresent = uint64_t{1} << 63, kSwapped = uint64_t{1} << 62,
+                     kFilePage = uint64_t{1} << 61;
+  std::vector<uint64_t> entries(pages);
+  const off_t at = static_cast<off_t>(reinterpret_cast<uintptr_t>(begin) /
+                                      kPageBytes * sizeof(uint64_t));
+  const size_t want = pages * sizeof(uint64_t);
+  if (pagemap_ < 0 ||
+      ::pread(pagemap_, entries.data(), want, at) != static_cast<ssize_t>(want)) {
+    // On a private file mapping the next access reads the segment again.
+    ::madvise(begin, h.slot_bytes, MADV_DONTNEED);
+    return;
+  }
+  uint64_t run = 0;  // first page of the current run of copied pages
+  for (uint64_t page = 0; page <= pages; ++page) {
+    const bool copied = page < pages &&
+                        (entries[page] & (kPresent | kSwapped)) != 0 &&
+                        (entries[page] & kFilePage) == 0;
+    if (copied) continue;
+    if (page > run) {
+      ::madvise(begin + run * kPageBytes, (page - run) * kPageBytes,
+                MADV_DONTNEED);
+    }
+    run = page + 1;
+  }
 }
 
 uint64_t RingMapping::Generation(uint32_t slot) const {

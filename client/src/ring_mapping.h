@@ -41,7 +41,10 @@ class RingMapping {
   // mapping of the same segment, MAP_PRIVATE and writable. A write to it
   // copies the page for this process only (the ring is untouched, nothing
   // crashes); DiscardPrivateCopies() drops such copies when the slot goes
-  // back to the daemon, so the view shows the slot's next batch.
+  // back to the daemon, so the view shows the slot's next batch. It asks
+  // /proc/self/pagemap which pages were copied and drops only those, so an
+  // untouched slot keeps its page-table entries (no faults on its next
+  // read); without pagemap it drops the whole slot.
   uint8_t* view() const { return view_ != nullptr ? view_ : const_cast<uint8_t*>(data_); }
   bool private_view() const { return view_ != nullptr; }
   void DiscardPrivateCopies(uint32_t slot) const;
@@ -60,6 +63,7 @@ class RingMapping {
   const uint8_t* const data_;
   const uint64_t size_;
   uint8_t* view_ = nullptr;  // MAP_PRIVATE, PROT_READ | PROT_WRITE
+  int pagemap_ = -1;         // /proc/self/pagemap, to find written pages
 };
 
 }  // namespace stoker::internal
