@@ -4,11 +4,13 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <functional>
 #include <map>
 #include <set>
 #include <thread>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "tests/test_util.h"
@@ -478,6 +480,74 @@ TEST_F(DaemonTest, ShutdownEndsStreamsWithUnavailableAndLeavesNothing) {
   EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable) << status;
   EXPECT_TRUE(daemon_.Segments().empty());
   EXPECT_FALSE(std::filesystem::exists(daemon_.daemon().socket_path()));
+}
+
+}  // namespace
+}  // namespace stoker
+
+namespace stoker {
+namespace {
+
+// Two consumers of one broadcast job (delivery starts once both attached).
+class ConsumerOptionsTest : public ::testing::Test {
+ protected:
+  JobInfo CreateBroadcastJob() {
+    MakeDataset(daemon_.dir() + "/data", 2, 6);
+    JobSpec spec{.dataset_path = daemon_.dir() + "/data", .batch_size = 3,
+                 .slots = 4, .height = 32, .width = 40, .seed = 4,
+                 .epochs = 2};
+    spec.sharing = {.mode = ConsumerMode::kBroadcast, .min_consumers = 2};
+    auto job = client_->CreateJob(spec);
+    EXPECT_TRUE(job.ok()) << job.status();
+    return *job;
+  }
+
+  TestDaemon daemon_;
+  std::unique_ptr<Client> client_ = daemon_.Connect();
+};
+
+TEST_F(ConsumerOptionsTest, NextWithATimeoutLosesNothing) {
+  const JobInfo job = CreateBroadcastJob();
+  auto first = client_->Attach(job.id);
+  ASSERT_TRUE(first.ok());
+  // Nothing is delivered before the second consumer attaches.
+  auto early = (*first)->Next(std::chrono::milliseconds(50));
+  EXPECT_TRUE(absl::IsDeadlineExceeded(early.status())) << early.status();
+  auto second = client_->Attach(job.id);
+  ASSERT_TRUE(second.ok());
+  auto batch = (*first)->Next(std::chrono::seconds(20));
+  ASSERT_TRUE(batch.ok()) << batch.status();
+  EXPECT_EQ(batch->epoch(), 0u);
+  EXPECT_EQ(batch->index(), 0u);  // the wait cut short skipped nothing
+}
+
+TEST_F(ConsumerOptionsTest, CopyOnWriteViewsKeepWritesInTheProcess) {
+  const JobInfo job = CreateBroadcastJob();
+  // One batch ahead each, so neither holds enough of the ring to count as
+  // lagging while the other is being read.
+  auto plain = client_->Attach(job.id, {.prefetch = 1});
+  auto writer = client_->Attach(job.id, {.prefetch = 1, .copy_on_write = true});
+  ASSERT_TRUE(plain.ok() && writer.ok());
+  const size_t image_bytes = 3 * 32 * 40 * 3;
+  // Every batch of 2 epochs (4 per epoch, 4 slots: each slot reused).
+  for (int i = 0; i < 8; ++i) {
+    auto a = (*plain)->Next();
+    auto b = (*writer)->Next();
+    ASSERT_TRUE(a.ok() && b.ok()) << a.status() << b.status();
+    const auto* ring = static_cast<const uint8_t*>(a->image_tensor().data);
+    auto* view = static_cast<uint8_t*>(
+        const_cast<void*>(b->image_tensor().data));
+    ASSERT_EQ(a->image_tensor().bytes, image_bytes);
+    // Before writing, the private view shows the slot's current batch,
+    // not an earlier batch's writes.
+    ASSERT_EQ(std::memcmp(ring, view, image_bytes), 0) << "batch " << i;
+    const std::vector<uint8_t> before(ring, ring + image_bytes);
+    for (size_t k = 0; k < image_bytes; k += 97) view[k] ^= 0xff;
+    EXPECT_NE(std::memcmp(ring, view, image_bytes), 0);
+    // The ring (what the other consumer reads) is untouched.
+    EXPECT_EQ(std::memcmp(ring, before.data(), image_bytes), 0);
+    EXPECT_TRUE(a->CheckIntact().ok() && b->CheckIntact().ok());
+  }
 }
 
 }  // namespace
