@@ -132,6 +132,11 @@ absl::StatusOr<Position> ParsePosition(std::string_view text) {
   return position;
 }
 
+bool IsNextTimeout(const absl::Status& status) {
+  return absl::IsDeadlineExceeded(status) &&
+         status.GetPayload(internal::kNextTimeoutPayload).has_value();
+}
+
 absl::StatusOr<Batch> Consumer::Next() {
   return Next(std::chrono::milliseconds::max());
 }

@@ -172,7 +172,10 @@ absl::StatusOr<v1::BatchHandle> ConsumerCore::NextHandle(absl::Time deadline) {
         this);
     if (!mu_.AwaitWithDeadline(ready, deadline)) {
       waiting_since_ = called;
-      return absl::DeadlineExceededError("no batch arrived in time");
+      absl::Status timed_out =
+          absl::DeadlineExceededError("no batch arrived in time");
+      timed_out.SetPayload(kNextTimeoutPayload, absl::Cord("1"));
+      return timed_out;
     }
     // A stream the daemon ended with an error (this consumer was detached:
     // lease limit, lag, job deleted, daemon stopping) took its leases with
@@ -258,8 +261,10 @@ void ConsumerCore::Release(uint32_t slot, uint64_t generation, uint64_t epoch,
                            uint64_t batch) {
   tracker_->Released(epoch * job_.batches_per_epoch + batch);
   // Before the daemon may refill it: what this process wrote into its
-  // private view of the slot must not show through the next batch.
-  ring_->DiscardPrivateCopies(slot);
+  // private view of the slot must not show through the next batch. If that
+  // cannot be done the slot stays leased (stale bytes are worse; the lease
+  // timeout ends the consumer with a clear error).
+  if (!ring_->DiscardPrivateCopies(slot)) return;
   v1::ConsumeRequest release;
   release.mutable_release()->set_slot(slot);
   release.mutable_release()->set_generation(generation);

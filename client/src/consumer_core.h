@@ -29,6 +29,10 @@
 
 namespace stoker::internal {
 
+// Marks the DEADLINE_EXCEEDED of a Next() that ran out of its own time (see
+// stoker::IsNextTimeout), as opposed to the daemon's lease timeout.
+inline constexpr char kNextTimeoutPayload[] = "stoker.dev/next-timeout";
+
 // Where a consumer stands, as batch sequence numbers (epoch *
 // batches_per_epoch + batch): the first batch not released, and released
 // batches beyond it. Shared by the successive streams of one Consumer, so a

@@ -45,6 +45,26 @@ std::string NoDeviceReason(cudaError_t error) {
   return cudaGetErrorString(error);
 }
 
+// Makes `device` current on this thread until destroyed, then restores the
+// device that was current.
+class DeviceScope {
+ public:
+  explicit DeviceScope(int device) {
+    if (cudaGetDevice(&previous_) != cudaSuccess) previous_ = -1;
+    error_ = previous_ == device ? cudaSuccess : cudaSetDevice(device);
+  }
+  ~DeviceScope() {
+    if (previous_ >= 0) cudaSetDevice(previous_);
+  }
+  DeviceScope(const DeviceScope&) = delete;
+  DeviceScope& operator=(const DeviceScope&) = delete;
+  cudaError_t error() const { return error_; }
+
+ private:
+  int previous_ = -1;
+  cudaError_t error_ = cudaSuccess;
+};
+
 }  // namespace
 
 class STOKER_LOCAL CudaCopier::Impl {
@@ -68,7 +88,7 @@ class STOKER_LOCAL CudaCopier::Impl {
     completer_.join();
     if (pinned_) {
       // Tolerates the runtime being unloaded at process exit.
-      cudaSetDevice(device_);
+      const DeviceScope scope(device_);
       cudaHostUnregister(const_cast<uint8_t*>(core_->ring().data()));
     }
   }
@@ -88,11 +108,15 @@ class STOKER_LOCAL CudaCopier::Impl {
     }
     if (absl::Status earlier = TakeError(); !earlier.ok()) return earlier;
     const Batch::ImageTensor view = batch.image_tensor();
-    // This thread's current device in the SDK's own CUDA runtime (which may
-    // be another copy than the trainer's): the stream's device.
-    cudaError_t error = cudaSetDevice(device_);
-    if (error == cudaSuccess) error = cudaMemcpyAsync(images, view.data, view.bytes,
-                                        cudaMemcpyHostToDevice, stream);
+    // The stream's device, current on this thread for the copy only: the
+    // SDK's CUDA runtime may be another copy than the trainer's, and the
+    // trainer's current device must not change under it.
+    const DeviceScope scope(device_);
+    cudaError_t error = scope.error();
+    if (error == cudaSuccess) {
+      error = cudaMemcpyAsync(images, view.data, view.bytes,
+                              cudaMemcpyHostToDevice, stream);
+    }
     if (error == cudaSuccess && labels != nullptr) {
       error = cudaMemcpyAsync(labels, batch.labels().data(),
                               batch.labels().size_bytes(),
@@ -181,12 +205,12 @@ absl::StatusOr<std::unique_ptr<CudaCopier>> CudaCopier::Create(
     return absl::InvalidArgumentError(absl::StrCat(
         "CUDA device ", device, " does not exist (", devices, " devices)"));
   }
-  if (device < 0) {
-    cudaGetDevice(&device);
-  } else if (const cudaError_t error = cudaSetDevice(device);
-             error != cudaSuccess) {
+  if (device < 0) cudaGetDevice(&device);
+  const DeviceScope scope(device);
+  if (scope.error() != cudaSuccess) {
     return absl::FailedPreconditionError(absl::StrCat(
-        "cannot use CUDA device ", device, ": ", cudaGetErrorString(error)));
+        "cannot use CUDA device ", device, ": ",
+        cudaGetErrorString(scope.error())));
   }
   int read_only_ok = 0;
   cudaDeviceGetAttribute(&read_only_ok,

@@ -9,7 +9,8 @@
 
 #include <cerrno>
 #include <cstring>
-#include <vector>
+#include <algorithm>
+#include <iterator>
 
 #include "absl/strings/str_cat.h"
 #include "common/fd_passing.h"
@@ -91,11 +92,19 @@ absl::StatusOr<std::unique_ptr<RingMapping>> RingMapping::FromFd(
     // Copy-on-write needs only read access to the descriptor. Slots are
     // page aligned (ring_layout), so discarding one slot's pages never
     // touches another's.
-    if (mapping->header().slot_bytes % kPageBytes != 0 ||
-        mapping->header().slots_offset % kPageBytes != 0) {
-      valid = absl::FailedPreconditionError(
-          "the job's ring slots are not page aligned");
+    const long page_bytes = ::sysconf(_SC_PAGESIZE);
+    const RingHeader& h = mapping->header();
+    if (page_bytes <= 0 || h.slot_bytes % page_bytes != 0 ||
+        h.slots_offset % page_bytes != 0) {
+      valid = absl::FailedPreconditionError(absl::StrCat(
+          "the job's ring slots are not aligned to this machine's ",
+          page_bytes, "-byte pages: no copy-on-write view"));
     } else {
+      // The geometry as validated now (the header is the daemon's to write).
+      mapping->page_bytes_ = static_cast<uint64_t>(page_bytes);
+      mapping->slots_offset_ = h.slots_offset;
+      mapping->slot_bytes_ = h.slot_bytes;
+      mapping->slot_count_ = h.slot_count;
       void* view = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE,
                           fd, 0);
       err = errno;
@@ -105,6 +114,7 @@ absl::StatusOr<std::unique_ptr<RingMapping>> RingMapping::FromFd(
       } else {
         mapping->view_ = static_cast<uint8_t*>(view);
         mapping->pagemap_ = ::open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+        mapping->pagemap_pid_ = ::getpid();
       }
     }
   }
@@ -119,38 +129,49 @@ RingMapping::~RingMapping() {
   ::munmap(const_cast<uint8_t*>(data_), size_);
 }
 
-void RingMapping::DiscardPrivateCopies(uint32_t slot) const {
-  const RingHeader& h = header();
-  if (view_ == nullptr || slot >= h.slot_count) return;
-  uint8_t* const begin = view_ + h.slots_offset + uint64_t{slot} * h.slot_bytes;
-  const uint64_t pages = h.slot_bytes / kPageBytes;
+bool RingMapping::DiscardPrivateCopies(uint32_t slot) const {
+  if (view_ == nullptr) return true;
+  if (slot >= slot_count_) return false;
+  uint8_t* const begin = view_ + slots_offset_ + uint64_t{slot} * slot_bytes_;
+  // After a fork the descriptor would read the parent's page tables.
+  if (pagemap_ < 0 || pagemap_pid_ != ::getpid()) {
+    return ::madvise(begin, slot_bytes_, MADV_DONTNEED) == 0;
+  }
   // pagemap: one 64-bit entry per page. A page this process wrote is an
   // anonymous copy: present (bit 63) or swapped (bit 62), and not a file
   // page (bit 61). Untouched pages are the segment's own (file pages).
   constexpr uint64_t kPresent = uint64_t{1} << 63, kSwapped = uint64_t{1} << 62,
                      kFilePage = uint64_t{1} << 61;
-  std::vector<uint64_t> entries(pages);
-  const off_t at = static_cast<off_t>(reinterpret_cast<uintptr_t>(begin) /
-                                      kPageBytes * sizeof(uint64_t));
-  const size_t want = pages * sizeof(uint64_t);
-  if (pagemap_ < 0 ||
-      ::pread(pagemap_, entries.data(), want, at) != static_cast<ssize_t>(want)) {
-    // On a private file mapping the next access reads the segment again.
-    ::madvise(begin, h.slot_bytes, MADV_DONTNEED);
-    return;
-  }
-  uint64_t run = 0;  // first page of the current run of copied pages
-  for (uint64_t page = 0; page <= pages; ++page) {
-    const bool copied = page < pages &&
-                        (entries[page] & (kPresent | kSwapped)) != 0 &&
-                        (entries[page] & kFilePage) == 0;
-    if (copied) continue;
-    if (page > run) {
-      ::madvise(begin + run * kPageBytes, (page - run) * kPageBytes,
-                MADV_DONTNEED);
+  const uint64_t pages = slot_bytes_ / page_bytes_;
+  const uint64_t first_entry =
+      reinterpret_cast<uintptr_t>(begin) / page_bytes_;
+  uint64_t entries[512];  // read in chunks: no allocation on release
+  uint64_t run = 0;       // first page of the current run of copied pages
+  bool ok = true;
+  for (uint64_t chunk = 0; chunk < pages; chunk += std::size(entries)) {
+    const uint64_t n = std::min<uint64_t>(std::size(entries), pages - chunk);
+    const ssize_t want = static_cast<ssize_t>(n * sizeof(uint64_t));
+    if (::pread(pagemap_, entries, want,
+                static_cast<off_t>((first_entry + chunk) * sizeof(uint64_t))) !=
+        want) {
+      return ::madvise(begin, slot_bytes_, MADV_DONTNEED) == 0;
     }
-    run = page + 1;
+    for (uint64_t i = 0; i <= n; ++i) {
+      const uint64_t page = chunk + i;
+      const bool copied = i < n &&
+                          (entries[i] & (kPresent | kSwapped)) != 0 &&
+                          (entries[i] & kFilePage) == 0;
+      if (copied) continue;
+      if (page > run) {
+        ok &= ::madvise(begin + run * page_bytes_, (page - run) * page_bytes_,
+                        MADV_DONTNEED) == 0;
+      }
+      run = page + 1;
+    }
+    run = chunk + n;  // a run never crosses a chunk (it was just dropped)
   }
+  // madvise fails on locked pages (mlock): then drop nothing, say so.
+  return ok || ::madvise(begin, slot_bytes_, MADV_DONTNEED) == 0;
 }
 
 uint64_t RingMapping::Generation(uint32_t slot) const {

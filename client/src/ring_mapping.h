@@ -8,6 +8,8 @@
 #ifndef STOKER_CLIENT_SRC_RING_MAPPING_H_
 #define STOKER_CLIENT_SRC_RING_MAPPING_H_
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -47,7 +49,9 @@ class RingMapping {
   // read); without pagemap it drops the whole slot.
   uint8_t* view() const { return view_ != nullptr ? view_ : const_cast<uint8_t*>(data_); }
   bool private_view() const { return view_ != nullptr; }
-  void DiscardPrivateCopies(uint32_t slot) const;
+  // False if the copies could not be dropped (locked memory): the slot must
+  // then not go back to the daemon.
+  bool DiscardPrivateCopies(uint32_t slot) const;
   uint64_t size() const { return size_; }
   const RingHeader& header() const {
     return *reinterpret_cast<const RingHeader*>(data());
@@ -64,6 +68,12 @@ class RingMapping {
   const uint64_t size_;
   uint8_t* view_ = nullptr;  // MAP_PRIVATE, PROT_READ | PROT_WRITE
   int pagemap_ = -1;         // /proc/self/pagemap, to find written pages
+  pid_t pagemap_pid_ = 0;    // the process that opened it
+  // With a private view: the slots' geometry as validated at open.
+  uint64_t page_bytes_ = 0;
+  uint64_t slots_offset_ = 0;
+  uint64_t slot_bytes_ = 0;
+  uint32_t slot_count_ = 0;
 };
 
 }  // namespace stoker::internal

@@ -48,6 +48,19 @@ int NullArgument(const char* what) {
   return Fail(absl::InvalidArgumentError(absl::StrCat(what, " is NULL")));
 }
 
+// Runs `body`, turning an escaping C++ exception (a thread that cannot be
+// started, memory exhausted) into INTERNAL: none may cross the C ABI.
+template <typename Body>
+int Guard(Body body) noexcept {
+  try {
+    return body();
+  } catch (const std::exception& e) {
+    return Fail(absl::InternalError(absl::StrCat("libstoker: ", e.what())));
+  } catch (...) {
+    return Fail(absl::InternalError("libstoker: unknown exception"));
+  }
+}
+
 char* CopyOut(const std::string& text) {
   char* out = static_cast<char*>(std::malloc(text.size() + 1));
   if (out != nullptr) std::memcpy(out, text.c_str(), text.size() + 1);
@@ -92,111 +105,127 @@ void stoker_free(char* text) { std::free(text); }
 
 int stoker_connect(const char* target, int64_t timeout_ms,
                    stoker_client** out) {
-  if (out == nullptr) return NullArgument("out");
-  const std::string where =
-      target == nullptr || *target == '\0' ? stoker::kDefaultTarget : target;
-  auto client = stoker::Client::Connect(
-      where, std::chrono::milliseconds(timeout_ms < 0 ? 5000 : timeout_ms));
-  if (!client.ok()) return Fail(client.status());
-  *out = new stoker_client{*std::move(client)};
-  return 0;
+  return Guard([&]() -> int {
+    if (out == nullptr) return NullArgument("out");
+    const std::string where =
+        target == nullptr || *target == '\0' ? stoker::kDefaultTarget : target;
+    auto client = stoker::Client::Connect(
+        where, std::chrono::milliseconds(timeout_ms < 0 ? 5000 : timeout_ms));
+    if (!client.ok()) return Fail(client.status());
+    *out = new stoker_client{*std::move(client)};
+    return 0;
+  });
 }
 
 void stoker_client_close(stoker_client* client) { delete client; }
 
 int stoker_create_job(stoker_client* client, const char* spec_json,
                       char** job_json) {
-  if (client == nullptr || spec_json == nullptr || job_json == nullptr) {
-    return NullArgument("client, spec_json or job_json");
-  }
-  stoker::v1::JobSpec spec;
-  google::protobuf::util::JsonParseOptions options;
-  options.ignore_unknown_fields = false;
-  const auto parsed =
-      google::protobuf::util::JsonStringToMessage(spec_json, &spec, options);
-  if (!parsed.ok()) {
-    return Fail(absl::InvalidArgumentError(absl::StrCat(
-        "job spec JSON: ", std::string(parsed.message()))));
-  }
-  auto job = client->client->impl().CreateJob(std::move(spec));
-  if (!job.ok()) return Fail(job.status());
-  return WriteJson(*job, job_json);
+  return Guard([&]() -> int {
+    if (client == nullptr || spec_json == nullptr || job_json == nullptr) {
+      return NullArgument("client, spec_json or job_json");
+    }
+    stoker::v1::JobSpec spec;
+    google::protobuf::util::JsonParseOptions options;
+    options.ignore_unknown_fields = false;
+    const auto parsed =
+        google::protobuf::util::JsonStringToMessage(spec_json, &spec, options);
+    if (!parsed.ok()) {
+      return Fail(absl::InvalidArgumentError(absl::StrCat(
+          "job spec JSON: ", std::string(parsed.message()))));
+    }
+    auto job = client->client->impl().CreateJob(std::move(spec));
+    if (!job.ok()) return Fail(job.status());
+    return WriteJson(*job, job_json);
+  });
 }
 
 int stoker_get_job(stoker_client* client, const char* job_id,
                    char** job_json) {
-  if (client == nullptr || job_id == nullptr || job_json == nullptr) {
-    return NullArgument("client, job_id or job_json");
-  }
-  auto job = client->client->impl().GetJob(job_id);
-  if (!job.ok()) return Fail(job.status());
-  return WriteJson(*job, job_json);
+  return Guard([&]() -> int {
+    if (client == nullptr || job_id == nullptr || job_json == nullptr) {
+      return NullArgument("client, job_id or job_json");
+    }
+    auto job = client->client->impl().GetJob(job_id);
+    if (!job.ok()) return Fail(job.status());
+    return WriteJson(*job, job_json);
+  });
 }
 
 int stoker_list_jobs(stoker_client* client, char** jobs_json) {
-  if (client == nullptr || jobs_json == nullptr) {
-    return NullArgument("client or jobs_json");
-  }
-  auto jobs = client->client->impl().ListJobs();
-  if (!jobs.ok()) return Fail(jobs.status());
-  return WriteJson(*jobs, jobs_json);
+  return Guard([&]() -> int {
+    if (client == nullptr || jobs_json == nullptr) {
+      return NullArgument("client or jobs_json");
+    }
+    auto jobs = client->client->impl().ListJobs();
+    if (!jobs.ok()) return Fail(jobs.status());
+    return WriteJson(*jobs, jobs_json);
+  });
 }
 
 int stoker_delete_job(stoker_client* client, const char* job_id) {
-  if (client == nullptr || job_id == nullptr) {
-    return NullArgument("client or job_id");
-  }
-  return Check(client->client->impl().DeleteJob(job_id));
+  return Guard([&]() -> int {
+    if (client == nullptr || job_id == nullptr) {
+      return NullArgument("client or job_id");
+    }
+    return Check(client->client->impl().DeleteJob(job_id));
+  });
 }
 
 int stoker_get_stats(stoker_client* client, char** stats_json) {
-  if (client == nullptr || stats_json == nullptr) {
-    return NullArgument("client or stats_json");
-  }
-  auto stats = client->client->impl().GetStats();
-  if (!stats.ok()) return Fail(stats.status());
-  return WriteJson(*stats, stats_json);
+  return Guard([&]() -> int {
+    if (client == nullptr || stats_json == nullptr) {
+      return NullArgument("client or stats_json");
+    }
+    auto stats = client->client->impl().GetStats();
+    if (!stats.ok()) return Fail(stats.status());
+    return WriteJson(*stats, stats_json);
+  });
 }
 
 int stoker_attach(stoker_client* client, const char* job_id,
                   const stoker_consumer_options* options,
                   stoker_consumer** out) {
-  if (client == nullptr || job_id == nullptr || out == nullptr) {
-    return NullArgument("client, job_id or out");
-  }
-  stoker::ConsumerOptions consumer_options;
-  if (options != nullptr) {
-    if (options->prefetch > 0) consumer_options.prefetch = options->prefetch;
-    if (options->name != nullptr) consumer_options.name = options->name;
-    if (options->reconnect_timeout_ms >= 0) {
-      consumer_options.reconnect_timeout =
-          std::chrono::milliseconds(options->reconnect_timeout_ms);
+  return Guard([&]() -> int {
+    if (client == nullptr || job_id == nullptr || out == nullptr) {
+      return NullArgument("client, job_id or out");
     }
-    consumer_options.copy_on_write = options->copy_on_write != 0;
-  }
-  auto consumer = client->client->Attach(job_id, consumer_options);
-  if (!consumer.ok()) return Fail(consumer.status());
-  *out = new stoker_consumer{*std::move(consumer)};
-  return 0;
+    stoker::ConsumerOptions consumer_options;
+    if (options != nullptr) {
+      if (options->prefetch > 0) consumer_options.prefetch = options->prefetch;
+      if (options->name != nullptr) consumer_options.name = options->name;
+      if (options->reconnect_timeout_ms >= 0) {
+        consumer_options.reconnect_timeout =
+            std::chrono::milliseconds(options->reconnect_timeout_ms);
+      }
+      consumer_options.copy_on_write = options->copy_on_write != 0;
+    }
+    auto consumer = client->client->Attach(job_id, consumer_options);
+    if (!consumer.ok()) return Fail(consumer.status());
+    *out = new stoker_consumer{*std::move(consumer)};
+    return 0;
+  });
 }
 
 void stoker_consumer_close(stoker_consumer* consumer) { delete consumer; }
 
 int stoker_consumer_job(stoker_consumer* consumer, char** job_json) {
-  if (consumer == nullptr || job_json == nullptr) {
-    return NullArgument("consumer or job_json");
-  }
-  // The consumer's job as the daemon sees it now (after a reconnect that
-  // re-created it, the new one).
-  const stoker::JobInfo job = consumer->consumer->job();
-  stoker::v1::Job message;
-  message.set_id(job.id);
-  *message.mutable_spec() = stoker::internal::ToProto(job.spec);
-  message.set_num_samples(job.num_samples);
-  message.set_batches_per_epoch(job.batches_per_epoch);
-  for (const std::string& name : job.class_names) message.add_class_names(name);
-  message.set_owner_uid(job.owner_uid);
-  return WriteJson(message, job_json);
+  return Guard([&]() -> int {
+    if (consumer == nullptr || job_json == nullptr) {
+      return NullArgument("consumer or job_json");
+    }
+    // The consumer's job as the daemon sees it now (after a reconnect that
+    // re-created it, the new one).
+    const stoker::JobInfo job = consumer->consumer->job();
+    stoker::v1::Job message;
+    message.set_id(job.id);
+    *message.mutable_spec() = stoker::internal::ToProto(job.spec);
+    message.set_num_samples(job.num_samples);
+    message.set_batches_per_epoch(job.batches_per_epoch);
+    for (const std::string& name : job.class_names) message.add_class_names(name);
+    message.set_owner_uid(job.owner_uid);
+    return WriteJson(message, job_json);
+  });
 }
 
 int stoker_consumer_position(stoker_consumer* consumer, uint64_t* epoch,
@@ -212,48 +241,65 @@ int stoker_consumer_position(stoker_consumer* consumer, uint64_t* epoch,
 
 int stoker_consumer_input_stats(stoker_consumer* consumer,
                                 stoker_input_stats* out) {
-  if (consumer == nullptr || out == nullptr) {
-    return NullArgument("consumer or out");
-  }
-  const stoker::InputStats stats = consumer->consumer->input_stats();
-  *out = {stats.batches, stats.wait_seconds, stats.step_seconds,
-          stats.input_bound_percent, stats.recent_input_bound_percent};
-  return 0;
+  return Guard([&]() -> int {
+    if (consumer == nullptr || out == nullptr) {
+      return NullArgument("consumer or out");
+    }
+    const stoker::InputStats stats = consumer->consumer->input_stats();
+    *out = {stats.batches, stats.wait_seconds, stats.step_seconds,
+            stats.input_bound_percent, stats.recent_input_bound_percent};
+    return 0;
+  });
 }
 
 int stoker_next(stoker_consumer* consumer, int64_t timeout_ms,
                 stoker_batch** out, stoker_batch_info* info) {
-  if (consumer == nullptr || out == nullptr || info == nullptr) {
-    return NullArgument("consumer, out or info");
-  }
-  absl::StatusOr<stoker::Batch> batch =
-      timeout_ms < 0
-          ? consumer->consumer->Next()
-          : consumer->consumer->Next(std::chrono::milliseconds(timeout_ms));
-  if (!batch.ok()) return Fail(batch.status());
-  const stoker::Batch::ImageTensor images = batch->image_tensor();
-  *info = {};
-  info->images = const_cast<void*>(images.data);
-  info->dtype = DTypeCode(images.dtype);
-  info->layout = images.layout == stoker::Layout::kNHWC ? 0 : 1;
-  for (int i = 0; i < 4; ++i) info->shape[i] = images.shape[i];
-  info->image_bytes = images.bytes;
-  info->labels = batch->labels().data();
-  info->indices = batch->indices().data();
-  info->size = batch->size();
-  info->slot = batch->slot();
-  info->epoch = batch->epoch();
-  info->index = batch->index();
-  *out = new stoker_batch{*std::move(batch)};
-  return 0;
+  return Guard([&]() -> int {
+    if (consumer == nullptr || out == nullptr || info == nullptr) {
+      return NullArgument("consumer, out or info");
+    }
+    absl::StatusOr<stoker::Batch> batch =
+        timeout_ms < 0
+            ? consumer->consumer->Next()
+            : consumer->consumer->Next(std::chrono::milliseconds(timeout_ms));
+    if (!batch.ok()) {
+      if (stoker::IsNextTimeout(batch.status())) {
+        last_error = "no batch arrived in time";
+        return STOKER_NEXT_TIMED_OUT;
+      }
+      return Fail(batch.status());
+    }
+    const stoker::Batch::ImageTensor images = batch->image_tensor();
+    *info = {};
+    info->images = const_cast<void*>(images.data);
+    info->dtype = DTypeCode(images.dtype);
+    info->layout = images.layout == stoker::Layout::kNHWC ? 0 : 1;
+    for (int i = 0; i < 4; ++i) info->shape[i] = images.shape[i];
+    info->image_bytes = images.bytes;
+    info->labels = batch->labels().data();
+    info->indices = batch->indices().data();
+    info->size = batch->size();
+    info->slot = batch->slot();
+    info->epoch = batch->epoch();
+    info->index = batch->index();
+    *out = new stoker_batch{*std::move(batch)};
+    return 0;
+  });
 }
 
 int stoker_batch_check_intact(const stoker_batch* batch) {
-  if (batch == nullptr) return NullArgument("batch");
-  return Check(batch->batch.CheckIntact());
+  return Guard([&]() -> int {
+    if (batch == nullptr) return NullArgument("batch");
+    return Check(batch->batch.CheckIntact());
+  });
 }
 
-void stoker_batch_release(stoker_batch* batch) { delete batch; }
+void stoker_batch_release(stoker_batch* batch) {
+  try {
+    delete batch;
+  } catch (...) {  // a Batch releases without throwing; be sure of it here
+  }
+}
 
 int stoker_cuda_available(void) {
   return stoker::CudaCopier::Available() ? 1 : 0;
@@ -261,13 +307,15 @@ int stoker_cuda_available(void) {
 
 int stoker_cuda_copier_create(stoker_consumer* consumer, int device,
                               stoker_cuda_copier** out) {
-  if (consumer == nullptr || out == nullptr) {
-    return NullArgument("consumer or out");
-  }
-  auto copier = stoker::CudaCopier::Create(*consumer->consumer, device);
-  if (!copier.ok()) return Fail(copier.status());
-  *out = new stoker_cuda_copier{*std::move(copier)};
-  return 0;
+  return Guard([&]() -> int {
+    if (consumer == nullptr || out == nullptr) {
+      return NullArgument("consumer or out");
+    }
+    auto copier = stoker::CudaCopier::Create(*consumer->consumer, device);
+    if (!copier.ok()) return Fail(copier.status());
+    *out = new stoker_cuda_copier{*std::move(copier)};
+    return 0;
+  });
 }
 
 int stoker_cuda_copier_pinned(const stoker_cuda_copier* copier) {
@@ -277,18 +325,22 @@ int stoker_cuda_copier_pinned(const stoker_cuda_copier* copier) {
 int stoker_cuda_copy_async(stoker_cuda_copier* copier, stoker_batch* batch,
                            void* device_images, void* device_labels,
                            void* stream) {
-  std::unique_ptr<stoker_batch> owned(batch);
-  if (copier == nullptr || batch == nullptr || device_images == nullptr) {
-    return NullArgument("copier, batch or device_images");
-  }
-  return Check(copier->copier->CopyAsync(
-      std::move(owned->batch), device_images, device_labels,
-      static_cast<CUstream_st*>(stream)));
+  return Guard([&]() -> int {
+    std::unique_ptr<stoker_batch> owned(batch);
+    if (copier == nullptr || batch == nullptr || device_images == nullptr) {
+      return NullArgument("copier, batch or device_images");
+    }
+    return Check(copier->copier->CopyAsync(
+        std::move(owned->batch), device_images, device_labels,
+        static_cast<CUstream_st*>(stream)));
+  });
 }
 
 int stoker_cuda_drain(stoker_cuda_copier* copier) {
-  if (copier == nullptr) return NullArgument("copier");
-  return Check(copier->copier->Drain());
+  return Guard([&]() -> int {
+    if (copier == nullptr) return NullArgument("copier");
+    return Check(copier->copier->Drain());
+  });
 }
 
 void stoker_cuda_copier_destroy(stoker_cuda_copier* copier) { delete copier; }

@@ -120,15 +120,20 @@ def library() -> ctypes.CDLL:
                 "cannot load libstoker (" + "; ".join(tried) + "): install the "
                 "libstoker0 package, build the project (scripts/build.sh), or "
                 "set STOKER_LIBRARY to the path of libstoker.so.0")
+        try:
+            lib.stoker_abi_version.restype = ctypes.c_int
+            version = lib.stoker_abi_version()
+        except AttributeError:
+            version = 0  # a libstoker from before the C ABI
+        if version != ABI_VERSION:
+            raise errors.LibraryNotFound(
+                f"libstoker at {lib._name} has C ABI version {version}; this "
+                f"package needs {ABI_VERSION}: install the libstoker0 that "
+                "matches it, or set STOKER_LIBRARY")
         for name, (restype, argtypes) in _SIGNATURES.items():
             function = getattr(lib, name)
             function.restype = restype
             function.argtypes = argtypes
-        version = lib.stoker_abi_version()
-        if version != ABI_VERSION:
-            raise errors.LibraryNotFound(
-                f"libstoker at {lib._name} has C ABI version {version}; this "
-                f"package needs {ABI_VERSION}")
         _lib = lib
         return lib
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import ctypes
 import os
 import threading
+import time
 import weakref
 from typing import Any, Dict, Iterator, Optional, Tuple
 
@@ -27,6 +28,7 @@ from stoker import _native, errors, transforms
 from stoker.client import Client, default_socket
 
 _POLL_MS = 100  # how often a wait for a batch returns to check for Ctrl-C
+_NEXT_TIMED_OUT = 100  # STOKER_NEXT_TIMED_OUT: no batch within _POLL_MS
 _TORCH_DTYPES = {0: torch.uint8, 1: torch.float32, 2: torch.float16}
 _SHARING = {"exclusive": "CONSUMER_MODE_EXCLUSIVE",
             "broadcast": "CONSUMER_MODE_BROADCAST",
@@ -109,10 +111,13 @@ class _Stream:
         self.leases = _Leases()
         self._consumer = None
         self._copier = None
+        # next() and close() may come from different threads (close() at
+        # exit while a thread waits): the handle is freed only between polls.
+        self._lock = threading.Lock()
         try:
             options = _native.ConsumerOptions(
                 prefetch=prefetch, name=name.encode(),
-                reconnect_timeout_ms=-1,
+                reconnect_timeout_ms=0,  # the loader reconnects itself
                 copy_on_write=int(cuda_device is None))
             consumer = ctypes.c_void_p()
             _native.check(lib.stoker_attach(client.handle,
@@ -141,27 +146,38 @@ class _Stream:
                     f"all {slots} slots of the ring are held by batch tensors "
                     "still alive; keep copies (tensor.clone()) of what you "
                     "keep across steps, or raise slots=", 8)
-            code = lib.stoker_next(self._consumer, _POLL_MS,
-                                   ctypes.byref(handle), ctypes.byref(info))
-            if code != errors.DeadlineExceeded.code:
+            with self._lock:
+                if self._consumer is None:
+                    raise ValueError("the DataLoader is closed")
+                code = lib.stoker_next(self._consumer, _POLL_MS,
+                                       ctypes.byref(handle), ctypes.byref(info))
+            if code != _NEXT_TIMED_OUT:
                 break  # back in Python between waits: Ctrl-C is seen here
         _native.check(code)
-        n = int(info.size)
-        shape = tuple(info.shape)
-        dtype = _TORCH_DTYPES[info.dtype]
-        if self._copier is None:
-            lease = _Lease(handle, self.leases)
-            images = _view(info.images, int(info.image_bytes), lease, dtype, shape)
-            labels = _view(info.labels, n * 8, lease, torch.int64, (n,))
-        else:
-            device = torch.device("cuda", self.cuda_device)
-            images = torch.empty(shape, dtype=dtype, device=device)
-            labels = torch.empty((n,), dtype=torch.int64, device=device)
-            stream = torch.cuda.current_stream(device)
-            # Takes the batch: released once the copy has completed.
-            _native.check(lib.stoker_cuda_copy_async(
-                self._copier, handle, images.data_ptr(), labels.data_ptr(),
-                ctypes.c_void_p(stream.cuda_stream)))
+        owned = False  # until a lease or the copier owns the handle
+        try:
+            n = int(info.size)
+            shape = tuple(info.shape)
+            dtype = _TORCH_DTYPES[info.dtype]
+            if self._copier is None:
+                lease = _Lease(handle, self.leases)
+                owned = True
+                images = _view(info.images, int(info.image_bytes), lease,
+                               dtype, shape)
+                labels = _view(info.labels, n * 8, lease, torch.int64, (n,))
+            else:
+                device = torch.device("cuda", self.cuda_device)
+                images = torch.empty(shape, dtype=dtype, device=device)
+                labels = torch.empty((n,), dtype=torch.int64, device=device)
+                stream = torch.cuda.current_stream(device)
+                owned = True  # taken by the copy, released once it completed
+                _native.check(lib.stoker_cuda_copy_async(
+                    self._copier, handle, images.data_ptr(),
+                    labels.data_ptr(), ctypes.c_void_p(stream.cuda_stream)))
+        except BaseException:
+            if not owned:
+                lib.stoker_batch_release(handle)
+            raise
         return images, labels, int(info.epoch), int(info.index)
 
     def input_stats(self) -> Dict[str, float]:
@@ -176,12 +192,13 @@ class _Stream:
 
     def close(self) -> None:
         lib = _native.library()
-        if self._copier is not None:
-            lib.stoker_cuda_copier_destroy(self._copier)  # waits for copies
-            self._copier = None
-        if self._consumer is not None:
-            lib.stoker_consumer_close(self._consumer)
-            self._consumer = None
+        with self._lock:  # waits for a poll in flight on another thread
+            if self._copier is not None:
+                lib.stoker_cuda_copier_destroy(self._copier)  # waits for copies
+                self._copier = None
+            if self._consumer is not None:
+                lib.stoker_consumer_close(self._consumer)
+                self._consumer = None
         if self.job is not None:
             try:
                 self._client.delete_job(self.job["id"])
@@ -221,9 +238,13 @@ class DataLoader:
         device (batches copied on torch.cuda.current_stream()).
     rank, world_size: default from torch.distributed, else RANK/WORLD_SIZE,
         else one rank; each rank gets DistributedSampler's share.
-    sharing: "exclusive" (default), "broadcast" (every trainer attached to the
-        job gets every batch; give the job a name to share it) or
-        "partition".
+    sharing: the job's consumer mode, "exclusive" (default), "broadcast" or
+        "partition": the loader creates the job; other programs may attach
+        to it (loader.job_id, stoker.Client, the C++ SDK), and the loader
+        then yields the batches its own consumer receives, in order.
+    reconnect_timeout: seconds to keep reconnecting when the daemon restarts
+        or the connection drops; the loader re-creates its job at the batch
+        after the last one it yielded.
     The other keywords are the job spec's fields (proto/stoker/v1/loader.proto).
     """
 
@@ -235,7 +256,8 @@ class DataLoader:
                  prefetch: int = 2, weight: int = 1, on_error: str = "replace",
                  sharing: str = "exclusive", max_lag: int = 0,
                  on_lag: str = "detach", min_consumers: int = 1,
-                 access_group: str = "", name: str = "python"):
+                 access_group: str = "", name: str = "python",
+                 reconnect_timeout: float = 60.0):
         pipeline, output = transforms.translate(transform)
         dist_rank, dist_world = _distributed_rank()
         self.rank = dist_rank if rank is None else int(rank)
@@ -275,6 +297,7 @@ class DataLoader:
                                          min_consumers=int(min_consumers))
         self._name = name
         self._prefetch = int(prefetch)
+        self._reconnect_timeout = float(reconnect_timeout)
         self._resources = _Resources(Client(socket or default_socket()))
         self._finalizer = weakref.finalize(self, self._resources.close)
         self._iterating: Optional["_EpochIterator"] = None
@@ -312,7 +335,8 @@ class DataLoader:
         and epoch only), as DistributedSampler.set_epoch."""
         self._epoch_set = int(epoch)
 
-    def __iter__(self) -> Iterator[Tuple[torch.Tensor, torch.Tensor]]:
+    def _start(self) -> Tuple[int, int]:
+        """Where the next iteration begins."""
         if self._resume is not None and self._epoch_set in (None, self._resume[0]):
             start = self._resume
         elif self._epoch_set is not None:
@@ -321,12 +345,16 @@ class DataLoader:
             start = self._next
         else:  # the last iteration stopped early: a new epoch begins
             start = (self._next[0] + 1, 0)
-        self._resume = None
-        self._epoch_set = None
         if start[1] >= self._batches_per_epoch:
             start = (start[0] + 1, 0)
+        return start
+
+    def __iter__(self) -> Iterator[Tuple[torch.Tensor, torch.Tensor]]:
+        start = self._start()
         if self._stream_at != start:
             self._open_stream(start)
+        self._resume = None
+        self._epoch_set = None
         self._next = start
         iterator = _EpochIterator(self, start[0])
         self._iterating = iterator
@@ -334,10 +362,13 @@ class DataLoader:
 
     def state_dict(self) -> Dict[str, Any]:
         """Where to resume: the batch after the last one yielded (what was
-        yielded counts as trained on), and the job spec."""
-        epoch, batch = self._resume or self._next
-        if self._resume is None and self._epoch_set is not None and batch == 0:
-            epoch = self._epoch_set
+        yielded counts as trained on; a loop left early resumes where it
+        stopped), unless set_epoch() or load_state_dict() was called since
+        the last iteration began; and the job spec."""
+        if self._resume is not None or self._epoch_set is not None:
+            epoch, batch = self._start()
+        else:
+            epoch, batch = self._next
         return {"version": 1, "epoch": epoch, "batch": batch,
                 "batches_per_epoch": self._batches_per_epoch,
                 "spec": dict(self._spec)}
@@ -350,10 +381,15 @@ class DataLoader:
                 f"not a stoker DataLoader state (version {state.get('version')!r})")
         saved = state["spec"]
         differ = [f for f in _STREAM_FIELDS if saved.get(f) != self._spec.get(f)]
+        if state.get("batches_per_epoch") != self._batches_per_epoch:
+            differ.append("batches_per_epoch (the dataset changed: saved "
+                          f"{state.get('batches_per_epoch')}, now "
+                          f"{self._batches_per_epoch})")
         if differ:
             raise errors.InvalidArgument(
                 "the saved state is of another stream; these differ: " +
-                ", ".join(f"{f} (saved {saved.get(f)!r}, now "
+                ", ".join(f if f.startswith("batches_per_epoch") else
+                          f"{f} (saved {saved.get(f)!r}, now "
                           f"{self._spec.get(f)!r})" for f in differ))
         self._resume = (int(state["epoch"]), int(state["batch"]))
         self._epoch_set = None
@@ -388,6 +424,7 @@ class DataLoader:
         return self._resources.stream
 
     def _open_stream(self, start: Tuple[int, int]) -> None:
+        self._stream_at = None  # no stream until the new one is open
         self._resources.close_stream()
         spec = dict(self._spec, start_epoch=start[0], start_batch=start[1])
         self._resources.stream = _Stream(
@@ -403,8 +440,13 @@ class DataLoader:
         if iterator is not self._iterating:
             raise RuntimeError("this iterator was replaced by a newer "
                                "iter(loader); stoker serves one at a time")
-        images, labels, epoch, index = self._stream.next()
+        try:
+            images, labels, epoch, index = self._next_batch()
+        except BaseException:
+            self._stream_at = None  # the next iteration opens a fresh stream
+            raise
         if (epoch, index) != self._next:
+            self._stream_at = None
             raise errors.StokerError(
                 f"expected batch {self._next[1]} of epoch {self._next[0]}, "
                 f"the daemon sent batch {index} of epoch {epoch}", 13)
@@ -413,6 +455,26 @@ class DataLoader:
         self._next = following
         self._stream_at = following
         return images, labels
+
+    def _next_batch(self):
+        """The stream's next batch; when the daemon went away (restart, lost
+        connection), a new job at the batch after the last one yielded."""
+        deadline = None
+        backoff = 0.05
+        while True:
+            try:
+                if self._stream_at is None:
+                    self._open_stream(self._next)
+                return self._stream.next()
+            except errors.Unavailable:
+                now = time.monotonic()
+                if deadline is None:
+                    deadline = now + self._reconnect_timeout
+                if now >= deadline:
+                    raise
+                self._stream_at = None
+                time.sleep(min(backoff, deadline - now))
+                backoff = min(backoff * 2, 2.0)
 
 
 class _EpochIterator:

@@ -32,19 +32,39 @@ class Daemon:
         self.dir = directory
         self.socket = os.path.join(directory, "stoker.sock")
         stokerd = _tool("STOKERD")
-        args = [stokerd, "--config=", f"--socket={self.socket}",
-                f"--workers={workers}", *extra]
-        described = subprocess.run(args + ["--check_config"], text=True,
+        self.args = [stokerd, "--config=", f"--socket={self.socket}",
+                     f"--workers={workers}", *extra]
+        described = subprocess.run(self.args + ["--check_config"], text=True,
                                    capture_output=True, check=True).stdout
         self.prefix = re.search(r"^# rings: /dev/shm/(\S+)\*$", described,
                                 re.M).group(1)
-        self.log = open(os.path.join(directory, "stokerd.log"), "w")
-        self.process = subprocess.Popen(args, stderr=self.log)
+        self.log = open(os.path.join(directory, "stokerd.log"), "a")
+        self.start()
+
+    def kill(self):
+        """SIGKILL: no drain, rings and socket left behind."""
+        self.process.kill()
+        self.process.wait()
+
+    def start(self):
+        self.process = subprocess.Popen(self.args, stderr=self.log)
         deadline = time.monotonic() + 20
-        while not os.path.exists(self.socket):
+        while not self._answers():
             if self.process.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError("stokerd did not start: " + self.read_log())
             time.sleep(0.02)
+
+    def _answers(self):
+        # A socket left by a killed daemon exists before the new one binds.
+        import socket as sockets
+        probe = sockets.socket(sockets.AF_UNIX, sockets.SOCK_STREAM)
+        try:
+            probe.connect(self.socket)
+            return True
+        except OSError:
+            return False
+        finally:
+            probe.close()
 
     def read_log(self):
         with open(os.path.join(self.dir, "stokerd.log")) as f:

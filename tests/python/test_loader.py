@@ -331,3 +331,40 @@ except KeyboardInterrupt:
     assert time.monotonic() - sent < 5
     with stoker.Client(daemon.socket) as client:
         assert eventually(lambda: client.list_jobs() == [])  # job deleted
+
+
+def test_a_daemon_restart_resumes_after_the_last_yielded_batch(daemon, dataset):
+    transform = T.Compose([T.RandomResizedCrop(32), T.ToTensor()])
+    reference = loader_for(daemon, dataset, transform, batch_size=4,
+                           shuffle=True)
+    expected = [(i.clone(), l.clone()) for _ in range(2) for i, l in reference]
+    reference.close()
+    loader = loader_for(daemon, dataset, transform, batch_size=4, shuffle=True)
+    got = []
+    for epoch in range(2):
+        for images, labels in loader:
+            got.append((images.clone(), labels.clone()))
+            if len(got) == 3:  # mid-epoch, holding batch 2
+                daemon.kill()
+                daemon.start()
+    assert len(got) == len(expected)
+    for (a, la), (b, lb) in zip(expected, got):
+        assert torch.equal(a, b) and torch.equal(la, lb)
+    loader.close()
+
+
+def test_a_lease_timeout_is_raised_not_retried(scratch):
+    d = Daemon(scratch, extra=("--lease_timeout=1s",))
+    try:
+        root = make_dataset(os.path.join(scratch, "d"))
+        loader = loader_for(d, root, T.RandomResizedCrop(32), batch_size=4)
+        started = time.monotonic()
+        with pytest.raises(stoker.DeadlineExceeded) as caught:
+            for images, labels in loader:
+                time.sleep(2.5)  # holds the batch past the lease timeout
+        assert "lease" in str(caught.value) or "held" in str(caught.value)
+        assert time.monotonic() - started < 30
+        loader.close()
+    finally:
+        d.stop()
+    assert d.segments() == []

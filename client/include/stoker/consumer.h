@@ -154,9 +154,11 @@ class STOKER_API Consumer {
   // gone), CANCELLED (job deleted), DATA_LOSS (on_error=FAIL and a file could
   // not be decoded; the message names it).
   absl::StatusOr<Batch> Next();
-  // The same, waiting at most `timeout`: DEADLINE_EXCEEDED if no batch came
-  // (nothing is lost; call again). For callers that must stay responsive,
-  // such as an interpreter checking for Ctrl-C.
+  // The same, waiting at most `timeout`: if no batch came, DEADLINE_EXCEEDED
+  // for which IsNextTimeout() is true (nothing is lost; call again). Any
+  // other error is the stream's, as for Next() (the daemon's lease timeout
+  // is a DEADLINE_EXCEEDED too, and final). For callers that must stay
+  // responsive, such as an interpreter checking for Ctrl-C.
   absl::StatusOr<Batch> Next(std::chrono::milliseconds timeout);
 
   // The job being consumed (after a reconnect that re-created it, the new
@@ -185,6 +187,9 @@ class STOKER_API Consumer {
   std::shared_ptr<internal::ConsumerCore> core_;
   const std::unique_ptr<internal::Reconnector> reconnector_;
 };
+
+// True for the status of a Consumer::Next(timeout) that ran out of time.
+STOKER_API bool IsNextTimeout(const absl::Status& status);
 
 // "stoker-position:<epoch>:<batch>", and back (INVALID_ARGUMENT if malformed).
 STOKER_API std::string SerializePosition(const Position& position);

@@ -17,7 +17,9 @@
  *    stoker_free().
  *  - Handles are freed by their own function; every function is
  *    thread-safe except stoker_next() and the copier's, which take one
- *    thread at a time per consumer.
+ *    thread at a time per consumer; a consumer must not be closed while
+ *    another thread is in one of its calls. No C++ exception crosses this
+ *    interface (an unexpected one is INTERNAL).
  *  - No function holds a lock of the caller's; blocking ones
  *    (stoker_connect, stoker_next, stoker_cuda_drain) only wait on sockets
  *    and condition variables.
@@ -104,9 +106,14 @@ typedef struct stoker_batch_info {
   uint64_t index; /* batch index within the epoch */
 } stoker_batch_info;
 
+/* Returned by stoker_next when no batch came within its timeout (not a
+ * gRPC code: a DEADLINE_EXCEEDED from stoker_next is the daemon ending the
+ * consumer for holding a batch past its lease timeout, and final). */
+#define STOKER_NEXT_TIMED_OUT 100
+
 /* The next batch, waiting at most timeout_ms (< 0: no limit):
- * DEADLINE_EXCEEDED when none came in time (call again; nothing is lost),
- * OUT_OF_RANGE after the job's last batch. `images` is writable only for a
+ * STOKER_NEXT_TIMED_OUT when none came in time (call again; nothing is
+ * lost), OUT_OF_RANGE after the job's last batch. `images` is writable only for a
  * copy_on_write consumer. */
 STOKER_API int stoker_next(stoker_consumer* consumer, int64_t timeout_ms,
                            stoker_batch** out, stoker_batch_info* info);
