@@ -102,10 +102,13 @@ def _view(address: int, nbytes: int, lease: _Lease, dtype, shape):
 class _Stream:
     """One job and the consumer attached to it."""
 
-    def __init__(self, client: Client, spec: Dict[str, Any], name: str,
-                 prefetch: int, cuda_device: Optional[int]):
+    def __init__(self, client: Client, spec: Optional[Dict[str, Any]],
+                 name: str, prefetch: int, cuda_device: Optional[int],
+                 job_id: Optional[str] = None):
         lib = _native.library()
-        self.job = client.create_job(spec)
+        # A job of its own (deleted on close), or another's to attach to.
+        self.owned = job_id is None
+        self.job = client.create_job(spec) if self.owned else client.get_job(job_id)
         self._client = client
         self.cuda_device = cuda_device
         self.leases = _Leases()
@@ -199,12 +202,12 @@ class _Stream:
             if self._consumer is not None:
                 lib.stoker_consumer_close(self._consumer)
                 self._consumer = None
-        if self.job is not None:
+        if self.job is not None and self.owned:
             try:
                 self._client.delete_job(self.job["id"])
             except errors.StokerError:
                 pass  # gone already (finished, or the daemon restarted)
-            self.job = None
+        self.job = None
 
 
 class _Resources:
@@ -242,6 +245,15 @@ class DataLoader:
         "partition": the loader creates the job; other programs may attach
         to it (loader.job_id, stoker.Client, the C++ SDK), and the loader
         then yields the batches its own consumer receives, in order.
+    job_id: attach to this existing job (shared by its owner through its
+        access_group) instead of creating one: its pipeline and spec apply,
+        root and transform are only checked to be given.
+    A shared loader (sharing other than "exclusive", or job_id) follows the
+    job's one stream: each iteration yields the batches of the epoch it is
+    in, as its consumer receives them (a partition consumer gets a part of
+    each epoch, a broadcast one may skip batches with on_lag="skip"); it
+    cannot be moved (set_epoch to another epoch, load_state_dict) and does
+    not re-create the job after a daemon restart.
     reconnect_timeout: seconds to keep reconnecting when the daemon restarts
         or the connection drops; the loader re-creates its job at the batch
         after the last one it yielded.
@@ -257,8 +269,10 @@ class DataLoader:
                  sharing: str = "exclusive", max_lag: int = 0,
                  on_lag: str = "detach", min_consumers: int = 1,
                  access_group: str = "", name: str = "python",
-                 reconnect_timeout: float = 60.0):
-        pipeline, output = transforms.translate(transform)
+                 reconnect_timeout: float = 60.0, job_id: Optional[str] = None):
+        # Attached to another's job, its pipeline applies.
+        pipeline, output = (transforms.translate(transform) if job_id is None
+                            else ([], {}))
         dist_rank, dist_world = _distributed_rank()
         self.rank = dist_rank if rank is None else int(rank)
         self.world_size = dist_world if world_size is None else int(world_size)
@@ -296,6 +310,9 @@ class DataLoader:
                                          on_lag=_ON_LAG[on_lag],
                                          min_consumers=int(min_consumers))
         self._name = name
+        self._job_id = job_id
+        self._shared = job_id is not None or sharing != "exclusive"
+        self._stash = None  # shared: a batch of the next epoch, taken early
         self._prefetch = int(prefetch)
         self._reconnect_timeout = float(reconnect_timeout)
         self._resources = _Resources(Client(socket or default_socket()))
@@ -332,8 +349,14 @@ class DataLoader:
 
     def set_epoch(self, epoch: int) -> None:
         """The epoch the next iteration serves (its order depends on seed
-        and epoch only), as DistributedSampler.set_epoch."""
-        self._epoch_set = int(epoch)
+        and epoch only), as DistributedSampler.set_epoch. A shared loader
+        only accepts the epoch its stream is at."""
+        if self._shared and int(epoch) != self._next[0]:
+            raise errors.FailedPrecondition(
+                f"set_epoch({epoch}): a shared job's stream is at epoch "
+                f"{self._next[0]} and cannot be moved", 9)
+        if not self._shared:
+            self._epoch_set = int(epoch)
 
     def _start(self) -> Tuple[int, int]:
         """Where the next iteration begins."""
@@ -350,6 +373,10 @@ class DataLoader:
         return start
 
     def __iter__(self) -> Iterator[Tuple[torch.Tensor, torch.Tensor]]:
+        if self._shared:  # the stream goes on where it is
+            iterator = _EpochIterator(self, self._next[0])
+            self._iterating = iterator
+            return iterator
         start = self._start()
         if self._stream_at != start:
             self._open_stream(start)
@@ -376,6 +403,10 @@ class DataLoader:
     def load_state_dict(self, state: Dict[str, Any]) -> None:
         """Resumes at the saved position on the next iteration, with the same
         bytes an uninterrupted run would have had."""
+        if self._shared:
+            raise errors.FailedPrecondition(
+                "a shared job's stream cannot be moved: load_state_dict is "
+                "for exclusive jobs", 9)
         if state.get("version") != 1:
             raise errors.InvalidArgument(
                 f"not a stoker DataLoader state (version {state.get('version')!r})")
@@ -429,7 +460,7 @@ class DataLoader:
         spec = dict(self._spec, start_epoch=start[0], start_batch=start[1])
         self._resources.stream = _Stream(
             self._resources.client, spec, self._name, self._prefetch,
-            self._cuda_device)
+            self._cuda_device, self._job_id)
         job = self._stream.job
         self._batches_per_epoch = int(job["batches_per_epoch"])
         self._num_samples = int(job["num_samples"])
@@ -440,6 +471,8 @@ class DataLoader:
         if iterator is not self._iterating:
             raise RuntimeError("this iterator was replaced by a newer "
                                "iter(loader); stoker serves one at a time")
+        if self._shared:
+            return self._take_shared(iterator)
         try:
             images, labels, epoch, index = self._next_batch()
         except BaseException:
@@ -456,6 +489,27 @@ class DataLoader:
         self._stream_at = following
         return images, labels
 
+    def _take_shared(self, iterator: "_EpochIterator"):
+        if self._stash is not None:
+            batch, self._stash = self._stash, None
+        else:
+            batch = self._stream.next()
+        images, labels, epoch, index = batch
+        if (epoch, index) < self._next:
+            raise errors.StokerError(
+                f"the daemon sent batch {index} of epoch {epoch} after batch "
+                f"{self._next[1]} of epoch {self._next[0]}", 13)
+        if epoch > iterator.epoch:
+            if iterator.yielded == 0:  # joined later: this is its epoch
+                iterator.epoch = epoch
+            else:  # this epoch is over for this consumer
+                self._stash = batch
+                self._next = (epoch, 0)
+                raise StopIteration
+        self._next = ((epoch, index + 1) if index + 1 < self._batches_per_epoch
+                      else (epoch + 1, 0))
+        return images, labels
+
     def _next_batch(self):
         """The stream's next batch; when the daemon went away (restart, lost
         connection), a new job at the batch after the last one yielded."""
@@ -467,6 +521,8 @@ class DataLoader:
                     self._open_stream(self._next)
                 return self._stream.next()
             except errors.Unavailable:
+                if self._shared:
+                    raise
                 now = time.monotonic()
                 if deadline is None:
                     deadline = now + self._reconnect_timeout
@@ -483,6 +539,7 @@ class _EpochIterator:
     def __init__(self, loader: DataLoader, epoch: int):
         self._loader = loader
         self.epoch = epoch
+        self.yielded = 0
 
     def __iter__(self):
         return self
@@ -492,6 +549,9 @@ class _EpochIterator:
 
     def __next__(self) -> Tuple[torch.Tensor, torch.Tensor]:
         loader = self._loader
-        if loader._next[0] != self.epoch:
+        if loader._next[0] != self.epoch and not (
+                loader._shared and self.yielded == 0):
             raise StopIteration
-        return loader._take(self)
+        batch = loader._take(self)
+        self.yielded += 1
+        return batch

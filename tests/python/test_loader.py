@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -368,3 +369,44 @@ def test_a_lease_timeout_is_raised_not_retried(scratch):
     finally:
         d.stop()
     assert d.segments() == []
+
+
+def test_broadcast_and_partition_jobs_shared_by_two_loaders(daemon, scratch):
+    root = make_dataset(os.path.join(scratch, "d"), classes=4, per_class=6)
+    targets = sorted(datasets.ImageFolder(root).targets)
+    transform = T.Compose([T.RandomResizedCrop(32), T.PILToTensor()])
+    owner = loader_for(daemon, root, transform, batch_size=4, shuffle=True,
+                       sharing="broadcast", min_consumers=2)
+    other = stoker.DataLoader(root, job_id=owner.job_id, socket=daemon.socket)
+    assert len(other) == len(owner) == 6
+    for _ in range(2):  # every batch to both, decoded once
+        pairs = 0
+        for (a, la), (b, lb) in zip(owner, other):
+            assert torch.equal(a, b) and torch.equal(la, lb)
+            pairs += 1
+        assert pairs == 6
+    with pytest.raises(stoker.FailedPrecondition):
+        other.set_epoch(5)
+    with pytest.raises(stoker.FailedPrecondition):
+        owner.load_state_dict(owner.state_dict())
+    other.close()
+    owner.close()
+
+    owner = loader_for(daemon, root, transform, batch_size=4, shuffle=True,
+                       sharing="partition")
+    other = stoker.DataLoader(root, job_id=owner.job_id, socket=daemon.socket)
+    seen = {}
+
+    def consume(name, loader):
+        seen[name] = [l for _, labels in loader for l in labels.tolist()]
+
+    threads = [threading.Thread(target=consume, args=(n, l))
+               for n, l in (("owner", owner), ("other", other))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    # Each batch of the epoch went to exactly one of them.
+    assert sorted(seen["owner"] + seen["other"]) == targets
+    other.close()
+    owner.close()
