@@ -410,3 +410,41 @@ def test_broadcast_and_partition_jobs_shared_by_two_loaders(daemon, scratch):
     assert sorted(seen["owner"] + seen["other"]) == targets
     other.close()
     owner.close()
+
+
+def test_waiting_for_a_batch_does_not_hold_the_gil(daemon, dataset):
+    # A broadcast job delivers nothing before its second consumer attaches,
+    # which happens one second into the wait.
+    owner = loader_for(daemon, dataset, T.RandomResizedCrop(32),
+                       batch_size=4, sharing="broadcast", min_consumers=2)
+    counted = [0]
+    done = threading.Event()
+
+    def count():
+        while not done.is_set():
+            counted[0] += 1
+
+    joined = []
+    counter = threading.Thread(target=count)
+    counter.start()
+    time.sleep(0.3)  # the counter's pace while this thread sleeps
+    baseline = counted[0] / 0.3
+    joiner = threading.Timer(1.0, lambda: joined.append(stoker.DataLoader(
+        dataset, job_id=owner.job_id, socket=daemon.socket)))
+    joiner.start()
+    counted[0] = 0
+    started = time.monotonic()
+    images, labels = next(iter(owner))  # waits about a second
+    waited = time.monotonic() - started
+    during = counted[0] / waited
+    done.set()
+    counter.join()
+    joiner.join()
+    assert waited >= 0.9 and labels.shape == (4,)
+    # The counter kept its pace during the wait. Were the GIL held inside
+    # each 100 ms poll, it would get only the 5 ms switch intervals between
+    # polls: a few percent of its pace.
+    assert during > 0.5 * baseline, (during, baseline)
+    del images, labels
+    joined[0].close()
+    owner.close()
