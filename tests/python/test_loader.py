@@ -443,8 +443,9 @@ def test_waiting_for_a_batch_does_not_hold_the_gil(daemon, dataset):
     assert waited >= 0.9 and labels.shape == (4,)
     # The counter kept its pace during the wait. Were the GIL held inside
     # each 100 ms poll, it would get only the 5 ms switch intervals between
-    # polls: a few percent of its pace.
-    assert during > 0.5 * baseline, (during, baseline)
+    # polls: about 5% of its pace (the bound leaves room for a loaded
+    # machine).
+    assert during > 0.25 * baseline, (during, baseline)
     del images, labels
     joined[0].close()
     owner.close()
