@@ -40,8 +40,8 @@ absl::Status SendWithFd(int socket, std::string_view text, int fd) {
   return absl::OkStatus();
 }
 
-absl::Status ReceiveWithFd(int socket, std::string* text, int* fd) {
-  *fd = -1;
+absl::Status ReceiveWithFd(int socket, std::string* text, UniqueFd* fd) {
+  fd->reset();
   char buffer[kMaxFdMessageBytes];
   iovec iov{buffer, sizeof(buffer)};
   msghdr message{};
@@ -61,12 +61,13 @@ absl::Status ReceiveWithFd(int socket, std::string* text, int* fd) {
        header = CMSG_NXTHDR(&message, header)) {
     if (header->cmsg_level == SOL_SOCKET && header->cmsg_type == SCM_RIGHTS &&
         header->cmsg_len == CMSG_LEN(sizeof(int))) {
-      std::memcpy(fd, CMSG_DATA(header), sizeof(int));
+      int received;
+      std::memcpy(&received, CMSG_DATA(header), sizeof(int));
+      fd->reset(received);
     }
   }
   if (got == 0) {
-    if (*fd >= 0) ::close(*fd);
-    *fd = -1;
+    fd->reset();
     return absl::UnavailableError("the peer closed the connection");
   }
   text->assign(buffer, static_cast<size_t>(got));

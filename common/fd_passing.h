@@ -12,6 +12,7 @@
 #include <string_view>
 
 #include "absl/status/statusor.h"
+#include "common/unique_fd.h"
 
 namespace stoker {
 
@@ -21,8 +22,9 @@ inline constexpr size_t kMaxFdMessageBytes = 1024;
 // Sends `text` and, if `fd` >= 0, a duplicate of `fd`.
 absl::Status SendWithFd(int socket, std::string_view text, int fd);
 
-// Receives one message; *fd gets a descriptor if one came with it (else -1).
-absl::Status ReceiveWithFd(int socket, std::string* text, int* fd);
+// Receives one message; *fd holds a descriptor if one came with it (else
+// none).
+absl::Status ReceiveWithFd(int socket, std::string* text, UniqueFd* fd);
 
 // A status as "<code> <message>" and back.
 std::string EncodeStatus(const absl::Status& status);

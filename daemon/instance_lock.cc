@@ -37,15 +37,14 @@ std::string HolderPid(int fd) {
 absl::StatusOr<InstanceLock> InstanceLock::Acquire(
     const std::string& socket_path) {
   const std::string path = socket_path + ".lock";
-  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-  if (fd < 0) {
+  UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
+  if (!fd) {
     return absl::PermissionDeniedError(absl::StrCat(
         "cannot open lock file ", path, ": ", std::strerror(errno)));
   }
-  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+  if (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) {
     const int err = errno;
-    const std::string holder = err == EWOULDBLOCK ? HolderPid(fd) : "";
-    ::close(fd);
+    const std::string holder = err == EWOULDBLOCK ? HolderPid(fd.get()) : "";
     if (err == EWOULDBLOCK && holder.empty()) {
       return absl::FailedPreconditionError(absl::StrCat(
           "another stokerd is starting on ", socket_path,
@@ -60,18 +59,10 @@ absl::StatusOr<InstanceLock> InstanceLock::Acquire(
         absl::StrCat("flock ", path, ": ", std::strerror(err)));
   }
   const std::string pid = std::to_string(::getpid());
-  if (::ftruncate(fd, 0) == 0) {
-    (void)!::pwrite(fd, pid.data(), pid.size(), 0);
+  if (::ftruncate(fd.get(), 0) == 0) {
+    (void)!::pwrite(fd.get(), pid.data(), pid.size(), 0);
   }
-  return InstanceLock(fd);
-}
-
-InstanceLock::InstanceLock(InstanceLock&& other) noexcept : fd_(other.fd_) {
-  other.fd_ = -1;
-}
-
-InstanceLock::~InstanceLock() {
-  if (fd_ >= 0) ::close(fd_);
+  return InstanceLock(std::move(fd));
 }
 
 }  // namespace stoker

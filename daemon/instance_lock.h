@@ -9,8 +9,10 @@
 #define STOKER_DAEMON_INSTANCE_LOCK_H_
 
 #include <string>
+#include <utility>
 
 #include "absl/status/statusor.h"
+#include "common/unique_fd.h"
 
 namespace stoker {
 
@@ -19,13 +21,12 @@ class InstanceLock {
   // FAILED_PRECONDITION when another live process holds the lock.
   static absl::StatusOr<InstanceLock> Acquire(const std::string& socket_path);
 
-  InstanceLock(InstanceLock&& other) noexcept;
+  InstanceLock(InstanceLock&& other) noexcept = default;
   InstanceLock& operator=(InstanceLock&&) = delete;
-  ~InstanceLock();
 
  private:
-  explicit InstanceLock(int fd) : fd_(fd) {}
-  int fd_;
+  explicit InstanceLock(UniqueFd fd) : fd_(std::move(fd)) {}
+  UniqueFd fd_;  // closing it drops the lock
 };
 
 }  // namespace stoker

@@ -28,6 +28,7 @@
 #include <string>
 #include <thread>
 
+#include "common/unique_fd.h"
 #include "absl/status/statusor.h"
 #include "daemon/peer.h"
 
@@ -35,8 +36,8 @@ namespace stoker {
 
 // Binds and listens on a Unix socket at `path` with permission bits `mode`
 // and, if given, group `group`; returns the listening descriptor.
-absl::StatusOr<int> ListenUnix(const std::string& path, mode_t mode,
-                               std::optional<gid_t> group);
+absl::StatusOr<UniqueFd> ListenUnix(const std::string& path, mode_t mode,
+                                    std::optional<gid_t> group);
 
 class Listener {
  public:
@@ -58,16 +59,17 @@ class Listener {
   void Stop();
 
  private:
-  Listener(std::string socket_path, std::string ring_path, int grpc_fd,
-           int ring_fd, int wake_read, int wake_write, bool owns_paths);
+  Listener(std::string socket_path, std::string ring_path, UniqueFd grpc_fd,
+           UniqueFd ring_fd, UniqueFd wake_read, UniqueFd wake_write,
+           bool owns_paths);
   void Run(grpc::Server* server, PeerTable* peers, RingHandler on_ring);
 
   const std::string socket_path_;
   const std::string ring_path_;
-  int grpc_fd_;
-  int ring_fd_;
-  int wake_read_;
-  int wake_write_;
+  UniqueFd grpc_fd_;
+  UniqueFd ring_fd_;
+  UniqueFd wake_read_;
+  UniqueFd wake_write_;
   const bool owns_paths_;  // false: systemd's sockets, left in place
   std::thread thread_;
   bool stopped_ = false;

@@ -37,9 +37,9 @@ absl::StatusOr<std::string> ReadJobId(int fd) {
   return line;
 }
 
-absl::StatusOr<int> OpenRing(const std::string& job_id,
-                             const PeerCredentials& credentials,
-                             const JobRegistry& registry) {
+absl::StatusOr<UniqueFd> OpenRing(const std::string& job_id,
+                                  const PeerCredentials& credentials,
+                                  const JobRegistry& registry) {
   auto job = registry.Get(job_id);
   if (!job.ok()) return job.status();
   const Peer peer{.credentials = credentials};
@@ -48,8 +48,8 @@ absl::StatusOr<int> OpenRing(const std::string& job_id,
     return allowed;
   }
   const std::string name = "/" + (*job)->segment_name();
-  const int ring = ::shm_open(name.c_str(), O_RDONLY | O_CLOEXEC, 0);
-  if (ring < 0) {
+  UniqueFd ring(::shm_open(name.c_str(), O_RDONLY | O_CLOEXEC, 0));
+  if (!ring) {
     // The job ended (its ring is unlinked then): say why, as its stream
     // would (a failed job's DATA_LOSS naming the file).
     if (absl::Status ended = (*job)->error(); !ended.ok()) return ended;
@@ -67,7 +67,7 @@ void ServeRingRequest(int fd, const PeerCredentials& credentials,
   ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
   ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof(timeout));
   absl::StatusOr<std::string> id = ReadJobId(fd);
-  absl::StatusOr<int> ring =
+  absl::StatusOr<UniqueFd> ring =
       id.ok() ? OpenRing(*id, credentials, registry) : id.status();
   if (!ring.ok()) {
     spdlog::debug("ring request from uid {} pid {} refused: {}",
@@ -75,8 +75,7 @@ void ServeRingRequest(int fd, const PeerCredentials& credentials,
     (void)SendWithFd(fd, EncodeStatus(ring.status()), -1);
     return;
   }
-  (void)SendWithFd(fd, EncodeStatus(absl::OkStatus()), *ring);
-  ::close(*ring);
+  (void)SendWithFd(fd, EncodeStatus(absl::OkStatus()), ring->get());
 }
 
 }  // namespace stoker

@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "common/unique_fd.h"
 #include "libyuv/planar_functions.h"
 #include "libyuv/scale.h"
 
@@ -16,43 +17,38 @@ namespace stoker {
 
 absl::Status ReadFile(const std::string& path, std::vector<uint8_t>* buffer,
                       const PathPolicy* policy) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
+  const UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) {
     return absl::NotFoundError(
         absl::StrCat("cannot open: ", std::strerror(errno)));
   }
   if (policy != nullptr) {
-    if (absl::Status allowed = policy->CheckOpen(fd); !allowed.ok()) {
-      ::close(fd);
+    if (absl::Status allowed = policy->CheckOpen(fd.get()); !allowed.ok()) {
       return allowed;
     }
   }
   struct stat st;
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
+  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
     return absl::InvalidArgumentError("not a regular file");
   }
   if (static_cast<uint64_t>(st.st_size) > kMaxFileBytes) {
-    ::close(fd);
     return absl::InvalidArgumentError(absl::StrCat(
         "file is ", st.st_size, " bytes, above the limit of ", kMaxFileBytes));
   }
   buffer->resize(static_cast<size_t>(st.st_size));
   size_t done = 0;
   while (done < buffer->size()) {
-    const ssize_t n = ::pread(fd, buffer->data() + done, buffer->size() - done,
-                              static_cast<off_t>(done));
+    const ssize_t n = ::pread(fd.get(), buffer->data() + done,
+                              buffer->size() - done, static_cast<off_t>(done));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
       const int err = n < 0 ? errno : 0;
-      ::close(fd);
       return absl::DataLossError(
           err ? absl::StrCat("read failed: ", std::strerror(err))
               : "file shrank while being read");
     }
     done += static_cast<size_t>(n);
   }
-  ::close(fd);
   return absl::OkStatus();
 }
 

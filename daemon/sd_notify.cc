@@ -11,6 +11,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/unique_fd.h"
 
 namespace stoker {
 
@@ -26,16 +27,15 @@ absl::Status SdNotify(std::string_view state) {
   }
   std::memcpy(address.sun_path, path, length);
   if (path[0] == '@') address.sun_path[0] = '\0';  // abstract namespace
-  const int fd = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) {
+  const UniqueFd fd(::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+  if (!fd) {
     return absl::InternalError(absl::StrCat("socket: ", std::strerror(errno)));
   }
   const ssize_t sent =
-      ::sendto(fd, state.data(), state.size(), MSG_NOSIGNAL,
+      ::sendto(fd.get(), state.data(), state.size(), MSG_NOSIGNAL,
                reinterpret_cast<const sockaddr*>(&address),
                static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + length));
   const int err = errno;
-  ::close(fd);
   if (sent != static_cast<ssize_t>(state.size())) {
     return absl::UnavailableError(
         absl::StrCat("notifying ", path, ": ", std::strerror(err)));

@@ -147,7 +147,7 @@ TEST(Ring, ClientMappingIsReadOnlyAndSeesHeaderAndGenerations) {
   EXPECT_EQ(::mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0),
             MAP_FAILED);
   EXPECT_EQ(errno, EACCES);
-  auto mapping = internal::RingMapping::FromFd(fd);
+  auto mapping = internal::RingMapping::FromFd(UniqueFd(fd));
   ASSERT_TRUE(mapping.ok()) << mapping.status();
   // Nor can the mapping be made writable afterwards.
   EXPECT_NE(::mprotect(const_cast<uint8_t*>((*mapping)->data()), 4096,

@@ -19,8 +19,8 @@
 namespace stoker::internal {
 namespace {
 
-absl::StatusOr<int> FetchRingFd(const std::string& ring_socket,
-                                const std::string& job_id) {
+absl::StatusOr<UniqueFd> FetchRingFd(const std::string& ring_socket,
+                                     const std::string& job_id) {
   sockaddr_un address{};
   address.sun_family = AF_UNIX;
   if (ring_socket.size() >= sizeof(address.sun_path)) {
@@ -28,35 +28,26 @@ absl::StatusOr<int> FetchRingFd(const std::string& ring_socket,
         absl::StrCat("ring socket path ", ring_socket, " is too long"));
   }
   std::memcpy(address.sun_path, ring_socket.c_str(), ring_socket.size() + 1);
-  const int sock = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (sock < 0) {
+  const UniqueFd sock(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!sock) {
     return absl::UnavailableError(absl::StrCat("socket: ", std::strerror(errno)));
   }
   const timeval timeout{5, 0};
-  ::setsockopt(sock, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
-  ::setsockopt(sock, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof(timeout));
-  if (::connect(sock, reinterpret_cast<sockaddr*>(&address), sizeof(address)) !=
-      0) {
-    const int err = errno;
-    ::close(sock);
+  ::setsockopt(sock.get(), SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+  ::setsockopt(sock.get(), SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof(timeout));
+  if (::connect(sock.get(), reinterpret_cast<sockaddr*>(&address),
+                sizeof(address)) != 0) {
     return absl::UnavailableError(absl::StrCat(
         "cannot reach stokerd's ring socket ", ring_socket, ": ",
-        std::strerror(err)));
+        std::strerror(errno)));
   }
   const std::string request = job_id + "\n";
   std::string reply;
-  int fd = -1;
-  absl::Status status = SendWithFd(sock, request, -1);
-  if (status.ok()) status = ReceiveWithFd(sock, &reply, &fd);
-  ::close(sock);
-  if (status.ok()) status = DecodeStatus(reply);
-  if (status.ok() && fd < 0) {
-    status = absl::InternalError("the ring socket sent no descriptor");
-  }
-  if (!status.ok()) {
-    if (fd >= 0) ::close(fd);
-    return status;
-  }
+  UniqueFd fd;
+  STOKER_RETURN_IF_ERROR(SendWithFd(sock.get(), request, -1));
+  STOKER_RETURN_IF_ERROR(ReceiveWithFd(sock.get(), &reply, &fd));
+  STOKER_RETURN_IF_ERROR(DecodeStatus(reply));
+  if (!fd) return absl::InternalError("the ring socket sent no descriptor");
   return fd;
 }
 
@@ -65,23 +56,21 @@ absl::StatusOr<int> FetchRingFd(const std::string& ring_socket,
 absl::StatusOr<std::unique_ptr<RingMapping>> RingMapping::Open(
     const std::string& ring_socket, const std::string& job_id,
     bool private_view) {
-  STOKER_ASSIGN_OR_RETURN(int fd, FetchRingFd(ring_socket, job_id));
-  return FromFd(fd, private_view);
+  STOKER_ASSIGN_OR_RETURN(UniqueFd fd, FetchRingFd(ring_socket, job_id));
+  return FromFd(std::move(fd), private_view);
 }
 
 absl::StatusOr<std::unique_ptr<RingMapping>> RingMapping::FromFd(
-    int fd, bool private_view) {
+    UniqueFd fd, bool private_view) {
   struct stat st;
-  if (::fstat(fd, &st) != 0 ||
+  if (::fstat(fd.get(), &st) != 0 ||
       static_cast<uint64_t>(st.st_size) < sizeof(RingHeader)) {
-    ::close(fd);
     return absl::FailedPreconditionError("the job's ring is too small");
   }
   const uint64_t size = static_cast<uint64_t>(st.st_size);
-  void* data = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
+  void* data = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd.get(), 0);
   int err = errno;
   if (data == MAP_FAILED) {
-    ::close(fd);
     return absl::PermissionDeniedError(
         absl::StrCat("cannot map the job's ring: ", std::strerror(err)));
   }
@@ -106,25 +95,24 @@ absl::StatusOr<std::unique_ptr<RingMapping>> RingMapping::FromFd(
       mapping->slot_bytes_ = h.slot_bytes;
       mapping->slot_count_ = h.slot_count;
       void* view = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE,
-                          fd, 0);
+                          fd.get(), 0);
       err = errno;
       if (view == MAP_FAILED) {
         valid = absl::ResourceExhaustedError(absl::StrCat(
             "cannot map the job's ring copy-on-write: ", std::strerror(err)));
       } else {
         mapping->view_ = static_cast<uint8_t*>(view);
-        mapping->pagemap_ = ::open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+        mapping->pagemap_.reset(
+            ::open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC));
         mapping->pagemap_pid_ = ::getpid();
       }
     }
   }
-  ::close(fd);
   STOKER_RETURN_IF_ERROR(valid);
   return mapping;
 }
 
 RingMapping::~RingMapping() {
-  if (pagemap_ >= 0) ::close(pagemap_);
   if (view_ != nullptr) ::munmap(view_, size_);
   ::munmap(const_cast<uint8_t*>(data_), size_);
 }
@@ -134,7 +122,7 @@ bool RingMapping::DiscardPrivateCopies(uint32_t slot) const {
   if (slot >= slot_count_) return false;
   uint8_t* const begin = view_ + slots_offset_ + uint64_t{slot} * slot_bytes_;
   // After a fork the descriptor would read the parent's page tables.
-  if (pagemap_ < 0 || pagemap_pid_ != ::getpid()) {
+  if (!pagemap_ || pagemap_pid_ != ::getpid()) {
     return ::madvise(begin, slot_bytes_, MADV_DONTNEED) == 0;
   }
   // pagemap: one 64-bit entry per page. A page this process wrote is an
@@ -151,7 +139,7 @@ bool RingMapping::DiscardPrivateCopies(uint32_t slot) const {
   for (uint64_t chunk = 0; chunk < pages; chunk += std::size(entries)) {
     const uint64_t n = std::min<uint64_t>(std::size(entries), pages - chunk);
     const ssize_t want = static_cast<ssize_t>(n * sizeof(uint64_t));
-    if (::pread(pagemap_, entries, want,
+    if (::pread(pagemap_.get(), entries, want,
                 static_cast<off_t>((first_entry + chunk) * sizeof(uint64_t))) !=
         want) {
       return ::madvise(begin, slot_bytes_, MADV_DONTNEED) == 0;

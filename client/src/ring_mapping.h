@@ -16,6 +16,7 @@
 
 #include "absl/status/statusor.h"
 #include "common/ring_layout.h"
+#include "common/unique_fd.h"
 
 namespace stoker::internal {
 
@@ -30,9 +31,9 @@ class RingMapping {
   static absl::StatusOr<std::unique_ptr<RingMapping>> Open(
       const std::string& ring_socket, const std::string& job_id,
       bool private_view = false);
-  // Maps the ring open on `fd` (read-only); takes ownership of `fd`.
+  // Maps the ring open on `fd` (read-only).
   static absl::StatusOr<std::unique_ptr<RingMapping>> FromFd(
-      int fd, bool private_view = false);
+      UniqueFd fd, bool private_view = false);
   ~RingMapping();
   RingMapping(const RingMapping&) = delete;
   RingMapping& operator=(const RingMapping&) = delete;
@@ -67,7 +68,7 @@ class RingMapping {
   const uint8_t* const data_;
   const uint64_t size_;
   uint8_t* view_ = nullptr;  // MAP_PRIVATE, PROT_READ | PROT_WRITE
-  int pagemap_ = -1;         // /proc/self/pagemap, to find written pages
+  UniqueFd pagemap_;         // /proc/self/pagemap, to find written pages
   pid_t pagemap_pid_ = 0;    // the process that opened it
   // With a private view: the slots' geometry as validated at open.
   uint64_t page_bytes_ = 0;
