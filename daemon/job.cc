@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/batch_wire.h"
 #include "common/check.h"
 #include "common/log.h"
 #include "common/status_macros.h"
@@ -66,8 +67,8 @@ Job::Job(std::string id, JobConfig config, Dataset dataset,
       total_batches_(config_.epochs == 0
                          ? std::numeric_limits<uint64_t>::max()
                          : config_.epochs * plan_.batches_per_epoch()),
-      start_seq_(config_.start_epoch * plan_.batches_per_epoch() +
-                 config_.start_batch),
+      start_seq_(BatchSequence(config_.start_epoch, config_.start_batch,
+                               plan_.batches_per_epoch())),
       geometry_(ring->geometry()),
       segment_name_(ring->name()),
       on_work_(std::move(on_work)),

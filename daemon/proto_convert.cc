@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "common/batch_wire.h"
 #include "daemon/job_spec.h"
 #include "daemon/pipeline_proto.h"
 
@@ -21,15 +22,17 @@ v1::JobState StateOf(JobPhase phase) {
   return v1::JOB_STATE_UNSPECIFIED;
 }
 
-void AddTensor(const char* name, v1::DType dtype,
-               std::initializer_list<int64_t> shape, uint64_t offset,
-               uint64_t bytes, v1::BatchHandle* out) {
+v1::TensorLayout* AddTensor(const char* name, v1::DType dtype,
+                            std::initializer_list<int64_t> shape,
+                            uint64_t offset, uint64_t bytes,
+                            v1::BatchHandle* out) {
   v1::TensorLayout* t = out->add_tensors();
   t->set_name(name);
   t->set_dtype(dtype);
   for (int64_t d : shape) t->add_shape(d);
   t->set_offset(offset);
   t->set_bytes(bytes);
+  return t;
 }
 
 double InputBoundPercent(uint64_t wait_us, uint64_t step_us) {
@@ -128,16 +131,18 @@ void DeliveredToHandle(const Job& job, const Delivered& batch,
   const v1::DType dtype = ImageDTypeToProto(p.dtype);
   const uint64_t image_bytes = n * p.BytesPerImage();
   if (p.layout == OutputLayout::kNHWC) {
-    AddTensor("images", dtype, {n, h, w, kImageChannels},
-              base + g.slot.images_offset, image_bytes, out);
+    AddTensor(kImagesTensor, dtype, {n, h, w, kImageChannels},
+              base + g.slot.images_offset, image_bytes, out)
+        ->set_layout(v1::LAYOUT_NHWC);
   } else {
-    AddTensor("images", dtype, {n, kImageChannels, h, w},
-              base + g.slot.images_offset, image_bytes, out);
+    AddTensor(kImagesTensor, dtype, {n, kImageChannels, h, w},
+              base + g.slot.images_offset, image_bytes, out)
+        ->set_layout(v1::LAYOUT_NCHW);
   }
-  AddTensor("labels", v1::DTYPE_INT64, {n}, base + g.slot.labels_offset,
-            n * sizeof(int64_t), out);
-  AddTensor("indices", v1::DTYPE_INT64, {n}, base + g.slot.indices_offset,
-            n * sizeof(int64_t), out);
+  AddTensor(kLabelsTensor, v1::DTYPE_INT64, {n}, base + g.slot.labels_offset,
+            n * DTypeBytes(v1::DTYPE_INT64), out);
+  AddTensor(kIndicesTensor, v1::DTYPE_INT64, {n},
+            base + g.slot.indices_offset, n * DTypeBytes(v1::DTYPE_INT64), out);
 }
 
 }  // namespace stoker

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "client/src/convert.h"
+#include "common/batch_wire.h"
 #include "common/grpc_status.h"
 #include "common/naming.h"
 
@@ -93,9 +94,9 @@ absl::StatusOr<std::shared_ptr<ConsumerCore>> ConsumerCore::Open(
       tracker != nullptr
           ? std::move(tracker)
           : std::make_shared<PositionTracker>(
-                reply.attached().position_epoch() *
-                    core->job_.batches_per_epoch +
-                reply.attached().position_batch());
+                BatchSequence(reply.attached().position_epoch(),
+                              reply.attached().position_batch(),
+                              core->job_.batches_per_epoch));
   core->reader_ = std::thread([c = core.get()] { c->ReadLoop(); });
   core->writer_ = std::thread([c = core.get()] { c->WriteLoop(); });
   return core;
@@ -192,8 +193,8 @@ absl::StatusOr<v1::BatchHandle> ConsumerCore::NextHandle(absl::Time deadline) {
     }
     // A batch released on an earlier stream of this consumer (whose release
     // the daemon never saw) is consumed: give it back, do not hand it out.
-    if (tracker_->IsReleased(handle.epoch() * job_.batches_per_epoch +
-                             handle.batch())) {
+    if (tracker_->IsReleased(BatchSequence(handle.epoch(), handle.batch(),
+                                           job_.batches_per_epoch))) {
       if (open) {
         v1::ConsumeRequest release;
         release.mutable_release()->set_slot(handle.slot());
@@ -254,12 +255,13 @@ InputStats ConsumerCore::input_stats() {
 Position ConsumerCore::position() {
   const uint64_t per_epoch = std::max<uint64_t>(job_.batches_per_epoch, 1);
   const uint64_t first = tracker_->first_unreleased();
-  return {first / per_epoch, first % per_epoch};
+  const BatchPlace place = PlaceOf(first, per_epoch);
+  return {place.epoch, place.batch};
 }
 
 void ConsumerCore::Release(uint32_t slot, uint64_t generation, uint64_t epoch,
                            uint64_t batch) {
-  tracker_->Released(epoch * job_.batches_per_epoch + batch);
+  tracker_->Released(BatchSequence(epoch, batch, job_.batches_per_epoch));
   // Before the daemon may refill it: what this process wrote into its
   // private view of the slot must not show through the next batch. If that
   // cannot be done the slot stays leased (stale bytes are worse; the lease
@@ -302,7 +304,8 @@ absl::StatusOr<std::shared_ptr<ConsumerCore>> Reconnector::Resume(
       const uint64_t per_epoch =
           std::max<uint64_t>(broken.job().batches_per_epoch, 1);
       const uint64_t first = broken.tracker()->first_unreleased();
-      again.start = {first / per_epoch, first % per_epoch};
+      const BatchPlace place = PlaceOf(first, per_epoch);
+      again.start = {place.epoch, place.batch};
       auto created = create_job_(again);
       if (created.ok()) {
         job_id = created->id;
