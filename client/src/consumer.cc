@@ -46,19 +46,13 @@ absl::StatusOr<Batch::ImageTensor> ImagesOf(const internal::RingMapping& ring,
   };
   if (t == nullptr) return bad("are missing");
   Batch::ImageTensor images;
-  switch (t->dtype()) {
-    case v1::DTYPE_UINT8:
-      images.dtype = DType::kUInt8;
-      break;
-    case v1::DTYPE_FLOAT32:
-      images.dtype = DType::kFloat32;
-      break;
-    case v1::DTYPE_FLOAT16:
-      images.dtype = DType::kFloat16;
-      break;
-    default:
-      return bad(absl::StrCat("have dtype ", t->dtype()));
+  if (t->dtype() != v1::DTYPE_UINT8 && t->dtype() != v1::DTYPE_FLOAT32 &&
+      t->dtype() != v1::DTYPE_FLOAT16) {
+    return bad(absl::StrCat("have dtype ", t->dtype()));
   }
+  images.dtype = t->dtype() == v1::DTYPE_FLOAT32   ? DType::kFloat32
+                 : t->dtype() == v1::DTYPE_FLOAT16 ? DType::kFloat16
+                                                   : DType::kUInt8;
   if (t->shape_size() != 4) return bad("are not a 4-d tensor");
   // A daemon older than the layout field: the channels' place says it.
   const bool nhwc = t->layout() == v1::LAYOUT_UNSPECIFIED
