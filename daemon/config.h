@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "daemon/daemon.h"
+#include "daemon/options.h"
 #include "stoker/v1/config.pb.h"
 
 namespace stoker {

@@ -39,41 +39,11 @@
 #include "daemon/peer.h"
 #include "daemon/loader_service.h"
 #include "daemon/metrics.h"
+#include "daemon/options.h"
 #include "daemon/ticker.h"
 #include "daemon/worker_pool.h"
 
 namespace stoker {
-
-struct DaemonOptions {
-  std::string target = std::string(kDaemonDefaultTarget);
-  int workers = 0;  // 0: one per core but one, at least one
-  uint32_t max_jobs = 64;
-  uint64_t max_image_pixels = uint64_t{1} << 26;
-  uint32_t max_jobs_per_client = 16;
-  uint32_t max_leases_per_client = 256;
-  uint64_t shm_budget_bytes = 0;  // 0: /dev/shm's free space is the limit
-  // Directories datasets must resolve into; empty: anywhere but /proc,
-  // /sys and /dev.
-  std::vector<std::string> dataset_roots;
-  // Group given to the sockets (mode 0660); empty: the daemon's own group.
-  std::string socket_group;
-  // A consumer holding one batch longer than this is ended and its batches
-  // go to the next consumer; zero: no limit.
-  absl::Duration lease_timeout = absl::Minutes(10);
-  // HTTP/2 keepalive: a connection that does not answer a ping sent every
-  // `keepalive` within another `keepalive` is closed, and its leases
-  // reclaimed (a frozen or vanished client).
-  absl::Duration keepalive = absl::Seconds(10);
-  // Prometheus metrics over HTTP at host:port ("127.0.0.1:9464"; port 0
-  // picks one); empty: none.
-  std::string metrics_address;
-  // trace, debug, info, warn, error or off (InitLogging applies it; kept
-  // here so that a reload can change it).
-  std::string log_level = "info";
-  // Listening sockets passed by systemd socket activation, by path (both
-  // the socket's and the ring socket's, or none).
-  std::map<std::string, int> inherited_sockets;
-};
 
 // What a reload did: one sentence per setting changed, and per setting that
 // cannot change while stokerd runs.

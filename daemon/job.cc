@@ -9,6 +9,7 @@
 #include "common/check.h"
 #include "common/log.h"
 #include "common/status_macros.h"
+#include "daemon/job_spec.h"
 
 namespace stoker {
 namespace {

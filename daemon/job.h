@@ -39,7 +39,6 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "daemon/image_folder.h"
-#include "daemon/jpeg_decoder.h"
 #include "daemon/pipeline.h"
 #include "daemon/rate_meter.h"
 #include "daemon/ring.h"
@@ -98,9 +97,6 @@ struct SampleTask {
   int64_t* label = nullptr;
   int64_t* index = nullptr;
 };
-
-// The ring a job of this config reserves.
-RingGeometry RingGeometryFor(const JobConfig& config);
 
 // A batch handed to the consumer.
 struct Delivered {

@@ -7,8 +7,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "common/status_macros.h"
 #include "common/log.h"
+#include "common/status_macros.h"
+#include "daemon/job_spec.h"
 
 namespace stoker {
 

@@ -11,6 +11,9 @@
 
 namespace stoker {
 
+// The ring a job of this config reserves.
+RingGeometry RingGeometryFor(const JobConfig& config);
+
 inline constexpr uint32_t kMaxBatchSize = 4096;
 inline constexpr uint32_t kMaxSlots = 256;
 inline constexpr uint64_t kMaxSlotBytes = uint64_t{2} << 30;
