@@ -155,7 +155,7 @@ absl::Status Daemon::Serve(const DaemonOptions& options) {
   service_ = std::make_unique<LoaderService>(registry_.get(), pool_.get(),
                                              consumers_.get(), limits_.get(),
                                              peers_.get());
-  sampler_ = std::make_unique<Ticker>(
+  rate_ticker_ = std::make_unique<Ticker>(
       absl::Milliseconds(500),
       [this] {
         const absl::Time now = absl::Now();
@@ -346,7 +346,7 @@ void Daemon::Shutdown() {
                       std::chrono::seconds(2));
     server_->Wait();
   }
-  sampler_.reset();
+  rate_ticker_.reset();
   service_.reset();
   if (pool_ != nullptr) pool_->Stop();
   registry_.reset();

@@ -86,7 +86,7 @@ class Daemon {
   std::unique_ptr<ConsumerSet> consumers_;
   std::unique_ptr<ClientLimits> limits_;
   std::unique_ptr<LoaderService> service_;
-  std::unique_ptr<Ticker> sampler_;
+  std::unique_ptr<Ticker> rate_ticker_;
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<PathPolicy> dataset_paths_;
   std::unique_ptr<PeerTable> peers_;

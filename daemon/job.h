@@ -42,7 +42,7 @@
 #include "daemon/pipeline.h"
 #include "daemon/rate_meter.h"
 #include "daemon/ring.h"
-#include "daemon/sampler.h"
+#include "daemon/epoch_order.h"
 
 namespace stoker {
 

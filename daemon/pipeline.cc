@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "daemon/sampler.h"
+#include "daemon/counter_random.h"
 
 namespace stoker {
 namespace {

@@ -4,25 +4,15 @@
 // generator keyed by (seed, e), so it is the same on every run, every
 // machine and every worker count, and any epoch can be recomputed without
 // replaying the ones before it.
-#ifndef STOKER_DAEMON_SAMPLER_H_
-#define STOKER_DAEMON_SAMPLER_H_
+#ifndef STOKER_DAEMON_EPOCH_ORDER_H_
+#define STOKER_DAEMON_EPOCH_ORDER_H_
 
 #include <cstdint>
 #include <vector>
 
+#include "daemon/counter_random.h"
+
 namespace stoker {
-
-// SplitMix64's finaliser: a bijective 64-bit mix.
-uint64_t Mix64(uint64_t x);
-
-// The k-th value of the stream keyed by `key`.
-inline uint64_t CounterRandom(uint64_t key, uint64_t k) {
-  return Mix64(key + (k + 1) * 0x9e3779b97f4a7c15ull);
-}
-
-// A uniform integer in [0, bound) from the stream keyed by `key`, starting at
-// counter *k (advanced past the values it used). Lemire's method: unbiased.
-uint64_t UniformBelow(uint64_t key, uint64_t* k, uint64_t bound);
 
 // The sample order of `epoch`: a permutation of [0, num_samples) when
 // `shuffle`, else the identity.
@@ -71,4 +61,4 @@ class BatchPlan {
 
 }  // namespace stoker
 
-#endif  // STOKER_DAEMON_SAMPLER_H_
+#endif  // STOKER_DAEMON_EPOCH_ORDER_H_

@@ -1,4 +1,4 @@
-#include "daemon/sampler.h"
+#include "daemon/epoch_order.h"
 
 #include <algorithm>
 #include <numeric>
