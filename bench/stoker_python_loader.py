@@ -6,12 +6,11 @@ ToTensor, Normalize), batch 64, shuffled; each batch read whole
 client's --touch). Prints the same lines as torch_loader.py, and the input-
 bound share the loader measured."""
 import argparse
-import time
 
 import torch
-from torchvision import transforms
 
 import stoker
+from torch_loader import measure, train_transform
 
 
 def main():
@@ -27,38 +26,13 @@ def main():
                         "same single-threaded read as the C++ client's)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    transform = transforms.Compose([
-        transforms.RandomResizedCrop(args.size),
-        transforms.RandomHorizontalFlip(),
-        transforms.ToTensor(),
-        transforms.Normalize(mean=[0.485, 0.456, 0.406],
-                             std=[0.229, 0.224, 0.225]),
-    ])
     loader = stoker.DataLoader(args.data, batch_size=args.batch_size,
-                               transform=transform, shuffle=True,
-                               socket=args.socket)
-    measured, start, sink = 0, None, 0.0
-    first_waits, other_waits = [], []
-    for epoch in range(args.epochs):
-        if epoch == 1:
-            start = time.monotonic()
-        asked = time.monotonic()
-        for index, (images, _) in enumerate(loader):
-            wait = time.monotonic() - asked
-            sink += float(images.sum())  # reads every value of the batch
-            if epoch >= 1:
-                measured += images.shape[0]
-                (first_waits if index == 0 else other_waits).append(wait)
-            time.sleep(args.step_ms / 1e3)
-            asked = time.monotonic()
-    print(f"images_per_s {measured / (time.monotonic() - start):.1f}",
-          flush=True)
-    other_waits.sort()
-    print(f"epoch_start_wait_ms {1e3 * sum(first_waits) / len(first_waits):.1f}")
-    print(f"median_wait_ms {1e3 * other_waits[len(other_waits) // 2]:.1f}")
+                               transform=train_transform(args.size),
+                               shuffle=True, socket=args.socket)
+    # Reads every value of each batch (as the C++ client's --touch does).
+    measure(loader, args.epochs, args.step_ms, touch=lambda images: images.sum())
     print(f"input_bound_percent {loader.input_stats()['input_bound_percent']:.1f}")
     loader.close()
-
 
 if __name__ == "__main__":
     main()

@@ -82,6 +82,13 @@ int WriteJson(const google::protobuf::Message& message, char** out) {
   return *out != nullptr ? 0 : Fail(absl::ResourceExhaustedError("out of memory"));
 }
 
+// A call's wire message as JSON in *out, or its error.
+template <typename Message>
+int WriteResult(const absl::StatusOr<Message>& result, char** out) {
+  if (!result.ok()) return Fail(result.status());
+  return WriteJson(*result, out);
+}
+
 int32_t DTypeCode(stoker::DType dtype) {
   switch (dtype) {
     case stoker::DType::kUInt8:
@@ -134,9 +141,8 @@ int stoker_create_job(stoker_client* client, const char* spec_json,
       return Fail(absl::InvalidArgumentError(absl::StrCat(
           "job spec JSON: ", std::string(parsed.message()))));
     }
-    auto job = client->client->impl().CreateJob(std::move(spec));
-    if (!job.ok()) return Fail(job.status());
-    return WriteJson(*job, job_json);
+    return WriteResult(client->client->impl().CreateJob(std::move(spec)),
+                       job_json);
   });
 }
 
@@ -146,9 +152,7 @@ int stoker_get_job(stoker_client* client, const char* job_id,
     if (client == nullptr || job_id == nullptr || job_json == nullptr) {
       return NullArgument("client, job_id or job_json");
     }
-    auto job = client->client->impl().GetJob(job_id);
-    if (!job.ok()) return Fail(job.status());
-    return WriteJson(*job, job_json);
+    return WriteResult(client->client->impl().GetJob(job_id), job_json);
   });
 }
 
@@ -157,9 +161,7 @@ int stoker_list_jobs(stoker_client* client, char** jobs_json) {
     if (client == nullptr || jobs_json == nullptr) {
       return NullArgument("client or jobs_json");
     }
-    auto jobs = client->client->impl().ListJobs();
-    if (!jobs.ok()) return Fail(jobs.status());
-    return WriteJson(*jobs, jobs_json);
+    return WriteResult(client->client->impl().ListJobs(), jobs_json);
   });
 }
 
@@ -177,9 +179,7 @@ int stoker_get_stats(stoker_client* client, char** stats_json) {
     if (client == nullptr || stats_json == nullptr) {
       return NullArgument("client or stats_json");
     }
-    auto stats = client->client->impl().GetStats();
-    if (!stats.ok()) return Fail(stats.status());
-    return WriteJson(*stats, stats_json);
+    return WriteResult(client->client->impl().GetStats(), stats_json);
   });
 }
 

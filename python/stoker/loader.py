@@ -318,7 +318,9 @@ class DataLoader:
         self._resources = _Resources(Client(socket or default_socket()))
         self._finalizer = weakref.finalize(self, self._resources.close)
         self._iterating: Optional["_EpochIterator"] = None
-        self._next = (0, 0)  # the next batch this loader would yield
+        # The next batch this loader would yield; the stream's next batch
+        # is that one while _stream_in_step.
+        self._next = (0, 0)
         self._epoch_set: Optional[int] = None
         self._resume: Optional[Tuple[int, int]] = None
         self._open_stream((0, 0))  # checks everything now; gives len()
@@ -373,19 +375,14 @@ class DataLoader:
         return start
 
     def __iter__(self) -> Iterator[Tuple[torch.Tensor, torch.Tensor]]:
-        if self._shared:  # the stream goes on where it is
-            iterator = _EpochIterator(self, self._next[0])
-            self._iterating = iterator
-            return iterator
-        start = self._start()
-        if self._stream_at != start:
-            self._open_stream(start)
-        self._resume = None
-        self._epoch_set = None
-        self._next = start
-        iterator = _EpochIterator(self, start[0])
-        self._iterating = iterator
-        return iterator
+        if not self._shared:  # a shared stream goes on where it is
+            start = self._start()
+            if not self._stream_in_step or start != self._next:
+                self._open_stream(start)
+            self._resume = None
+            self._epoch_set = None
+        self._iterating = _EpochIterator(self, self._next[0])
+        return self._iterating
 
     def state_dict(self) -> Dict[str, Any]:
         """Where to resume: the batch after the last one yielded (what was
@@ -455,7 +452,7 @@ class DataLoader:
         return self._resources.stream
 
     def _open_stream(self, start: Tuple[int, int]) -> None:
-        self._stream_at = None  # no stream until the new one is open
+        self._stream_in_step = False  # until the new one is open
         self._resources.close_stream()
         spec = dict(self._spec, start_epoch=start[0], start_batch=start[1])
         self._resources.stream = _Stream(
@@ -465,7 +462,8 @@ class DataLoader:
         self._batches_per_epoch = int(job["batches_per_epoch"])
         self._num_samples = int(job["num_samples"])
         self._classes = job.get("class_names", [])
-        self._stream_at = start
+        self._next = start
+        self._stream_in_step = True
 
     def _take(self, iterator: "_EpochIterator"):
         if iterator is not self._iterating:
@@ -476,18 +474,21 @@ class DataLoader:
         try:
             images, labels, epoch, index = self._next_batch()
         except BaseException:
-            self._stream_at = None  # the next iteration opens a fresh stream
+            self._stream_in_step = False  # the next iteration opens afresh
             raise
         if (epoch, index) != self._next:
-            self._stream_at = None
+            self._stream_in_step = False
             raise errors.StokerError(
                 f"expected batch {self._next[1]} of epoch {self._next[0]}, "
                 f"the daemon sent batch {index} of epoch {epoch}", 13)
-        following = ((epoch, index + 1) if index + 1 < self._batches_per_epoch
-                     else (epoch + 1, 0))
-        self._next = following
-        self._stream_at = following
+        self._next = self._after(epoch, index)
         return images, labels
+
+    def _after(self, epoch: int, index: int) -> Tuple[int, int]:
+        """The place of the batch that follows batch `index` of `epoch`."""
+        if index + 1 < self._batches_per_epoch:
+            return epoch, index + 1
+        return epoch + 1, 0
 
     def _take_shared(self, iterator: "_EpochIterator"):
         if self._stash is not None:
@@ -506,8 +507,7 @@ class DataLoader:
                 self._stash = batch
                 self._next = (epoch, 0)
                 raise StopIteration
-        self._next = ((epoch, index + 1) if index + 1 < self._batches_per_epoch
-                      else (epoch + 1, 0))
+        self._next = self._after(epoch, index)
         return images, labels
 
     def _next_batch(self):
@@ -517,7 +517,7 @@ class DataLoader:
         backoff = 0.05
         while True:
             try:
-                if self._stream_at is None:
+                if not self._stream_in_step:
                     self._open_stream(self._next)
                 return self._stream.next()
             except errors.Unavailable:
@@ -528,7 +528,7 @@ class DataLoader:
                     deadline = now + self._reconnect_timeout
                 if now >= deadline:
                     raise
-                self._stream_at = None
+                self._stream_in_step = False
                 time.sleep(min(backoff, deadline - now))
                 backoff = min(backoff * 2, 2.0)
 

@@ -8,6 +8,7 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -56,8 +57,7 @@ class Daemon:
 
     def _answers(self):
         # A socket left by a killed daemon exists before the new one binds.
-        import socket as sockets
-        probe = sockets.socket(sockets.AF_UNIX, sockets.SOCK_STREAM)
+        probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             probe.connect(self.socket)
             return True
