@@ -27,8 +27,8 @@
 #include "common/cli.h"
 #include "bench/support/dataset_gen.h"
 #include "bench/support/process.h"
-#include "daemon/image_folder.h"
-#include "daemon/sample_decoder.h"
+#include "daemon/jobs/image_folder.h"
+#include "daemon/image/sample_decoder.h"
 #include <turbojpeg.h>
 #include "stoker/client.h"
 

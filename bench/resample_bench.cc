@@ -13,8 +13,8 @@
 
 #include "libyuv/planar_functions.h"
 
-#include "daemon/jpeg_decoder.h"
-#include "daemon/sample_decoder.h"
+#include "daemon/image/jpeg_decoder.h"
+#include "daemon/image/sample_decoder.h"
 #include "bench/support/dataset_gen.h"
 #include "bench/support/process.h"
 

@@ -14,7 +14,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "common/naming.h"
-#include "daemon/byte_size.h"
+#include "daemon/os/byte_size.h"
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/text_format.h"
 

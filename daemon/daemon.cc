@@ -1,6 +1,6 @@
 #include "daemon/daemon.h"
 
-#include "daemon/byte_size.h"
+#include "daemon/os/byte_size.h"
 
 #include <signal.h>
 #include <sys/stat.h>
@@ -17,10 +17,10 @@
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
 #include "daemon/preflight.h"
-#include "daemon/ring_requests.h"
-#include "daemon/sd_notify.h"
-#include "daemon/shm_segment.h"
-#include "daemon/stats.h"
+#include "daemon/api/ring_requests.h"
+#include "daemon/os/sd_notify.h"
+#include "daemon/shm/shm_segment.h"
+#include "daemon/api/stats.h"
 #include "common/version.h"
 #include "common/log.h"
 

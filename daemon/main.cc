@@ -11,11 +11,11 @@
 #include "common/cli.h"
 #include "common/log.h"
 #include "common/naming.h"
-#include "daemon/byte_size.h"
+#include "daemon/os/byte_size.h"
 #include "daemon/config.h"
 #include "daemon/daemon.h"
 #include "daemon/preflight.h"
-#include "daemon/sd_listen.h"
+#include "daemon/os/sd_listen.h"
 
 ABSL_FLAG(std::string, socket, std::string(stoker::kDaemonDefaultTarget),
           "the Unix socket to serve: a path, unix:PATH or unix://PATH; the "

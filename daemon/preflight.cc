@@ -9,9 +9,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/naming.h"
-#include "daemon/byte_size.h"
-#include "daemon/path_policy.h"
-#include "daemon/peer.h"
+#include "daemon/os/byte_size.h"
+#include "daemon/os/path_policy.h"
+#include "daemon/api/peer.h"
 
 namespace stoker {
 namespace {

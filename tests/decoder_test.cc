@@ -1,12 +1,12 @@
 // The decode path: libjpeg-turbo decode, resampling, file reading, and what
 // happens with bad input.
-#include "daemon/jpeg_decoder.h"
+#include "daemon/image/jpeg_decoder.h"
 
 #include <cstring>
 #include <string>
 #include <vector>
 
-#include "daemon/sample_decoder.h"
+#include "daemon/image/sample_decoder.h"
 #include "gtest/gtest.h"
 #include "tests/test_util.h"
 

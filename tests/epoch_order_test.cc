@@ -1,4 +1,4 @@
-#include "daemon/epoch_order.h"
+#include "daemon/jobs/epoch_order.h"
 
 #include <algorithm>
 #include <numeric>

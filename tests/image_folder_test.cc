@@ -1,4 +1,4 @@
-#include "daemon/image_folder.h"
+#include "daemon/jobs/image_folder.h"
 
 #include <filesystem>
 #include <fstream>

@@ -1,4 +1,4 @@
-#include "daemon/job_spec.h"
+#include "daemon/spec/job_spec.h"
 
 #include <string>
 

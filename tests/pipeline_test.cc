@@ -1,14 +1,14 @@
 // The pipeline model: validation, torchvision's crop-box arithmetic, the
 // per-sample random parameters, and the float16 conversion.
-#include "daemon/pipeline.h"
+#include "daemon/image/pipeline.h"
 
 #include <algorithm>
 #include <cmath>
 #include <set>
 #include <tuple>
 
-#include "daemon/pipeline_proto.h"
-#include "daemon/sample_decoder.h"
+#include "daemon/spec/pipeline_proto.h"
+#include "daemon/image/sample_decoder.h"
 #include "gtest/gtest.h"
 
 namespace stoker {

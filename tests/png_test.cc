@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "daemon/png_decoder.h"
-#include "daemon/sample_decoder.h"
+#include "daemon/image/png_decoder.h"
+#include "daemon/image/sample_decoder.h"
 #include "gtest/gtest.h"
 #include "tests/test_util.h"
 

@@ -10,7 +10,7 @@
 #include <thread>
 
 #include "common/naming.h"
-#include "daemon/shm_segment.h"
+#include "daemon/shm/shm_segment.h"
 #include "gtest/gtest.h"
 #include "tests/test_util.h"
 

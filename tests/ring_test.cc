@@ -1,5 +1,5 @@
 // The ring: its shared-memory layout, its segment and its slot state machine.
-#include "daemon/ring.h"
+#include "daemon/shm/ring.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>

@@ -9,7 +9,7 @@
 
 #include "absl/strings/str_split.h"
 #include "common/naming.h"
-#include "daemon/shm_segment.h"
+#include "daemon/shm/shm_segment.h"
 #include "gtest/gtest.h"
 #include "tests/test_util.h"
 

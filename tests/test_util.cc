@@ -13,7 +13,7 @@
 #include <sstream>
 #include <thread>
 
-#include "daemon/shm_segment.h"
+#include "daemon/shm/shm_segment.h"
 #include "gtest/gtest.h"
 
 namespace stoker::testing {

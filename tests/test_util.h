@@ -14,7 +14,7 @@
 #include "bench/support/dataset_gen.h"
 #include "bench/support/process.h"
 #include "daemon/daemon.h"
-#include "daemon/jpeg_decoder.h"
+#include "daemon/image/jpeg_decoder.h"
 #include "stoker/client.h"
 
 namespace stoker::testing {

@@ -19,8 +19,8 @@
 #include <string>
 #include <vector>
 
-#include "daemon/color_jitter.h"
-#include "daemon/sample_decoder.h"
+#include "daemon/image/color_jitter.h"
+#include "daemon/image/sample_decoder.h"
 #include "gtest/gtest.h"
 #include "tests/test_util.h"
 

@@ -8,7 +8,7 @@
 #include <cstring>
 #include <vector>
 
-#include "daemon/sample_decoder.h"
+#include "daemon/image/sample_decoder.h"
 
 namespace {
 

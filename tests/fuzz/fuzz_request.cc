@@ -9,9 +9,9 @@
 
 #include "common/fd_passing.h"
 #include "common/ring_layout.h"
-#include "daemon/byte_size.h"
-#include "daemon/job.h"
-#include "daemon/job_spec.h"
+#include "daemon/os/byte_size.h"
+#include "daemon/spec/job_config.h"
+#include "daemon/spec/job_spec.h"
 #include "stoker/v1/loader.pb.h"
 
 namespace {

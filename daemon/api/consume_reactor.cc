@@ -1,0 +1,311 @@
+#include "daemon/api/consume_reactor.h"
+
+#include "absl/strings/str_cat.h"
+#include "common/grpc_status.h"
+#include "common/status_macros.h"
+#include "daemon/api/proto_convert.h"
+#include "common/log.h"
+
+namespace stoker {
+namespace {
+
+constexpr size_t kMaxConsumerNameBytes = 128;
+constexpr uint64_t kMaxDeferredCredits = 1 << 16;
+
+}  // namespace
+
+ConsumeReactor* ConsumerLink::Acquire() {
+  absl::MutexLock lock(&mu_);
+  if (reactor_ != nullptr) ++users_;
+  return reactor_;
+}
+
+void ConsumerLink::Unacquire() {
+  absl::MutexLock lock(&mu_);
+  --users_;
+}
+
+void ConsumerLink::OnDeliverable() {
+  if (ConsumeReactor* reactor = Acquire()) {
+    reactor->Pump();
+    Unacquire();
+  }
+}
+
+void ConsumerLink::Shutdown(const absl::Status& why) {
+  if (ConsumeReactor* reactor = Acquire()) {
+    reactor->FinishOnce(why);
+    Unacquire();
+  }
+}
+
+void ConsumerLink::Retire() {
+  absl::MutexLock lock(&mu_);
+  reactor_ = nullptr;
+  mu_.Await(absl::Condition(
+      +[](int* users) { return *users == 0; }, &users_));
+}
+
+void ConsumerSet::Add(std::shared_ptr<ConsumerLink> link) {
+  absl::MutexLock lock(&mu_);
+  links_.insert(std::move(link));
+}
+
+void ConsumerSet::Remove(const ConsumerLink* link) {
+  absl::MutexLock lock(&mu_);
+  for (auto it = links_.begin(); it != links_.end(); ++it) {
+    if (it->get() == link) {
+      links_.erase(it);
+      return;
+    }
+  }
+}
+
+void ConsumerSet::ShutdownAll(const absl::Status& why) {
+  std::set<std::shared_ptr<ConsumerLink>> links;
+  {
+    absl::MutexLock lock(&mu_);
+    links = links_;
+  }
+  for (const auto& link : links) link->Shutdown(why);
+}
+
+ConsumeReactor::ConsumeReactor(JobRegistry* registry, ConsumerSet* consumers,
+                               ClientLimits* limits, Peer peer)
+    : registry_(registry),
+      consumers_(consumers),
+      limits_(limits),
+      peer_(std::move(peer)),
+      client_(peer_.client),
+      link_(std::make_shared<ConsumerLink>(this)) {
+  consumers_->Add(link_);
+  StartRead(&request_);
+}
+
+void ConsumeReactor::OnReadDone(bool ok) {
+  if (!ok) {
+    // The client half-closed (or vanished): nothing more will come.
+    FinishOnce(absl::OkStatus());
+    return;
+  }
+  if (absl::Status status = Handle(request_); !status.ok()) {
+    FinishOnce(status);
+    return;
+  }
+  StartRead(&request_);
+}
+
+absl::Status ConsumeReactor::Handle(const v1::ConsumeRequest& request) {
+  std::shared_ptr<Job> job;
+  {
+    absl::MutexLock lock(&mu_);
+    job = job_;
+  }
+  if (request.has_attach()) {
+    if (job != nullptr) {
+      return absl::FailedPreconditionError("attach sent twice on one stream");
+    }
+    return HandleAttach(request.attach());
+  }
+  if (job == nullptr) {
+    return absl::FailedPreconditionError(
+        "the first message of a Consume stream must be attach");
+  }
+  switch (request.kind_case()) {
+    case v1::ConsumeRequest::kCredit: {
+      const uint64_t asked = request.credit().credits();
+      const uint64_t granted = limits_->ReserveUpTo(client_, asked);
+      outstanding_ += granted;
+      deferred_credits_ = std::min<uint64_t>(deferred_credits_ + asked - granted,
+                                             kMaxDeferredCredits);
+      job->AddCredit(link_.get(), static_cast<uint32_t>(granted));
+      Pump();
+      return absl::OkStatus();
+    }
+    case v1::ConsumeRequest::kRelease:
+      STOKER_RETURN_IF_ERROR(job->Release(link_.get(),
+                                          request.release().slot(),
+                                          request.release().generation()));
+      if (deferred_credits_ > 0) {
+        // The lease's place goes to a credit that waited for room.
+        --deferred_credits_;
+        job->AddCredit(link_.get(), 1);
+        Pump();
+      } else if (outstanding_ > 0) {
+        --outstanding_;
+        limits_->Return(client_, 1);
+      }
+      return absl::OkStatus();
+    case v1::ConsumeRequest::kReport: {
+      const v1::Report& r = request.report();
+      job->Report(link_.get(), {r.batches(), r.wait_us(), r.step_us(),
+                                r.recent_wait_us(), r.recent_step_us()});
+      return absl::OkStatus();
+    }
+    default:
+      return absl::InvalidArgumentError(
+          "ConsumeRequest holds none of attach, credit, release, report");
+  }
+}
+
+absl::Status ConsumeReactor::HandleAttach(const v1::Attach& attach) {
+  auto job = registry_->Get(attach.job_id());
+  if (!job.ok()) return job.status();
+  STOKER_RETURN_IF_ERROR(CheckAccess((*job)->access(), peer_, (*job)->id()));
+  if (attach.name().size() > kMaxConsumerNameBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "attach.name is ", attach.name().size(), " bytes, more than ",
+        kMaxConsumerNameBytes));
+  }
+  STOKER_RETURN_IF_ERROR(limits_->Reserve(client_, attach.credits()));
+  outstanding_ = attach.credits();
+  {
+    // Claim the writer so that no batch can overtake the Attached reply.
+    absl::MutexLock lock(&mu_);
+    writing_ = true;
+  }
+  uint64_t first_unreleased = 0;
+  if (absl::Status attached =
+          (*job)->Attach(link_, {attach.name(), client_}, attach.credits(),
+                         &first_unreleased);
+      !attached.ok()) {
+    limits_->Return(client_, outstanding_);
+    outstanding_ = 0;
+    if (std::optional<absl::Status> finish = ReleaseWriter()) {
+      DetachAndFinish(*finish);
+    }
+    return attached;
+  }
+  JobToProto(**job, response_.mutable_attached()->mutable_job());
+  const uint64_t per_epoch = (*job)->batches_per_epoch();
+  response_.mutable_attached()->set_position_epoch(first_unreleased / per_epoch);
+  response_.mutable_attached()->set_position_batch(first_unreleased % per_epoch);
+  {
+    absl::MutexLock lock(&mu_);
+    job_ = *job;
+  }
+  spdlog::debug("job {}: consumer '{}' of client {} attached", (*job)->id(),
+                attach.name(), client_);
+  StartWrite(&response_);
+  return absl::OkStatus();
+}
+
+void ConsumeReactor::Pump() {
+  for (;;) {
+    std::shared_ptr<Job> job;
+    {
+      absl::MutexLock lock(&mu_);
+      if (finished_ || pending_finish_ || job_ == nullptr) return;
+      if (writing_) {
+        wake_pending_ = true;
+        return;
+      }
+      writing_ = true;
+      wake_pending_ = false;
+      job = job_;
+    }
+    Delivered batch;
+    absl::Status ended;
+    switch (job->NextDelivery(link_.get(), &batch, &ended)) {
+      case Delivery::kBatch:
+        response_.Clear();
+        DeliveredToHandle(*job, batch, response_.mutable_batch());
+        StartWrite(&response_);
+        return;
+      case Delivery::kEndOfJob:
+        if (!end_sent_) {
+          end_sent_ = true;
+          response_.Clear();
+          response_.mutable_end_of_job();
+          StartWrite(&response_);
+          return;
+        }
+        break;
+      case Delivery::kEnded:
+        if (std::optional<absl::Status> finish = ReleaseWriter()) {
+          DetachAndFinish(*finish);
+        } else {
+          FinishOnce(ended);
+        }
+        return;
+      case Delivery::kNothing:
+        break;
+    }
+    // Nothing was written: give the writer back, and look again if someone
+    // knocked meanwhile.
+    if (std::optional<absl::Status> finish = ReleaseWriter()) {
+      DetachAndFinish(*finish);
+      return;
+    }
+    absl::MutexLock lock(&mu_);
+    if (!wake_pending_) return;
+  }
+}
+
+std::optional<absl::Status> ConsumeReactor::ReleaseWriter() {
+  absl::MutexLock lock(&mu_);
+  writing_ = false;
+  if (pending_finish_ && !finished_) {
+    finished_ = true;
+    return pending_finish_;
+  }
+  return std::nullopt;
+}
+
+void ConsumeReactor::FinishOnce(const absl::Status& status) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (finished_ || pending_finish_) return;
+    if (writing_) {
+      pending_finish_ = status;
+      return;
+    }
+    finished_ = true;
+  }
+  DetachAndFinish(status);
+}
+
+void ConsumeReactor::DetachAndFinish(const absl::Status& status) {
+  // Detach before the client can see the status, so that a consumer that
+  // re-attaches as soon as its stream ended finds the job free.
+  std::shared_ptr<Job> job;
+  {
+    absl::MutexLock lock(&mu_);
+    job = job_;
+  }
+  if (job != nullptr) job->Detach(link_.get());
+  if (!status.ok()) {
+    spdlog::info("{}{}consumer of client {} ended: {}",
+                 job != nullptr ? "job " + job->id() : std::string(),
+                 job != nullptr ? ": " : "", client_, status.message());
+  }
+  Finish(ToGrpcStatus(status));
+}
+
+void ConsumeReactor::OnWriteDone(bool ok) {
+  if (std::optional<absl::Status> finish = ReleaseWriter()) {
+    DetachAndFinish(*finish);
+  } else if (!ok) {
+    FinishOnce(absl::CancelledError("the consumer went away"));
+  } else {
+    Pump();
+  }
+}
+
+void ConsumeReactor::OnDone() {
+  link_->Retire();
+  limits_->Return(client_, outstanding_);
+  consumers_->Remove(link_.get());
+  std::shared_ptr<Job> job;
+  {
+    absl::MutexLock lock(&mu_);
+    job = std::move(job_);
+  }
+  if (job != nullptr) {
+    job->Detach(link_.get());
+    spdlog::debug("job {}: consumer detached", job->id());
+  }
+  delete this;
+}
+
+}  // namespace stoker

@@ -1,0 +1,115 @@
+// The server side of one Consume stream.
+//
+// ConsumeReactor owns the stream's state and deletes itself in OnDone(). It
+// reads requests one after another (attach first, then credits and
+// releases) and writes handles one at a time whenever the job has a batch
+// and the consumer has credit. Jobs and the daemon reach the reactor only
+// through its ConsumerLink, which makes sure the reactor is not deleted
+// while they call it. No lock is held across a gRPC call (StartWrite,
+// StartRead, Finish), since reactions may run inline in them.
+#ifndef STOKER_DAEMON_API_CONSUME_REACTOR_H_
+#define STOKER_DAEMON_API_CONSUME_REACTOR_H_
+
+#include <grpcpp/grpcpp.h>
+
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "daemon/api/client_limits.h"
+#include "daemon/jobs/job.h"
+#include "daemon/jobs/job_registry.h"
+#include "daemon/api/peer.h"
+#include "stoker/v1/loader.grpc.pb.h"
+
+namespace stoker {
+
+class ConsumeReactor;
+
+// A handle on a live reactor that outlives it.
+class ConsumerLink : public JobListener {
+ public:
+  explicit ConsumerLink(ConsumeReactor* reactor) : reactor_(reactor) {}
+  void OnDeliverable() override;
+  void Shutdown(const absl::Status& why);
+  // Called by the reactor as it is done: waits out calls in progress and
+  // turns later ones into no-ops.
+  void Retire();
+
+ private:
+  ConsumeReactor* Acquire();
+  void Unacquire();
+
+  absl::Mutex mu_;
+  ConsumeReactor* reactor_ ABSL_GUARDED_BY(mu_);
+  int users_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+// The live streams of a daemon, so shutdown can end them all.
+class ConsumerSet {
+ public:
+  void Add(std::shared_ptr<ConsumerLink> link);
+  void Remove(const ConsumerLink* link);
+  void ShutdownAll(const absl::Status& why);
+
+ private:
+  absl::Mutex mu_;
+  std::set<std::shared_ptr<ConsumerLink>> links_ ABSL_GUARDED_BY(mu_);
+};
+
+class ConsumeReactor
+    : public grpc::ServerBidiReactor<v1::ConsumeRequest, v1::ConsumeResponse> {
+ public:
+  // `client` names the peer (ClientOf); its outstanding batches count
+  // against `limits`.
+  ConsumeReactor(JobRegistry* registry, ConsumerSet* consumers,
+                 ClientLimits* limits, Peer peer);
+
+  // Sends what can be sent now; safe from any thread.
+  void Pump();
+  // Ends the stream with `status`, at once or, while the writer role is held
+  // (a write in flight, or a Pump() looking for one), when it is given back.
+  void FinishOnce(const absl::Status& status);
+
+  void OnReadDone(bool ok) override;
+  void OnWriteDone(bool ok) override;
+  void OnDone() override;
+
+ private:
+  absl::Status Handle(const v1::ConsumeRequest& request);
+  void DetachAndFinish(const absl::Status& status);
+  // Gives up the writer role; returns the status to finish with if a
+  // FinishOnce() came while it was held.
+  std::optional<absl::Status> ReleaseWriter();
+  absl::Status HandleAttach(const v1::Attach& attach);
+
+  JobRegistry* const registry_;
+  ConsumerSet* const consumers_;
+  ClientLimits* const limits_;
+  const Peer peer_;
+  const std::string client_;
+  // Credits granted plus batches leased and not released on this stream;
+  // touched only by the reading side and OnDone, which never overlap.
+  uint64_t outstanding_ = 0;
+  // Credit asked for beyond the client's limit: granted as releases make
+  // room (the consumer simply receives nothing more until then).
+  uint64_t deferred_credits_ = 0;
+  const std::shared_ptr<ConsumerLink> link_;
+  v1::ConsumeRequest request_;    // owned by the read in flight
+  v1::ConsumeResponse response_;  // owned by the write in flight
+  bool end_sent_ = false;         // touched only by the writer
+
+  absl::Mutex mu_;
+  std::shared_ptr<Job> job_ ABSL_GUARDED_BY(mu_);
+  bool writing_ ABSL_GUARDED_BY(mu_) = false;
+  bool wake_pending_ ABSL_GUARDED_BY(mu_) = false;
+  bool finished_ ABSL_GUARDED_BY(mu_) = false;
+  std::optional<absl::Status> pending_finish_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace stoker
+
+#endif  // STOKER_DAEMON_API_CONSUME_REACTOR_H_

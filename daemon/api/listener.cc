@@ -1,0 +1,179 @@
+#include "daemon/api/listener.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include <grpcpp/server_posix.h>
+
+#include "absl/strings/str_cat.h"
+#include "common/log.h"
+
+namespace stoker {
+namespace {
+
+absl::Status Errno(const char* what, const std::string& path) {
+  return absl::UnavailableError(
+      absl::StrCat(what, " ", path, ": ", std::strerror(errno)));
+}
+
+}  // namespace
+
+absl::StatusOr<UniqueFd> ListenUnix(const std::string& path, mode_t mode,
+                               std::optional<gid_t> group) {
+  const std::string staging = path + ".new";
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  if (staging.size() >= sizeof(address.sun_path)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "socket path ", path, " is too long for a Unix socket (at most ",
+        sizeof(address.sun_path) - 5, " bytes)"));
+  }
+  std::memcpy(address.sun_path, staging.c_str(), staging.size() + 1);
+  UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!fd) return Errno("socket for", path);
+  ::unlink(staging.c_str());
+  auto fail = [&](const char* what) {
+    absl::Status status = Errno(what, staging);
+    ::unlink(staging.c_str());
+    return status;  // `fd` closes as it goes out of scope
+  };
+  if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&address),
+             sizeof(address)) != 0) {
+    return fail("bind");
+  }
+  // The staged name is not the one clients use; fix its mode and group
+  // before it takes the real name.
+  if (::chmod(staging.c_str(), mode) != 0) return fail("chmod");
+  if (group && ::chown(staging.c_str(), static_cast<uid_t>(-1), *group) != 0) {
+    return fail("chown");
+  }
+  if (::listen(fd.get(), SOMAXCONN) != 0) return fail("listen");
+  if (::rename(staging.c_str(), path.c_str()) != 0) return fail("rename");
+  return fd;
+}
+
+absl::StatusOr<std::unique_ptr<Listener>> Listener::Open(
+    const std::string& socket_path, const std::string& ring_path, mode_t mode,
+    std::optional<gid_t> group, const std::map<std::string, int>& inherited) {
+  int wake[2];
+  if (::pipe2(wake, O_CLOEXEC) != 0) {
+    return absl::InternalError(absl::StrCat("pipe: ", std::strerror(errno)));
+  }
+  UniqueFd wake_read(wake[0]), wake_write(wake[1]);
+  if (!inherited.empty()) {
+    auto grpc_it = inherited.find(socket_path);
+    auto ring_it = inherited.find(ring_path);
+    if (grpc_it == inherited.end() || ring_it == inherited.end()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "socket activation passed ", inherited.size(),
+          " sockets but not both ", socket_path, " and ", ring_path,
+          ": the socket unit must listen on exactly those two (and --socket "
+          "name the first)"));
+    }
+    return std::unique_ptr<Listener>(new Listener(
+        socket_path, ring_path, UniqueFd(grpc_it->second),
+        UniqueFd(ring_it->second), std::move(wake_read), std::move(wake_write),
+        /*owns_paths=*/false));
+  }
+  auto grpc_fd = ListenUnix(socket_path, mode, group);
+  if (!grpc_fd.ok()) return grpc_fd.status();
+  auto ring_fd = ListenUnix(ring_path, mode, group);
+  if (!ring_fd.ok()) {
+    ::unlink(socket_path.c_str());  // *grpc_fd closes with it
+    return ring_fd.status();
+  }
+  return std::unique_ptr<Listener>(new Listener(
+      socket_path, ring_path, *std::move(grpc_fd), *std::move(ring_fd),
+      std::move(wake_read), std::move(wake_write), /*owns_paths=*/true));
+}
+
+Listener::Listener(std::string socket_path, std::string ring_path,
+                   UniqueFd grpc_fd, UniqueFd ring_fd, UniqueFd wake_read,
+                   UniqueFd wake_write, bool owns_paths)
+    : socket_path_(std::move(socket_path)),
+      ring_path_(std::move(ring_path)),
+      grpc_fd_(std::move(grpc_fd)),
+      ring_fd_(std::move(ring_fd)),
+      wake_read_(std::move(wake_read)),
+      wake_write_(std::move(wake_write)),
+      owns_paths_(owns_paths) {}
+
+Listener::~Listener() { Stop(); }
+
+void Listener::Start(grpc::Server* server, PeerTable* peers,
+                     RingHandler on_ring) {
+  thread_ = std::thread([this, server, peers, on_ring = std::move(on_ring)] {
+    Run(server, peers, on_ring);
+  });
+}
+
+void Listener::Run(grpc::Server* server, PeerTable* peers,
+                   RingHandler on_ring) {
+  for (;;) {
+    pollfd fds[3] = {{wake_read_.get(), POLLIN, 0},
+                     {grpc_fd_.get(), POLLIN, 0},
+                     {ring_fd_.get(), POLLIN, 0}};
+    if (::poll(fds, 3, -1) < 0) {
+      if (errno == EINTR) continue;
+      spdlog::error("poll on the listening sockets: {}", std::strerror(errno));
+      return;
+    }
+    if (fds[0].revents != 0) return;
+    if (fds[1].revents & POLLIN) {
+      UniqueFd fd(::accept4(grpc_fd_.get(), nullptr, nullptr,
+                            SOCK_CLOEXEC | SOCK_NONBLOCK));
+      if (fd) {
+        auto credentials = ReadPeerCredentials(fd.get());
+        if (!credentials.ok()) {
+          spdlog::warn("dropping a connection: {}",
+                       credentials.status().message());
+        } else {
+          peers->Set(fd.get(), *credentials);
+          // gRPC owns the connection from here on.
+          grpc::AddInsecureChannelFromFd(server, fd.release());
+        }
+      } else if (errno != EAGAIN && errno != EINTR) {
+        spdlog::warn("accept on {}: {}", socket_path_, std::strerror(errno));
+        if (errno == EMFILE || errno == ENFILE) ::usleep(100 * 1000);
+      }
+    }
+    if (fds[2].revents & POLLIN) {
+      const UniqueFd fd(::accept4(ring_fd_.get(), nullptr, nullptr,
+                                  SOCK_CLOEXEC));
+      if (fd) {
+        if (auto credentials = ReadPeerCredentials(fd.get()); credentials.ok()) {
+          on_ring(fd.get(), *credentials);
+        }
+      } else if (errno == EMFILE || errno == ENFILE) {
+        ::usleep(100 * 1000);
+      }
+    }
+  }
+}
+
+void Listener::Stop() {
+  if (stopped_) return;
+  stopped_ = true;
+  if (thread_.joinable()) {
+    const char byte = 0;
+    (void)!::write(wake_write_.get(), &byte, 1);
+    thread_.join();
+  }
+  grpc_fd_.reset();
+  ring_fd_.reset();
+  wake_read_.reset();
+  wake_write_.reset();
+  if (owns_paths_) {
+    ::unlink(socket_path_.c_str());
+    ::unlink(ring_path_.c_str());
+  }
+}
+
+}  // namespace stoker

@@ -1,0 +1,160 @@
+#include "daemon/api/loader_service.h"
+
+#include "daemon/api/stats.h"
+
+#include "absl/strings/str_cat.h"
+#include "common/grpc_status.h"
+#include "daemon/spec/job_spec.h"
+#include "daemon/api/proto_convert.h"
+#include "common/version.h"
+#include "common/log.h"
+
+namespace stoker {
+
+ControlThread::ControlThread() : thread_([this] { Run(); }) {}
+
+ControlThread::~ControlThread() {
+  {
+    absl::MutexLock lock(&mu_);
+    stop_ = true;
+  }
+  thread_.join();
+}
+
+void ControlThread::Post(std::function<void()> work) {
+  absl::MutexLock lock(&mu_);
+  queue_.push_back(std::move(work));
+}
+
+void ControlThread::Run() {
+  for (;;) {
+    std::function<void()> work;
+    {
+      absl::MutexLock lock(&mu_);
+      mu_.Await(absl::Condition(
+          +[](ControlThread* self) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+            return self->stop_ || !self->queue_.empty();
+          },
+          this));
+      if (queue_.empty()) return;
+      work = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    work();
+  }
+}
+
+LoaderService::LoaderService(JobRegistry* registry, WorkerPool* pool,
+                             ConsumerSet* consumers, ClientLimits* limits,
+                             const PeerTable* peers)
+    : registry_(registry),
+      pool_(pool),
+      consumers_(consumers),
+      limits_(limits),
+      peers_(peers),
+      started_(std::chrono::steady_clock::now()) {}
+
+grpc::ServerUnaryReactor* LoaderService::CreateJob(
+    grpc::CallbackServerContext* context, const v1::CreateJobRequest* request,
+    v1::Job* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  auto config = ValidateJobSpec(request->spec());
+  if (!config.ok()) {
+    spdlog::info("CreateJob refused: {}", config.status().message());
+    reactor->Finish(ToGrpcStatus(config.status()));
+    return reactor;
+  }
+  const Peer peer = PeerOf(*context, peers_);
+  if (!peer.credentials) {
+    reactor->Finish(ToGrpcStatus(
+        CheckAccess(JobAccess{}, peer, "(new)")));
+    return reactor;
+  }
+  config->owner = peer.client;
+  config->owner_uid = peer.credentials->uid;
+  if (!config->access_group.empty()) {
+    auto gid = ResolveGroup(config->access_group);
+    if (!gid.ok()) {
+      reactor->Finish(ToGrpcStatus(absl::InvalidArgumentError(
+          absl::StrCat("access_group: ", gid.status().message()))));
+      return reactor;
+    }
+    config->access_gid = *gid;
+  }
+  control_.Post([this, reactor, response, config = *std::move(config)] {
+    auto job = registry_->Create(config);
+    if (!job.ok()) {
+      spdlog::info("CreateJob on {} failed: {}", config.dataset_path,
+                   job.status().message());
+      reactor->Finish(ToGrpcStatus(job.status()));
+      return;
+    }
+    JobToProto(**job, response);
+    reactor->Finish(grpc::Status::OK);
+  });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* LoaderService::GetJob(
+    grpc::CallbackServerContext* context, const v1::GetJobRequest* request,
+    v1::Job* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  auto job = registry_->Get(request->job_id());
+  absl::Status status = job.status();
+  if (job.ok()) {
+    status = CheckAccess((*job)->access(), PeerOf(*context, peers_),
+                         (*job)->id());
+  }
+  if (status.ok()) JobToProto(**job, response);
+  reactor->Finish(ToGrpcStatus(status));
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* LoaderService::ListJobs(
+    grpc::CallbackServerContext* context, const v1::ListJobsRequest* request,
+    v1::ListJobsResponse* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  // Jobs the caller may not use are not listed.
+  const Peer peer = PeerOf(*context, peers_);
+  for (const auto& job : registry_->List()) {
+    if (MayAccess(job->access(), peer)) JobToProto(*job, response->add_jobs());
+  }
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* LoaderService::DeleteJob(
+    grpc::CallbackServerContext* context, const v1::DeleteJobRequest* request,
+    v1::DeleteJobResponse* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  auto job = registry_->Get(request->job_id());
+  absl::Status status = job.status();
+  if (job.ok()) {
+    status = CheckAccess((*job)->access(), PeerOf(*context, peers_),
+                         (*job)->id());
+  }
+  if (status.ok()) status = registry_->Delete(request->job_id());
+  reactor->Finish(ToGrpcStatus(status));
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* LoaderService::GetStats(
+    grpc::CallbackServerContext* context, const v1::GetStatsRequest* request,
+    v1::Stats* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  // Per-job figures only for the jobs the caller may use.
+  const Peer peer = PeerOf(*context, peers_);
+  CollectStats(*pool_, *registry_, started_,
+               [&peer](const Job& job) { return MayAccess(job.access(), peer); },
+               response);
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
+grpc::ServerBidiReactor<v1::ConsumeRequest, v1::ConsumeResponse>*
+LoaderService::Consume(grpc::CallbackServerContext* context) {
+  return new ConsumeReactor(registry_, consumers_, limits_,
+                            PeerOf(*context, peers_));
+}
+
+}  // namespace stoker

@@ -1,0 +1,79 @@
+// LoaderService: the stoker.v1.Loader gRPC service on the callback API.
+//
+// Unary calls that only read daemon memory answer inline. CreateJob scans a
+// dataset and reserves shared memory, so it runs on the service's control
+// thread instead of a gRPC callback thread. Consume gets a ConsumeReactor.
+#ifndef STOKER_DAEMON_API_LOADER_SERVICE_H_
+#define STOKER_DAEMON_API_LOADER_SERVICE_H_
+
+#include <chrono>
+#include <deque>
+#include <functional>
+#include <thread>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "daemon/api/client_limits.h"
+#include "daemon/api/consume_reactor.h"
+#include "daemon/jobs/job_registry.h"
+#include "daemon/api/peer.h"
+#include "daemon/jobs/worker_pool.h"
+#include "stoker/v1/loader.grpc.pb.h"
+
+namespace stoker {
+
+// One thread that runs posted closures in order.
+class ControlThread {
+ public:
+  ControlThread();
+  ~ControlThread();  // runs what is queued, then joins
+  void Post(std::function<void()> work);
+
+ private:
+  void Run();
+
+  absl::Mutex mu_;
+  std::deque<std::function<void()>> queue_ ABSL_GUARDED_BY(mu_);
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread thread_;
+};
+
+class LoaderService final : public v1::Loader::CallbackService {
+ public:
+  // `peers` knows each connection's user; every job call is checked
+  // against the job's owner and access group.
+  LoaderService(JobRegistry* registry, WorkerPool* pool,
+                ConsumerSet* consumers, ClientLimits* limits,
+                const PeerTable* peers);
+
+  grpc::ServerUnaryReactor* CreateJob(grpc::CallbackServerContext* context,
+                                      const v1::CreateJobRequest* request,
+                                      v1::Job* response) override;
+  grpc::ServerUnaryReactor* GetJob(grpc::CallbackServerContext* context,
+                                   const v1::GetJobRequest* request,
+                                   v1::Job* response) override;
+  grpc::ServerUnaryReactor* ListJobs(grpc::CallbackServerContext* context,
+                                     const v1::ListJobsRequest* request,
+                                     v1::ListJobsResponse* response) override;
+  grpc::ServerUnaryReactor* DeleteJob(grpc::CallbackServerContext* context,
+                                      const v1::DeleteJobRequest* request,
+                                      v1::DeleteJobResponse* response) override;
+  grpc::ServerUnaryReactor* GetStats(grpc::CallbackServerContext* context,
+                                     const v1::GetStatsRequest* request,
+                                     v1::Stats* response) override;
+  grpc::ServerBidiReactor<v1::ConsumeRequest, v1::ConsumeResponse>* Consume(
+      grpc::CallbackServerContext* context) override;
+
+ private:
+  JobRegistry* const registry_;
+  WorkerPool* const pool_;
+  ConsumerSet* const consumers_;
+  ClientLimits* const limits_;
+  const PeerTable* const peers_;
+  const std::chrono::steady_clock::time_point started_;
+  ControlThread control_;
+};
+
+}  // namespace stoker
+
+#endif  // STOKER_DAEMON_API_LOADER_SERVICE_H_

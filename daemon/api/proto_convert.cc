@@ -1,0 +1,148 @@
+#include "daemon/api/proto_convert.h"
+
+#include <string>
+
+#include "common/batch_wire.h"
+#include "daemon/spec/job_spec.h"
+#include "daemon/spec/pipeline_proto.h"
+
+namespace stoker {
+namespace {
+
+v1::JobState StateOf(JobPhase phase) {
+  switch (phase) {
+    case JobPhase::kRunning:
+      return v1::JOB_STATE_RUNNING;
+    case JobPhase::kFinished:
+      return v1::JOB_STATE_FINISHED;
+    case JobPhase::kFailed:
+    case JobPhase::kDeleted:
+      return v1::JOB_STATE_FAILED;
+  }
+  return v1::JOB_STATE_UNSPECIFIED;
+}
+
+v1::TensorLayout* AddTensor(const char* name, v1::DType dtype,
+                            std::initializer_list<int64_t> shape,
+                            uint64_t offset, uint64_t bytes,
+                            v1::BatchHandle* out) {
+  v1::TensorLayout* t = out->add_tensors();
+  t->set_name(name);
+  t->set_dtype(dtype);
+  for (int64_t d : shape) t->add_shape(d);
+  t->set_offset(offset);
+  t->set_bytes(bytes);
+  return t;
+}
+
+double InputBoundPercent(uint64_t wait_us, uint64_t step_us) {
+  const uint64_t total = wait_us + step_us;
+  return total == 0 ? 0 : 100.0 * static_cast<double>(wait_us) / total;
+}
+
+}  // namespace
+
+void JobToProto(const Job& job, v1::Job* out) {
+  out->set_id(job.id());
+  *out->mutable_spec() = EffectiveSpec(job.config());
+  const JobPhase phase = job.phase();
+  out->set_state(StateOf(phase));
+  if (phase == JobPhase::kFailed || phase == JobPhase::kDeleted) {
+    out->set_error(std::string(job.error().message()));
+  }
+  out->set_num_samples(job.dataset().samples.size());
+  for (const std::string& name : job.dataset().class_names) {
+    out->add_class_names(name);
+  }
+  out->set_batches_per_epoch(job.batches_per_epoch());
+  v1::SegmentInfo* segment = out->mutable_segment();
+  segment->set_name(job.segment_name());
+  segment->set_bytes(job.geometry().segment_bytes);
+  segment->set_slots(job.geometry().slot_count);
+  segment->set_slot_bytes(job.geometry().slot.slot_bytes);
+  out->set_owner_uid(job.config().owner_uid);
+}
+
+void CountersToProto(const Job& job, const JobCounters& c, v1::JobStats* out) {
+  out->set_job_id(job.id());
+  out->set_name(job.config().name);
+  out->set_owner(job.config().owner);
+  out->set_state(StateOf(c.phase));
+  out->set_samples_decoded(c.samples_decoded);
+  out->set_batches_delivered(c.batches_delivered);
+  out->set_batches_released(c.batches_released);
+  out->set_decode_errors(c.decode_errors);
+  for (const SampleErrorRecord& e : c.errors) {
+    v1::SampleError* error = out->add_errors();
+    error->set_path(e.path);
+    error->set_reason(e.reason);
+  }
+  out->set_filling_slots(c.filling_slots);
+  out->set_ready_slots(c.ready_slots);
+  out->set_leased_slots(c.leased_slots);
+  const uint32_t slots = job.geometry().slot_count;
+  out->set_slots(slots);
+  out->set_slot_bytes(job.geometry().slot.slot_bytes);
+  out->set_ring_bytes(job.geometry().segment_bytes);
+  out->set_ring_occupancy_percent(
+      100.0 * (c.filling_slots + c.ready_slots + c.leased_slots) / slots);
+  out->set_decoded_per_second(c.decoded_per_second);
+  out->set_delivered_per_second(c.delivered_per_second);
+  out->set_worker_busy_us(c.worker_busy_ns / 1000);
+  out->set_weight(job.config().weight);
+  out->set_owner_uid(job.config().owner_uid);
+  out->set_mode(ConsumerModeToProto(job.config().sharing.mode));
+  out->set_consumers(static_cast<uint32_t>(c.consumers.size()));
+  for (const ConsumerCounters& k : c.consumers) {
+    v1::ConsumerStats* s = out->add_consumer();
+    s->set_id(k.id);
+    s->set_name(k.name);
+    s->set_client(k.client);
+    s->set_batches_delivered(k.delivered);
+    s->set_batches_released(k.released);
+    s->set_batches_skipped(k.skipped);
+    s->set_leased(k.leased);
+    s->set_lag(k.lag);
+    s->set_wait_us(k.report.wait_us);
+    s->set_step_us(k.report.step_us);
+    s->set_input_bound_percent(
+        k.reported ? InputBoundPercent(k.report.wait_us, k.report.step_us) : -1);
+    s->set_recent_input_bound_percent(
+        k.reported ? InputBoundPercent(k.report.recent_wait_us,
+                                       k.report.recent_step_us)
+                   : -1);
+  }
+}
+
+void DeliveredToHandle(const Job& job, const Delivered& batch,
+                       v1::BatchHandle* out) {
+  const RingGeometry& g = job.geometry();
+  const JobConfig& config = job.config();
+  const int64_t n = batch.sample_count;
+  const uint64_t base = g.SlotOffset(batch.slot);
+  out->set_slot(batch.slot);
+  out->set_generation(batch.generation);
+  out->set_epoch(batch.epoch);
+  out->set_batch(batch.batch);
+  out->set_sample_count(batch.sample_count);
+  const Pipeline& p = config.pipeline;
+  const int64_t h = p.output.height;
+  const int64_t w = p.output.width;
+  const v1::DType dtype = ImageDTypeToProto(p.dtype);
+  const uint64_t image_bytes = n * p.BytesPerImage();
+  if (p.layout == OutputLayout::kNHWC) {
+    AddTensor(kImagesTensor, dtype, {n, h, w, kImageChannels},
+              base + g.slot.images_offset, image_bytes, out)
+        ->set_layout(v1::LAYOUT_NHWC);
+  } else {
+    AddTensor(kImagesTensor, dtype, {n, kImageChannels, h, w},
+              base + g.slot.images_offset, image_bytes, out)
+        ->set_layout(v1::LAYOUT_NCHW);
+  }
+  AddTensor(kLabelsTensor, v1::DTYPE_INT64, {n}, base + g.slot.labels_offset,
+            n * DTypeBytes(v1::DTYPE_INT64), out);
+  AddTensor(kIndicesTensor, v1::DTYPE_INT64, {n},
+            base + g.slot.indices_offset, n * DTypeBytes(v1::DTYPE_INT64), out);
+}
+
+}  // namespace stoker

@@ -1,0 +1,116 @@
+#include "daemon/image/pipeline.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "daemon/image/counter_random.h"
+
+namespace stoker {
+namespace {
+
+// A uniform double in [0, 1) from the stream.
+double Uniform01(uint64_t key, uint64_t* k) {
+  return (CounterRandom(key, (*k)++) >> 11) * 0x1.0p-53;
+}
+
+double Uniform(uint64_t key, uint64_t* k, double lo, double hi) {
+  return lo + (hi - lo) * Uniform01(key, k);
+}
+
+// Python's round(): half to even.
+int RoundHalfEven(double v) { return static_cast<int>(std::nearbyint(v)); }
+
+}  // namespace
+
+Region RandomResizedCropBox(ImageSize image, const Pipeline& p, uint64_t key) {
+  const double area = double(image.width) * image.height;
+  const double log_min = std::log(p.ratio_min), log_max = std::log(p.ratio_max);
+  uint64_t k = 0;
+  for (int attempt = 0; attempt < 10; ++attempt) {
+    const double target_area = area * Uniform(key, &k, p.scale_min, p.scale_max);
+    const double aspect = std::exp(Uniform(key, &k, log_min, log_max));
+    const int w = RoundHalfEven(std::sqrt(target_area * aspect));
+    const int h = RoundHalfEven(std::sqrt(target_area / aspect));
+    if (0 < w && w <= image.width && 0 < h && h <= image.height) {
+      const int y = int(UniformBelow(key, &k, uint64_t(image.height - h + 1)));
+      const int x = int(UniformBelow(key, &k, uint64_t(image.width - w + 1)));
+      return {x, y, w, h};
+    }
+  }
+  // Fallback: the central crop, its ratio clamped into range.
+  const double in_ratio = double(image.width) / image.height;
+  int w = image.width, h = image.height;
+  if (in_ratio < p.ratio_min) {
+    h = RoundHalfEven(w / p.ratio_min);
+  } else if (in_ratio > p.ratio_max) {
+    w = RoundHalfEven(h * p.ratio_max);
+  }
+  return {(image.width - w) / 2, (image.height - h) / 2, w, h};
+}
+
+Region ResizeCenterCropBox(ImageSize image, const Pipeline& p) {
+  // torchvision's Resize(int): the shorter side becomes `shorter_side`, the
+  // longer one int(shorter_side * long / short).
+  ImageSize resized = p.resized;
+  if (p.shorter_side > 0) {
+    if (image.width <= image.height) {
+      resized = {p.shorter_side,
+                 int(int64_t(p.shorter_side) * image.height / image.width)};
+    } else {
+      resized = {int(int64_t(p.shorter_side) * image.width / image.height),
+                 p.shorter_side};
+    }
+  }
+  if (!p.center_crop) return {0, 0, image.width, image.height};
+  // torchvision's CenterCrop: top = int(round((h - ch) / 2.0)).
+  const int top = RoundHalfEven((resized.height - p.output.height) / 2.0);
+  const int left = RoundHalfEven((resized.width - p.output.width) / 2.0);
+  const double sx = double(image.width) / resized.width;
+  const double sy = double(image.height) / resized.height;
+  Region box;
+  box.x = int(std::lround(left * sx));
+  box.y = int(std::lround(top * sy));
+  box.width = std::clamp(int(std::lround(p.output.width * sx)), 1,
+                         image.width - box.x);
+  box.height = std::clamp(int(std::lround(p.output.height * sy)), 1,
+                          image.height - box.y);
+  return box;
+}
+
+JitterParams DrawJitter(const Pipeline& p, uint64_t key) {
+  // As torchvision's ColorJitter.get_params: an order, then each factor
+  // uniform in [max(0, 1 - x), 1 + x].
+  JitterParams j;
+  uint64_t k = 0;
+  for (int i = 2; i > 0; --i) {
+    std::swap(j.order[i], j.order[UniformBelow(key, &k, i + 1)]);
+  }
+  auto factor = [&](float x) {
+    return x > 0 ? float(Uniform(key, &k, std::max(0.0, 1.0 - x), 1.0 + x))
+                 : 1.0f;
+  };
+  j.brightness = factor(p.brightness);
+  j.contrast = factor(p.contrast);
+  j.saturation = factor(p.saturation);
+  return j;
+}
+
+uint64_t SampleKey(uint64_t seed, uint64_t epoch, uint64_t index) {
+  return Mix64(Mix64(Mix64(seed ^ 0x5ca1ab1e) + epoch) + index);
+}
+
+SampleParams DrawSampleParams(const Pipeline& p, ImageSize image,
+                              uint64_t key) {
+  SampleParams params;
+  params.box = p.geometry == Pipeline::Geometry::kRandomResizedCrop
+                   ? RandomResizedCropBox(image, p, key)
+                   : ResizeCenterCropBox(image, p);
+  // The flip has its own stream, so it does not depend on how many draws
+  // the crop took.
+  uint64_t k = 0;
+  params.flip = p.flip_p > 0 && Uniform01(Mix64(key ^ 0xf11b), &k) < p.flip_p;
+  if (p.jitter()) params.jitter = DrawJitter(p, Mix64(key ^ 0xc0105));
+  return params;
+}
+
+}  // namespace stoker

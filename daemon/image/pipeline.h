@@ -1,0 +1,88 @@
+// Pipeline: what a job does to each decoded image, validated, plus the
+// per-sample random parameters (crop box, flip) drawn from a counter-based
+// generator keyed by (seed, epoch, sample index): the same sample in the
+// same epoch gets the same parameters whatever the worker count, the
+// scheduling or daemon restarts.
+#ifndef STOKER_DAEMON_IMAGE_PIPELINE_H_
+#define STOKER_DAEMON_IMAGE_PIPELINE_H_
+
+#include <array>
+#include <cstdint>
+
+#include "daemon/image/color_jitter.h"
+#include "daemon/image/jpeg_decoder.h"
+
+namespace stoker {
+
+enum class Filter { kBilinear, kNearest };
+enum class OutputDType { kUInt8, kFloat32, kFloat16 };
+enum class OutputLayout { kNHWC, kNCHW };
+
+struct Pipeline {
+  enum class Geometry {
+    kResize,             // resize to `output` (or `resized`, then center crop)
+    kRandomResizedCrop,  // random box, resized to `output`
+  };
+  Geometry geometry = Geometry::kResize;
+  ImageSize output;  // what every image becomes
+  Filter interpolation = Filter::kBilinear;
+  // kRandomResizedCrop.
+  double scale_min = 0.08;
+  double scale_max = 1.0;
+  double ratio_min = 3.0 / 4.0;
+  double ratio_max = 4.0 / 3.0;
+  // kResize: shorter side to `shorter_side` (if > 0) or exactly to `resized`,
+  // then, if `center_crop`, the centre `output` of that.
+  int shorter_side = 0;
+  ImageSize resized;
+  bool center_crop = false;
+  double flip_p = 0.0;
+  // ColorJitter strengths (0: off).
+  float brightness = 0;
+  float contrast = 0;
+  float saturation = 0;
+  bool jitter() const { return brightness > 0 || contrast > 0 || saturation > 0; }
+  bool normalize = false;
+  std::array<float, 3> mean = {0, 0, 0};
+  std::array<float, 3> std = {1, 1, 1};
+  OutputDType dtype = OutputDType::kUInt8;
+  OutputLayout layout = OutputLayout::kNHWC;
+
+  int BytesPerValue() const { return dtype == OutputDType::kUInt8 ? 1
+                                     : dtype == OutputDType::kFloat16 ? 2 : 4; }
+  uint64_t BytesPerImage() const {
+    return output.Pixels() * 3 * BytesPerValue();
+  }
+};
+
+// What one sample gets.
+struct SampleParams {
+  Region box;  // the part of the source image that becomes the output
+  bool flip = false;
+  JitterParams jitter;
+};
+
+// torchvision's RandomResizedCrop.get_params: up to 10 draws of a target
+// area (uniform in [scale_min, scale_max] x area) and an aspect ratio
+// (log-uniform in [ratio_min, ratio_max]); the first box that fits is placed
+// uniformly; else the centre crop with the ratio clamped into range.
+// Randoms come from the stream keyed by `key`.
+Region RandomResizedCropBox(ImageSize image, const Pipeline& pipeline,
+                         uint64_t key);
+
+// torchvision's Resize (shorter side, or exact) + CenterCrop mapped back to
+// the source image: the box that becomes the output.
+Region ResizeCenterCropBox(ImageSize image, const Pipeline& pipeline);
+
+// ColorJitter's order and factors, from the stream keyed by `key`.
+JitterParams DrawJitter(const Pipeline& pipeline, uint64_t key);
+
+// The key of sample `index` in `epoch` of a job seeded `seed`.
+uint64_t SampleKey(uint64_t seed, uint64_t epoch, uint64_t index);
+
+SampleParams DrawSampleParams(const Pipeline& pipeline, ImageSize image,
+                              uint64_t key);
+
+}  // namespace stoker
+
+#endif  // STOKER_DAEMON_IMAGE_PIPELINE_H_

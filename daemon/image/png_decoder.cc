@@ -1,0 +1,99 @@
+#include "daemon/image/png_decoder.h"
+
+#include <spng.h>
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+
+namespace stoker {
+namespace {
+
+constexpr uint8_t kPngSignature[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+
+struct ContextDeleter {
+  void operator()(spng_ctx* ctx) const { spng_ctx_free(ctx); }
+};
+
+uint32_t BigEndian32(const uint8_t* p) {
+  return uint32_t(p[0]) << 24 | uint32_t(p[1]) << 16 | uint32_t(p[2]) << 8 | p[3];
+}
+
+// Walks the chunk headers up to the first IDAT: an acTL chunk there makes
+// the file an animated PNG.
+bool IsAnimated(std::span<const uint8_t> png) {
+  size_t at = sizeof(kPngSignature);
+  while (at + 8 <= png.size()) {
+    const uint32_t length = BigEndian32(&png[at]);
+    const uint8_t* type = &png[at + 4];
+    if (std::memcmp(type, "acTL", 4) == 0) return true;
+    if (std::memcmp(type, "IDAT", 4) == 0) return false;
+    if (length > png.size()) return false;  // corrupt: libspng will say so
+    at += 12 + size_t(length);
+  }
+  return false;
+}
+
+absl::Status PngError(int rc) {
+  return absl::InvalidArgumentError(
+      absl::StrCat("corrupt or unsupported PNG: ", spng_strerror(rc)));
+}
+
+}  // namespace
+
+bool IsPng(std::span<const uint8_t> bytes) {
+  return bytes.size() >= sizeof(kPngSignature) &&
+         std::memcmp(bytes.data(), kPngSignature, sizeof(kPngSignature)) == 0;
+}
+
+bool IsJpeg(std::span<const uint8_t> bytes) {
+  return bytes.size() >= 3 && bytes[0] == 0xff && bytes[1] == 0xd8 &&
+         bytes[2] == 0xff;
+}
+
+absl::Status PngDecoder::DecodeRegion(
+    std::span<const uint8_t> png,
+    absl::FunctionRef<RegionRequest(const ImageSize&)> plan,
+    std::vector<uint8_t>* buffer, DecodedRegion* out) {
+  if (IsAnimated(png)) {
+    return absl::InvalidArgumentError("animated PNG is not supported");
+  }
+  std::unique_ptr<spng_ctx, ContextDeleter> ctx(spng_ctx_new(0));
+  if (ctx == nullptr) return absl::ResourceExhaustedError("spng_ctx_new");
+  // Bounds for ancillary chunks (text, ICC profiles...): no memory bombs.
+  spng_set_chunk_limits(ctx.get(), 1 << 20, 1 << 24);
+  spng_set_png_buffer(ctx.get(), png.data(), png.size());
+  spng_ihdr ihdr;
+  if (const int rc = spng_get_ihdr(ctx.get(), &ihdr); rc != 0) {
+    return PngError(rc);
+  }
+  const ImageSize size{int(ihdr.width), int(ihdr.height)};
+  if (uint64_t(ihdr.width) * ihdr.height > limits_.max_pixels ||
+      ihdr.width > (1u << 30) || ihdr.height > (1u << 30)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "image is ", ihdr.width, "x", ihdr.height, " = ",
+        uint64_t(ihdr.width) * ihdr.height, " pixels, above the limit of ",
+        limits_.max_pixels));
+  }
+  const Region r = ClampRegion(plan(size).region, size);
+  size_t bytes = 0;
+  if (const int rc = spng_decoded_image_size(ctx.get(), SPNG_FMT_RGB8, &bytes);
+      rc != 0) {
+    return PngError(rc);
+  }
+  buffer->resize(bytes);
+  if (const int rc = spng_decode_image(ctx.get(), buffer->data(), bytes,
+                                       SPNG_FMT_RGB8, 0);
+      rc != 0) {
+    return PngError(rc);
+  }
+  out->stride = size.width * 3;
+  out->data = buffer->data() + size_t(r.y) * out->stride + size_t(r.x) * 3;
+  out->size = {r.width, r.height};
+  out->scale_denom = 1;
+  return absl::OkStatus();
+}
+
+}  // namespace stoker

@@ -1,0 +1,205 @@
+#include "daemon/image/sample_decoder.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "common/unique_fd.h"
+#include "libyuv/planar_functions.h"
+#include "libyuv/scale.h"
+
+namespace stoker {
+
+absl::Status ReadFile(const std::string& path, std::vector<uint8_t>* buffer,
+                      const PathPolicy* policy) {
+  const UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) {
+    return absl::NotFoundError(
+        absl::StrCat("cannot open: ", std::strerror(errno)));
+  }
+  if (policy != nullptr) {
+    if (absl::Status allowed = policy->CheckOpen(fd.get()); !allowed.ok()) {
+      return allowed;
+    }
+  }
+  struct stat st;
+  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
+    return absl::InvalidArgumentError("not a regular file");
+  }
+  if (static_cast<uint64_t>(st.st_size) > kMaxFileBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "file is ", st.st_size, " bytes, above the limit of ", kMaxFileBytes));
+  }
+  buffer->resize(static_cast<size_t>(st.st_size));
+  size_t done = 0;
+  while (done < buffer->size()) {
+    const ssize_t n = ::pread(fd.get(), buffer->data() + done,
+                              buffer->size() - done, static_cast<off_t>(done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int err = n < 0 ? errno : 0;
+      return absl::DataLossError(
+          err ? absl::StrCat("read failed: ", std::strerror(err))
+              : "file shrank while being read");
+    }
+    done += static_cast<size_t>(n);
+  }
+  return absl::OkStatus();
+}
+
+uint8_t* ResampleToPlanes(const uint8_t* src, int stride, ImageSize src_size,
+                          ImageSize dst_size, Filter interpolation,
+                          std::vector<uint8_t>* scratch) {
+  const size_t src_plane = src_size.Pixels();
+  const size_t dst_plane = dst_size.Pixels();
+  // Source planes, destination planes, one spare plane for flipping.
+  scratch->resize(3 * src_plane + 4 * dst_plane);
+  uint8_t* s = scratch->data();
+  uint8_t* d = s + 3 * src_plane;
+  libyuv::SplitRGBPlane(src, stride, s, src_size.width, s + src_plane,
+                        src_size.width, s + 2 * src_plane, src_size.width,
+                        src_size.width, src_size.height);
+  const bool shrinking = dst_size.width < src_size.width ||
+                         dst_size.height < src_size.height;
+  const libyuv::FilterMode filter =
+      interpolation == Filter::kNearest ? libyuv::kFilterNone
+      : shrinking                              ? libyuv::kFilterBox
+                                               : libyuv::kFilterBilinear;
+  for (int c = 0; c < 3; ++c) {
+    libyuv::ScalePlane(s + c * src_plane, src_size.width, src_size.width,
+                       src_size.height, d + c * dst_plane, dst_size.width,
+                       dst_size.width, dst_size.height, filter);
+  }
+  return d;
+}
+
+uint16_t FloatToHalf(float value) {
+  // IEEE binary16, round to nearest even; no NaN can occur here.
+  uint32_t bits;
+  std::memcpy(&bits, &value, 4);
+  const uint32_t sign = (bits >> 16) & 0x8000;
+  const float magnitude = std::fabs(value);
+  if (magnitude >= 65520.0f) return static_cast<uint16_t>(sign | 0x7c00);
+  if (magnitude < 6.103515625e-05f) {  // subnormal half
+    return static_cast<uint16_t>(
+        sign | static_cast<uint32_t>(std::nearbyint(magnitude * 16777216.0f)));
+  }
+  std::memcpy(&bits, &magnitude, 4);
+  uint32_t mantissa = bits & 0x7fffff;
+  uint32_t exponent = (bits >> 23) - 112;
+  uint32_t half = (exponent << 10) | (mantissa >> 13);
+  const uint32_t rest = mantissa & 0x1fff;
+  if (rest > 0x1000 || (rest == 0x1000 && (half & 1))) ++half;
+  return static_cast<uint16_t>(sign | half);
+}
+
+void BuildValueTable(const Pipeline& pipeline, ValueTable* table) {
+  for (int c = 0; c < 3; ++c) {
+    for (int v = 0; v < 256; ++v) {
+      float x = v / 255.0f;
+      if (pipeline.normalize) x = (x - pipeline.mean[c]) / pipeline.std[c];
+      table->f32[c][v] = x;
+      table->f16[c][v] = FloatToHalf(x);
+    }
+  }
+}
+
+absl::Status SampleDecoder::Process(const std::string& path,
+                                    const Pipeline& pipeline, uint64_t key,
+                                    uint8_t* out) {
+  if (absl::Status read = ReadFile(path, &file_, policy_); !read.ok()) return read;
+  return ProcessBytes(file_, pipeline, key, out);
+}
+
+absl::Status SampleDecoder::ProcessBytes(std::span<const uint8_t> file,
+                                         const Pipeline& pipeline, uint64_t key,
+                                         uint8_t* out) {
+  DecodedRegion region;
+  auto plan = [&](const ImageSize& size) {
+    params_ = DrawSampleParams(pipeline, size, key);
+    return RegionRequest{params_.box, pipeline.output};
+  };
+  absl::Status decoded;
+  if (IsJpeg(file)) {
+    decoded = jpeg_.DecodeRegion(file, plan, &region_, &region);
+  } else if (IsPng(file)) {
+    decoded = png_.DecodeRegion(file, plan, &region_, &region);
+  } else {
+    decoded = absl::InvalidArgumentError(
+        file.empty() ? "empty file" : "not a JPEG or PNG file");
+  }
+  if (!decoded.ok()) return decoded;
+  uint8_t* planes =
+      ResampleToPlanes(region.data, region.stride, region.size,
+                       pipeline.output, pipeline.interpolation, &planes_);
+  if (params_.flip) {
+    const ImageSize o = pipeline.output;
+    uint8_t* spare = planes + 3 * o.Pixels();
+    for (int c = 0; c < 3; ++c) {
+      uint8_t* plane = planes + c * o.Pixels();
+      libyuv::MirrorPlane(plane, o.width, spare, o.width, o.width, o.height);
+      std::memcpy(plane, spare, o.Pixels());
+    }
+  }
+  if (pipeline.jitter()) {
+    ApplyJitter(planes, pipeline.output.Pixels(), params_.jitter);
+  }
+  WriteOutput(planes, pipeline, out);
+  return absl::OkStatus();
+}
+
+void SampleDecoder::WriteOutput(const uint8_t* planes, const Pipeline& p,
+                                uint8_t* out) {
+  const ImageSize o = p.output;
+  const size_t n = o.Pixels();
+  if (p.dtype == OutputDType::kUInt8) {
+    if (p.layout == OutputLayout::kNCHW) {
+      std::memcpy(out, planes, 3 * n);
+    } else {
+      libyuv::MergeRGBPlane(planes, o.width, planes + n, o.width,
+                            planes + 2 * n, o.width, out, o.width * 3,
+                            o.width, o.height);
+    }
+    return;
+  }
+  if (!table_valid_ || table_normalize_ != p.normalize ||
+      table_mean_ != p.mean || table_std_ != p.std) {
+    BuildValueTable(p, &table_);
+    table_valid_ = true;
+    table_normalize_ = p.normalize;
+    table_mean_ = p.mean;
+    table_std_ = p.std;
+  }
+  const bool nchw = p.layout == OutputLayout::kNCHW;
+  // out index of channel c, pixel i.
+  auto at = [&](int c, size_t i) { return nchw ? c * n + i : i * 3 + c; };
+  if (p.dtype == OutputDType::kFloat32) {
+    auto* f = reinterpret_cast<float*>(out);
+    for (int c = 0; c < 3; ++c) {
+      const float* lut = table_.f32[c];
+      const uint8_t* plane = planes + c * n;
+      for (size_t i = 0; i < n; ++i) f[at(c, i)] = lut[plane[i]];
+    }
+  } else {
+    auto* h = reinterpret_cast<uint16_t*>(out);
+    for (int c = 0; c < 3; ++c) {
+      const uint16_t* lut = table_.f16[c];
+      const uint8_t* plane = planes + c * n;
+      for (size_t i = 0; i < n; ++i) h[at(c, i)] = lut[plane[i]];
+    }
+  }
+}
+
+absl::Status SampleDecoder::DecodeTo(const std::string& path,
+                                     ImageSize out_size, uint8_t* out) {
+  Pipeline resize;
+  resize.output = resize.resized = out_size;
+  return Process(path, resize, 0, out);
+}
+
+}  // namespace stoker

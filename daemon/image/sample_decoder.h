@@ -1,0 +1,95 @@
+// SampleDecoder: the per-sample work of a worker thread. Reads one file
+// (JPEG or PNG, told apart by their first bytes), decodes the part of it the
+// sample's crop needs, resamples it to the
+// pipeline's output size, flips it if drawn, and writes it straight into its
+// row of a ring slot in the output dtype and layout.
+//
+// One per worker thread; owns reusable buffers, so the hot path allocates
+// only when an image is larger than any before it. Not thread-safe.
+#ifndef STOKER_DAEMON_IMAGE_SAMPLE_DECODER_H_
+#define STOKER_DAEMON_IMAGE_SAMPLE_DECODER_H_
+
+#include <array>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "daemon/image/jpeg_decoder.h"
+#include "daemon/os/path_policy.h"
+#include "daemon/image/pipeline.h"
+#include "daemon/image/png_decoder.h"
+
+namespace stoker {
+
+// Largest file a worker reads; larger ones are refused as corrupt input.
+inline constexpr uint64_t kMaxFileBytes = uint64_t{256} << 20;
+
+// Reads the whole of `path` into *buffer (resized to the file's size).
+// With a `policy`, a file that turns out to lie outside its roots (say, a
+// symlink to /etc) is PERMISSION_DENIED.
+absl::Status ReadFile(const std::string& path, std::vector<uint8_t>* buffer,
+                      const PathPolicy* policy = nullptr);
+
+// Resamples packed RGB pixels (`stride` bytes per row) to three planes of
+// dst_size (R, G, B), each plane area-averaged when shrinking and bilinear
+// when enlarging (kNearest: point sampling). libyuv's interleaved scalers
+// have no true box filter for non-integer ratios, hence planes. Returns the
+// first plane; the others follow, dst_size.Pixels() apart, in *scratch.
+uint8_t* ResampleToPlanes(const uint8_t* src, int stride, ImageSize src_size,
+                          ImageSize dst_size, Filter interpolation,
+                          std::vector<uint8_t>* scratch);
+
+// float32 / float16 output: (v / 255 - mean[c]) / std[c] for every byte v,
+// as a table per channel.
+struct ValueTable {
+  float f32[3][256];
+  uint16_t f16[3][256];
+};
+void BuildValueTable(const Pipeline& pipeline, ValueTable* table);
+uint16_t FloatToHalf(float value);
+
+class SampleDecoder {
+ public:
+  explicit SampleDecoder(DecodeLimits limits,
+                         const PathPolicy* policy = nullptr)
+      : jpeg_(limits), png_(limits), policy_(policy) {}
+
+  // Decodes `path` through `pipeline` with the random parameters of `key`
+  // (see SampleKey), writing pipeline.BytesPerImage() bytes to `out`.
+  // Errors say what was wrong with the file (not which file).
+  absl::Status Process(const std::string& path, const Pipeline& pipeline,
+                       uint64_t key, uint8_t* out);
+
+  // The same for the bytes of a file already in memory.
+  absl::Status ProcessBytes(std::span<const uint8_t> file,
+                            const Pipeline& pipeline, uint64_t key,
+                            uint8_t* out);
+
+  // Shorthand: `path` resized to out_size, RGB uint8 NHWC.
+  absl::Status DecodeTo(const std::string& path, ImageSize out_size,
+                        uint8_t* out);
+
+ private:
+  void WriteOutput(const uint8_t* planes, const Pipeline& pipeline,
+                   uint8_t* out);
+
+  JpegDecoder jpeg_;
+  PngDecoder png_;
+  SampleParams params_;
+  std::vector<uint8_t> file_;
+  std::vector<uint8_t> region_;
+  std::vector<uint8_t> planes_;
+  // The value table and the normalisation it was built for.
+  ValueTable table_;
+  bool table_valid_ = false;
+  bool table_normalize_ = false;
+  std::array<float, 3> table_mean_ = {};
+  std::array<float, 3> table_std_ = {};
+  const PathPolicy* const policy_;
+};
+
+}  // namespace stoker
+
+#endif  // STOKER_DAEMON_IMAGE_SAMPLE_DECODER_H_

@@ -1,0 +1,58 @@
+#include "daemon/jobs/epoch_order.h"
+
+#include <numeric>
+
+namespace stoker {
+
+std::vector<uint32_t> EpochPermutation(uint64_t seed, uint64_t epoch,
+                                       uint32_t num_samples, bool shuffle) {
+  std::vector<uint32_t> order(num_samples);
+  std::iota(order.begin(), order.end(), 0u);
+  if (!shuffle) return order;
+  const uint64_t key = Mix64(Mix64(seed) ^ (epoch * 0xd1b54a32d192ed03ull));
+  uint64_t counter = 0;
+  for (uint32_t i = num_samples; i > 1; --i) {
+    const auto j = static_cast<uint32_t>(UniformBelow(key, &counter, i));
+    std::swap(order[i - 1], order[j]);
+  }
+  return order;
+}
+
+uint64_t ShardSize(uint64_t n, const Sharding& s) {
+  const uint64_t w = s.world_size;
+  if (s.drop_tail && n % w != 0) return (n - w + w - 1) / w;  // ceil((n-w)/w)
+  return (n + w - 1) / w;
+}
+
+std::vector<uint32_t> Shard(const std::vector<uint32_t>& order,
+                            const Sharding& s) {
+  if (s.world_size == 1) return order;
+  const uint64_t per_rank = ShardSize(order.size(), s);
+  const uint64_t total = per_rank * s.world_size;
+  std::vector<uint32_t> shard;
+  shard.reserve(per_rank);
+  // Position i of the padded (or cut) order is order[i % n]: padding
+  // repeats the head of the order, as DistributedSampler does.
+  for (uint64_t i = s.rank; i < total; i += s.world_size) {
+    shard.push_back(order[i % order.size()]);
+  }
+  return shard;
+}
+
+uint64_t BatchPlan::batches_per_epoch() const {
+  if (drop_last_) return num_samples_ / batch_size_;
+  return (num_samples_ + batch_size_ - 1) / batch_size_;
+}
+
+uint32_t BatchPlan::BatchSize(uint64_t batch) const {
+  const uint64_t start = batch * batch_size_;
+  if (start >= num_samples_) return 0;
+  const uint64_t left = num_samples_ - start;
+  return left < batch_size_ ? static_cast<uint32_t>(left) : batch_size_;
+}
+
+uint64_t BatchPlan::samples_per_epoch() const {
+  return drop_last_ ? batches_per_epoch() * batch_size_ : num_samples_;
+}
+
+}  // namespace stoker

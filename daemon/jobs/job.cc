@@ -1,0 +1,412 @@
+#include "daemon/jobs/job.h"
+
+#include <algorithm>
+#include <limits>
+#include <set>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/batch_wire.h"
+#include "common/log.h"
+#include "common/status_macros.h"
+
+namespace stoker {
+
+absl::StatusOr<std::shared_ptr<Job>> Job::Create(
+    std::string id, JobConfig config, Dataset dataset,
+    std::string segment_name, mode_t segment_mode,
+    std::function<void()> on_work) {
+  const uint64_t per_rank = ShardSize(dataset.samples.size(), config.sharding);
+  const uint64_t per_epoch =
+      BatchPlan(per_rank, config.batch_size, config.drop_last)
+          .batches_per_epoch();
+  if (per_epoch == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "an epoch would hold no batch: ", per_rank,
+        " samples per rank (dataset of ", dataset.samples.size(),
+        ", world_size ", config.sharding.world_size, ") with batch_size ",
+        config.batch_size, " and drop_last"));
+  }
+  if (config.start_batch >= per_epoch) {
+    return absl::OutOfRangeError(absl::StrCat(
+        "start_batch ", config.start_batch, " is past an epoch of ", per_epoch,
+        " batches"));
+  }
+  if (config.epochs > 0 && config.start_epoch >= config.epochs) {
+    return absl::OutOfRangeError(absl::StrCat(
+        "start_epoch ", config.start_epoch, " is past the job's ",
+        config.epochs, " epochs"));
+  }
+  STOKER_ASSIGN_OR_RETURN(
+      auto ring, Ring::Create(std::move(segment_name), RingGeometryFor(config),
+                              segment_mode));
+  return std::shared_ptr<Job>(new Job(std::move(id), std::move(config),
+                                      std::move(dataset), std::move(ring),
+                                      std::move(on_work)));
+}
+
+Job::Job(std::string id, JobConfig config, Dataset dataset,
+         std::unique_ptr<Ring> ring, std::function<void()> on_work)
+    : id_(std::move(id)),
+      config_(std::move(config)),
+      dataset_(std::move(dataset)),
+      plan_(ShardSize(dataset_.samples.size(), config_.sharding),
+            config_.batch_size, config_.drop_last),
+      total_batches_(config_.epochs == 0
+                         ? std::numeric_limits<uint64_t>::max()
+                         : config_.epochs * plan_.batches_per_epoch()),
+      start_seq_(BatchSequence(config_.start_epoch, config_.start_batch,
+                               plan_.batches_per_epoch())),
+      geometry_(ring->geometry()),
+      segment_name_(ring->name()),
+      on_work_(std::move(on_work)),
+      ring_(std::move(ring)),
+      policy_(DeliveryPolicy::Create({.job_id = id_,
+                                      .sharing = config_.sharing,
+                                      .slots = config_.slots,
+                                      .batches_per_epoch =
+                                          plan_.batches_per_epoch(),
+                                      .start_seq = start_seq_,
+                                      .total_batches = total_batches_})),
+      // A resumed job starts where its predecessor's consumer stopped.
+      next_fill_seq_(start_seq_) {}
+
+const std::vector<uint32_t>& Job::Order(uint64_t epoch) {
+  auto it = orders_.find(epoch);
+  if (it != orders_.end()) return it->second;
+  // Keep the orders of epochs still being filled; drop older ones.
+  uint64_t oldest = epoch;
+  for (const Filling& f : filling_) {
+    oldest = std::min(oldest, f.seq / plan_.batches_per_epoch());
+  }
+  orders_.erase(orders_.begin(), orders_.lower_bound(oldest));
+  // Every rank draws the same order and takes its DistributedSampler share.
+  return orders_
+      .emplace(epoch,
+               Shard(EpochPermutation(
+                         config_.seed, epoch,
+                         static_cast<uint32_t>(dataset_.samples.size()),
+                         config_.shuffle),
+                     config_.sharding))
+      .first->second;
+}
+
+bool Job::StartBatch() {
+  if (next_fill_seq_ >= total_batches_) return false;
+  const std::optional<uint32_t> slot = ring_->FindFree();
+  if (!slot) return false;
+  const uint64_t seq = next_fill_seq_++;
+  const uint64_t epoch = seq / plan_.batches_per_epoch();
+  const uint64_t batch = seq % plan_.batches_per_epoch();
+  const uint32_t count = plan_.BatchSize(batch);
+  ring_->BeginFill(*slot, epoch, batch, count);
+  filling_.push_back({seq, *slot, count, 0, 0});
+  policy_->Started(seq);
+  return true;
+}
+
+Job::Filling* Job::OpenBatch() {
+  for (Filling& f : filling_) {
+    if (f.next_row < f.count) return &f;
+  }
+  if (!StartBatch()) return nullptr;
+  return &filling_.back();
+}
+
+bool Job::TakeTask(SampleTask* task) {
+  absl::MutexLock lock(&mu_);
+  if (phase_ != JobPhase::kRunning) return false;
+  Filling* open = OpenBatch();
+  if (open == nullptr) return false;
+  const uint64_t epoch = open->seq / plan_.batches_per_epoch();
+  const uint64_t batch = open->seq % plan_.batches_per_epoch();
+  const uint32_t row = open->next_row++;
+  const SlotLayout& layout = geometry_.slot;
+  uint8_t* data = ring_->SlotData(open->slot);
+  task->seq = open->seq;
+  task->epoch = epoch;
+  task->slot = open->slot;
+  task->row = row;
+  task->sample = Order(epoch)[batch * config_.batch_size + row];
+  task->image = data + layout.images_offset +
+                uint64_t{row} * config_.pipeline.BytesPerImage();
+  task->label = reinterpret_cast<int64_t*>(data + layout.labels_offset) + row;
+  task->index = reinterpret_cast<int64_t*>(data + layout.indices_offset) + row;
+  ++inflight_tasks_;
+  return true;
+}
+
+void Job::RecordError(uint32_t sample, std::string reason) {
+  // The first distinct failures are logged (one line each); the rest are
+  // only counted, so that a broken dataset cannot flood the journal.
+  const std::string& path = dataset_.samples[sample].path;
+  JobTally::ErrorLog log;
+  {
+    absl::MutexLock lock(&mu_);
+    log = stats_.RecordError(sample, path, reason);
+  }
+  if (log == JobTally::ErrorLog::kCountOnly) return;
+  spdlog::warn("job {}: {}: {}", id_, path, reason);
+  if (log == JobTally::ErrorLog::kLogLast) {
+    spdlog::warn("job {}: {} files failed; further failures are counted "
+                 "(stokerctl jobs), not logged",
+                 id_, JobTally::kMaxErrorRecords);
+  }
+}
+
+void Job::FinishTask(const SampleTask& task, const absl::Status& status) {
+  Wake wake;
+  {
+    absl::MutexLock lock(&mu_);
+    --inflight_tasks_;
+    if (phase_ != JobPhase::kRunning) {
+      MaybeFreeRing();
+      return;
+    }
+    if (!status.ok()) {
+      spdlog::error("job {}: failed: {}", id_, status.message());
+      Stop(JobPhase::kFailed, status);
+      wake.listeners = policy_->Listeners();
+    } else {
+      stats_.Decoded();
+      auto it = std::find_if(filling_.begin(), filling_.end(),
+                             [&](const Filling& f) { return f.seq == task.seq; });
+      if (it != filling_.end() && ++it->done_rows == it->count) {
+        ring_->Publish(it->slot);
+        policy_->Published(it->seq, it->slot);
+        filling_.erase(it);
+        wake.listeners = policy_->Listeners();
+      }
+    }
+  }
+  Notify(wake);
+}
+
+Demand Job::demand() const {
+  absl::MutexLock lock(&mu_);
+  if (!running()) return Demand::kNone;
+  bool room = false;
+  for (const Filling& f : filling_) room = room || f.next_row < f.count;
+  room = room || (next_fill_seq_ < total_batches_ && ring_->FindFree());
+  if (!room) return Demand::kNone;
+  return policy_->Starving() ? Demand::kWaiting : Demand::kPrefetch;
+}
+
+absl::Status Job::Attach(std::shared_ptr<JobListener> listener,
+                         const ConsumerIdentity& who, uint32_t credits,
+                         uint64_t* start) {
+  Wake wake;
+  {
+    absl::MutexLock lock(&mu_);
+    if (phase_ == JobPhase::kFinished) {
+      return absl::OutOfRangeError(absl::StrCat(
+          "job ", id_,
+          " has finished: every batch was delivered and released"));
+    }
+    if (phase_ != JobPhase::kRunning) return error_;
+    PolicyEffects effects;
+    STOKER_ASSIGN_OR_RETURN(
+        *start, policy_->Attach(std::move(listener), who, credits, &effects));
+    if (effects.wake_all) wake.listeners = policy_->Listeners();
+  }
+  Notify(wake);
+  return absl::OkStatus();
+}
+
+void Job::Detach(const JobListener* listener) {
+  Wake wake;
+  {
+    absl::MutexLock lock(&mu_);
+    PolicyEffects effects;
+    if (!policy_->Detach(listener, &effects) || !running()) return;
+    wake = Apply(effects);
+  }
+  wake.work = true;
+  Notify(wake);
+}
+
+void Job::ExpireLeases(absl::Time now, absl::Duration limit) {
+  Wake wake;
+  {
+    absl::MutexLock lock(&mu_);
+    if (!running()) return;
+    PolicyEffects effects;
+    policy_->ExpireLeases(now, limit, &effects);
+    if (effects.evicted.empty()) return;
+    Apply(effects);
+    wake.listeners = policy_->Listeners();
+  }
+  wake.work = true;
+  Notify(wake);
+}
+
+void Job::AddCredit(const JobListener* listener, uint32_t credits) {
+  absl::MutexLock lock(&mu_);
+  policy_->AddCredit(listener, credits);
+}
+
+void Job::Report(const JobListener* listener, const ConsumerReport& report) {
+  absl::MutexLock lock(&mu_);
+  policy_->Report(listener, report);
+}
+
+Delivery Job::NextDelivery(const JobListener* listener, Delivered* out,
+                           absl::Status* ended) {
+  Wake wake;
+  Delivery result;
+  {
+    absl::MutexLock lock(&mu_);
+    if (phase_ == JobPhase::kFailed || phase_ == JobPhase::kDeleted) {
+      *ended = error_;
+      return Delivery::kEnded;
+    }
+    Lease lease;
+    PolicyEffects effects;
+    result = policy_->Next(listener, phase_ == JobPhase::kFinished,
+                           absl::Now(), &lease, ended, &effects);
+    if (result == Delivery::kBatch) {
+      out->slot = lease.slot;
+      out->generation = ring_->generation(lease.slot);
+      out->epoch = lease.seq / plan_.batches_per_epoch();
+      out->batch = lease.seq % plan_.batches_per_epoch();
+      out->sample_count = plan_.BatchSize(out->batch);
+      stats_.Delivered(out->sample_count);
+    }
+    // Evicted consumers learn why; skipped or evicted batches free slots.
+    wake = Apply(effects);
+  }
+  Notify(wake);
+  return result;
+}
+
+absl::Status Job::Release(const JobListener* listener, uint32_t slot,
+                          uint64_t generation) {
+  Wake wake;
+  {
+    absl::MutexLock lock(&mu_);
+    // Releases racing the end of the job (deleted, failed, finished) or of
+    // this consumer (evicted) have nothing left to free: they are not the
+    // consumer's fault.
+    if (!running() || !policy_->IsActive(listener)) return absl::OkStatus();
+    if (slot >= ring_->slot_count()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "release.slot ", slot, " is out of range: the ring has ",
+          ring_->slot_count(), " slots"));
+    }
+    const uint64_t current = ring_->generation(slot);
+    if (generation != current) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "release of slot ", slot, " generation ", generation,
+          " is stale: the slot is at generation ", current));
+    }
+    PolicyEffects effects;
+    STOKER_RETURN_IF_ERROR(
+        policy_->Release(listener, slot, generation, &effects));
+    stats_.Released();
+    wake = Apply(effects);
+    // Partition consumers learn of the end only now (until the last release
+    // a batch may still come back to them).
+    const bool finished = phase_ == JobPhase::kFinished;
+    if (finished) wake.listeners = policy_->Listeners();
+    wake.work = !finished;
+  }
+  Notify(wake);
+  return absl::OkStatus();
+}
+
+Job::Wake Job::Apply(const PolicyEffects& effects) {
+  Wake wake;
+  wake.listeners = effects.wake_all ? policy_->Listeners() : effects.evicted;
+  wake.work = !effects.freed.empty();
+  for (uint32_t slot : effects.freed) {
+    if (phase_ != JobPhase::kRunning) break;
+    ring_->Free(slot);
+    if (start_seq_ + ++completed_ == total_batches_) {
+      spdlog::info("job {}: finished: all {} batches released", id_,
+                   total_batches_);
+      phase_ = JobPhase::kFinished;
+      MaybeFreeRing();
+    }
+  }
+  return wake;
+}
+
+void Job::Notify(const Wake& wake) {
+  for (const auto& listener : wake.listeners) listener->OnDeliverable();
+  if (wake.work) on_work_();
+}
+
+void Job::SampleRates(absl::Time now) {
+  absl::MutexLock lock(&mu_);
+  stats_.SampleRates(now);
+}
+
+void Job::Stop(JobPhase phase, const absl::Status& why) {
+  if (phase_ != JobPhase::kRunning) return;
+  phase_ = phase;
+  error_ = why;
+  filling_.clear();
+  if (ring_ != nullptr) ring_->Unlink();
+  MaybeFreeRing();
+}
+
+void Job::MaybeFreeRing() {
+  if (phase_ != JobPhase::kRunning && inflight_tasks_ == 0) ring_.reset();
+}
+
+void Job::End(const absl::Status& why) {
+  Wake wake;
+  {
+    absl::MutexLock lock(&mu_);
+    Stop(JobPhase::kDeleted, why);
+    wake.listeners = policy_->Listeners();
+  }
+  Notify(wake);
+}
+
+JobPhase Job::phase() const {
+  absl::MutexLock lock(&mu_);
+  return phase_;
+}
+
+absl::Status Job::error() const {
+  absl::MutexLock lock(&mu_);
+  return error_;
+}
+
+JobCounters Job::Counters() const {
+  absl::MutexLock lock(&mu_);
+  JobCounters c;
+  c.phase = phase_;
+  stats_.Fill(&c);
+  c.worker_busy_ns = worker_busy_ns_.load();
+  const auto& consumers = policy_->consumers();
+  if (ring_ != nullptr) {
+    c.filling_slots = ring_->CountInState(SlotState::kFilling);
+    std::set<uint32_t> leased;
+    for (const auto& [key, consumer] : consumers) {
+      for (const auto& [slot, seq] : consumer.leased) leased.insert(slot);
+    }
+    c.leased_slots = static_cast<uint32_t>(leased.size());
+    c.ready_slots =
+        static_cast<uint32_t>(policy_->published_count()) - c.leased_slots;
+  }
+  for (const auto& [key, consumer] : consumers) {
+    ConsumerCounters& out = c.consumers.emplace_back();
+    out.id = consumer.id;
+    out.name = consumer.who.name;
+    out.client = consumer.who.client;
+    out.delivered = consumer.delivered;
+    out.released = consumer.released;
+    out.skipped = consumer.skipped;
+    out.leased = static_cast<uint32_t>(consumer.leased.size());
+    out.lag = policy_->Lag(consumer);
+    out.reported = consumer.reported;
+    out.report = consumer.report;
+  }
+  std::sort(c.consumers.begin(), c.consumers.end(),
+            [](const auto& a, const auto& b) { return a.id < b.id; });
+  return c;
+}
+
+}  // namespace stoker

@@ -1,0 +1,190 @@
+#include "daemon/jobs/worker_pool.h"
+
+#include <time.h>
+
+#include <algorithm>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+
+namespace stoker {
+namespace {
+
+// With on_error=REPLACE, how many following samples a worker tries before it
+// gives up and fails the job (a dataset that is mostly unreadable).
+constexpr int kMaxReplacements = 16;
+
+// How far (in weighted worker nanoseconds) a job that comes back from idle
+// may be behind the others: enough for a prompt first batch, not enough to
+// starve them while it catches up.
+constexpr double kIdleCredit = 50e6;
+// How much a job whose consumer is waiting is preferred over one that only
+// prefetches: it goes first unless it already had this much more (weighted)
+// worker time, so waiting consumers are served promptly while the long-run
+// shares still follow the weights.
+constexpr double kWaitingBonus = 20e6;
+
+uint64_t ThreadCpuNanos() {
+  timespec ts;
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return uint64_t(ts.tv_sec) * 1'000'000'000 + uint64_t(ts.tv_nsec);
+}
+
+}  // namespace
+
+WorkerPool::WorkerPool(int threads, DecodeLimits limits,
+                       const PathPolicy* policy)
+    : limits_(limits), policy_(policy) {
+  threads_.reserve(threads);
+  for (int i = 0; i < threads; ++i) threads_.emplace_back([this] { Run(); });
+}
+
+WorkerPool::~WorkerPool() { Stop(); }
+
+void WorkerPool::Stop() {
+  {
+    absl::MutexLock lock(&mu_);
+    if (stop_) return;
+    stop_ = true;
+    wake_.SignalAll();
+  }
+  for (std::thread& t : threads_) t.join();
+}
+
+void WorkerPool::Add(std::shared_ptr<Job> job) {
+  absl::MutexLock lock(&mu_);
+  // A new job starts level with the others: no debt, no banked credit.
+  jobs_.push_back({std::move(job), clock_});
+  ++notifications_;
+  wake_.SignalAll();
+}
+
+void WorkerPool::Remove(const Job* job) {
+  absl::MutexLock lock(&mu_);
+  jobs_.erase(std::remove_if(jobs_.begin(), jobs_.end(),
+                             [job](const Entry& e) { return e.job.get() == job; }),
+              jobs_.end());
+}
+
+void WorkerPool::Notify() {
+  absl::MutexLock lock(&mu_);
+  ++notifications_;
+  wake_.SignalAll();
+}
+
+bool WorkerPool::NextTask(std::shared_ptr<Job>* job, SampleTask* task) {
+  // Rank the jobs that have work by account, waiting consumers first.
+  struct Candidate {
+    double key;
+    Entry* entry;
+  };
+  std::vector<Candidate> candidates;
+  candidates.reserve(jobs_.size());
+  for (Entry& e : jobs_) {
+    const Demand demand = e.job->demand();
+    if (demand == Demand::kNone) continue;
+    e.account = std::max(e.account, clock_ - kIdleCredit);
+    candidates.push_back(
+        {e.account - (demand == Demand::kWaiting ? kWaitingBonus : 0), &e});
+  }
+  std::sort(candidates.begin(), candidates.end(),
+            [](const Candidate& a, const Candidate& b) { return a.key < b.key; });
+  for (const Candidate& c : candidates) {
+    if (c.entry->job->TakeTask(task)) {
+      *job = c.entry->job;
+      clock_ = std::max(clock_, c.entry->account);
+      return true;
+    }
+  }
+  return false;
+}
+
+void WorkerPool::Charge(const Job* job, uint64_t ns) {
+  absl::MutexLock lock(&mu_);
+  for (Entry& e : jobs_) {
+    if (e.job.get() == job) {
+      e.account += static_cast<double>(ns) / job->config().weight;
+      return;
+    }
+  }
+}
+
+void WorkerPool::Run() {
+  SampleDecoder decoder(limits_, policy_);
+  for (;;) {
+    std::shared_ptr<Job> job;
+    SampleTask task;
+    {
+      absl::MutexLock lock(&mu_);
+      for (;;) {
+        if (stop_) return;
+        const uint64_t seen = notifications_;
+        if (NextTask(&job, &task)) break;
+        while (!stop_ && notifications_ == seen) wake_.Wait(&mu_);
+      }
+    }
+    // CPU time, not wall time: a worker preempted mid-sample does not
+    // charge its job for the time it did not run.
+    const uint64_t start = ThreadCpuNanos();
+    Process(*job, task, decoder);
+    const uint64_t ns = ThreadCpuNanos() - start;
+    busy_ns_.fetch_add(ns, std::memory_order_relaxed);
+    job->AddWorkerTime(ns);
+    Charge(job.get(), ns);
+  }
+}
+
+void WorkerPool::SampleRates(absl::Time now) {
+  absl::MutexLock lock(&rates_mu_);
+  busy_rate_.Record(now, static_cast<double>(busy_ns_.load()));
+  decoded_rate_.Record(now, static_cast<double>(samples_decoded_.load()));
+}
+
+double WorkerPool::busy_percent() const {
+  absl::MutexLock lock(&rates_mu_);
+  if (threads_.empty()) return 0;
+  // Busy nanoseconds per second, over all workers.
+  return std::min(100.0, busy_rate_.PerSecond() / 1e9 / threads_.size() * 100);
+}
+
+double WorkerPool::decoded_per_second() const {
+  absl::MutexLock lock(&rates_mu_);
+  return decoded_rate_.PerSecond();
+}
+
+void WorkerPool::Process(Job& job, const SampleTask& task,
+                         SampleDecoder& decoder) {
+  const Dataset& dataset = job.dataset();
+  const JobConfig& config = job.config();
+  uint32_t sample = task.sample;
+  absl::Status status;
+  for (int attempt = 0;; ++attempt) {
+    const Sample& s = dataset.samples[sample];
+    status = decoder.Process(s.path, config.pipeline,
+                             SampleKey(config.seed, task.epoch, sample),
+                             task.image);
+    if (status.ok()) {
+      *task.label = s.label;
+      *task.index = sample;
+      samples_decoded_.fetch_add(1, std::memory_order_relaxed);
+      break;
+    }
+    decode_errors_.fetch_add(1, std::memory_order_relaxed);
+    job.RecordError(sample, std::string(status.message()));
+    if (config.on_error == OnErrorPolicy::kFail ||
+        attempt + 1 >= kMaxReplacements) {
+      status = absl::DataLossError(absl::StrCat(
+          "cannot decode sample ", sample, " '", s.path,
+          "': ", status.message(),
+          config.on_error == OnErrorPolicy::kFail
+              ? " (on_error=FAIL)"
+              : " (and the samples after it; on_error=REPLACE gave up)"));
+      break;
+    }
+    // Deterministic replacement: the next sample in dataset order.
+    sample = static_cast<uint32_t>((sample + 1) % dataset.samples.size());
+  }
+  job.FinishTask(task, status);
+}
+
+}  // namespace stoker

@@ -1,0 +1,97 @@
+// WorkerPool: the daemon's decode threads, created once at start and shared by
+// every job for the daemon's whole life.
+//
+// Each worker takes one sample at a time. A job offers work only while it has
+// a free slot (or a slot being filled), so memory stays bounded by the rings
+// (backpressure). Among jobs with work, the job with the least weighted
+// worker time (decode time / weight, as in fair queueing) goes next, and a
+// job whose consumer waits with nothing to receive goes before one that only
+// prefetches (unless it is already kWaitingBonus ahead).
+// A job that had no work does not bank credit for the time it was idle: its
+// account is lifted to within kIdleCredit of the others when it returns.
+// Workers sleep when no job has work and are woken by Notify().
+//
+// Thread-safety: all methods are thread-safe. Lock order: mu_ before any
+// Job's lock.
+#ifndef STOKER_DAEMON_JOBS_WORKER_POOL_H_
+#define STOKER_DAEMON_JOBS_WORKER_POOL_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "daemon/jobs/job.h"
+#include "daemon/jobs/rate_meter.h"
+#include "daemon/image/sample_decoder.h"
+
+namespace stoker {
+
+class WorkerPool {
+ public:
+  // Workers read only files `policy` allows (nullptr: any); the policy
+  // must outlive the pool.
+  WorkerPool(int threads, DecodeLimits limits,
+             const PathPolicy* policy = nullptr);
+  ~WorkerPool();  // Stop()
+  WorkerPool(const WorkerPool&) = delete;
+  WorkerPool& operator=(const WorkerPool&) = delete;
+
+  void Add(std::shared_ptr<Job> job);
+  void Remove(const Job* job);
+  // Some job may have work now.
+  void Notify();
+  // Finishes the samples in progress and joins the threads.
+  void Stop();
+
+  int size() const { return static_cast<int>(threads_.size()); }
+  uint64_t samples_decoded() const { return samples_decoded_.load(); }
+  uint64_t decode_errors() const { return decode_errors_.load(); }
+  uint64_t busy_ns() const { return busy_ns_.load(); }
+
+  // Records busy time and samples for the rates below; about twice a second.
+  void SampleRates(absl::Time now);
+  // Over the last few seconds: share of worker time spent decoding (0..100),
+  // and samples decoded per second.
+  double busy_percent() const;
+  double decoded_per_second() const;
+
+ private:
+  struct Entry {
+    std::shared_ptr<Job> job;
+    double account = 0;  // worker nanoseconds spent on it / weight
+  };
+
+  void Run();
+  bool NextTask(std::shared_ptr<Job>* job, SampleTask* task)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Charge(const Job* job, uint64_t ns);
+  void Process(Job& job, const SampleTask& task, SampleDecoder& decoder);
+
+  const DecodeLimits limits_;
+  const PathPolicy* const policy_;
+  std::vector<std::thread> threads_;
+  std::atomic<uint64_t> samples_decoded_{0};
+  std::atomic<uint64_t> decode_errors_{0};
+  std::atomic<uint64_t> busy_ns_{0};
+
+  absl::Mutex mu_;
+  absl::CondVar wake_;
+  std::vector<Entry> jobs_ ABSL_GUARDED_BY(mu_);
+  // The account of the job last picked: what an idle job is lifted towards.
+  double clock_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t notifications_ ABSL_GUARDED_BY(mu_) = 0;
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+
+  mutable absl::Mutex rates_mu_;
+  RateMeter busy_rate_ ABSL_GUARDED_BY(rates_mu_);
+  RateMeter decoded_rate_ ABSL_GUARDED_BY(rates_mu_);
+};
+
+}  // namespace stoker
+
+#endif  // STOKER_DAEMON_JOBS_WORKER_POOL_H_

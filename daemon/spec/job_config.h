@@ -1,0 +1,75 @@
+// A job as the daemon runs it: the validated form of a JobSpec (see
+// job_spec.h for the validation), in plain types without protobuf or gRPC.
+#ifndef STOKER_DAEMON_SPEC_JOB_CONFIG_H_
+#define STOKER_DAEMON_SPEC_JOB_CONFIG_H_
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "common/ring_layout.h"
+#include "daemon/image/pipeline.h"
+
+namespace stoker {
+
+// The most consumers attached to one job at once.
+inline constexpr uint32_t kMaxConsumersPerJob = 64;
+
+enum class OnErrorPolicy { kReplace, kFail };
+enum class SharingMode { kExclusive, kBroadcast, kPartition };
+enum class OnLagPolicy { kDetach, kSkip };
+
+// This rank's share of the dataset, as DistributedSampler takes it (see
+// Shard in jobs/epoch_order.h).
+struct Sharding {
+  uint32_t rank = 0;
+  uint32_t world_size = 1;
+  bool drop_tail = false;
+};
+
+// How a job's batches are shared among its consumers (see SharingSpec in
+// loader.proto). Validated: max_lag is in [1, slots - 1] for broadcast.
+struct SharingConfig {
+  SharingMode mode = SharingMode::kExclusive;
+  uint32_t max_lag = 0;
+  OnLagPolicy on_lag = OnLagPolicy::kDetach;
+  uint32_t min_consumers = 1;
+};
+
+struct JobConfig {
+  std::string name;
+  std::string dataset_path;
+  uint32_t batch_size = 0;
+  uint32_t slots = 0;
+  Pipeline pipeline;  // what each image becomes, and in which dtype/layout
+  uint64_t seed = 0;
+  bool shuffle = true;
+  bool drop_last = false;
+  uint32_t epochs = 1;  // 0: until deleted
+  OnErrorPolicy on_error = OnErrorPolicy::kReplace;
+  Sharding sharding;
+  uint64_t start_epoch = 0;  // resume position
+  uint64_t start_batch = 0;
+  SharingConfig sharing;
+  uint32_t weight = 1;  // share of the worker pool
+  std::string owner;    // the client that created the job
+  uid_t owner_uid = static_cast<uid_t>(-1);  // its user, from the socket
+  std::string access_group;  // as asked for; resolved to access_gid
+  std::optional<gid_t> access_gid;
+};
+
+// Who may see a job: its owner, root, the daemon's own user, and members of
+// the job's access group (checked by MayAccess in api/peer.h).
+struct JobAccess {
+  uid_t owner_uid = static_cast<uid_t>(-1);
+  std::optional<gid_t> group;
+};
+
+// The ring a job of this config reserves.
+RingGeometry RingGeometryFor(const JobConfig& config);
+
+}  // namespace stoker
+
+#endif  // STOKER_DAEMON_SPEC_JOB_CONFIG_H_

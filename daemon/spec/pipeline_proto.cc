@@ -1,0 +1,349 @@
+#include "daemon/spec/pipeline_proto.h"
+
+#include <cmath>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+
+namespace stoker {
+namespace {
+
+constexpr uint32_t kMaxSide = 8192;
+
+class OpError {
+ public:
+  OpError(int index, const char* op) : prefix_(absl::StrCat("pipeline[", index, "].", op)) {}
+  absl::Status Bad(const std::string& field, const std::string& why) const {
+    return absl::InvalidArgumentError(absl::StrCat(prefix_, ".", field, " ", why));
+  }
+  absl::Status Side(const std::string& field, uint32_t v) const {
+    if (v >= 1 && v <= kMaxSide) return absl::OkStatus();
+    return Bad(field, absl::StrCat("must be in [1, ", kMaxSide, "], got ", v));
+  }
+
+ private:
+  std::string prefix_;
+};
+
+absl::StatusOr<Filter> ParseInterpolation(const OpError& e, int value) {
+  switch (value) {
+    case v1::INTERPOLATION_UNSPECIFIED:
+    case v1::INTERPOLATION_BILINEAR:
+      return Filter::kBilinear;
+    case v1::INTERPOLATION_NEAREST:
+      return Filter::kNearest;
+    default:
+      return e.Bad("interpolation", absl::StrCat("has unknown value ", value));
+  }
+}
+
+absl::Status ParseCrop(const OpError& e, const v1::RandomResizedCrop& op,
+                       Pipeline* p) {
+  if (auto s = e.Side("height", op.height()); !s.ok()) return s;
+  if (auto s = e.Side("width", op.width()); !s.ok()) return s;
+  p->geometry = Pipeline::Geometry::kRandomResizedCrop;
+  p->output = {int(op.width()), int(op.height())};
+  p->scale_min = op.has_scale_min() ? op.scale_min() : 0.08;
+  p->scale_max = op.has_scale_max() ? op.scale_max() : 1.0;
+  p->ratio_min = op.has_ratio_min() ? op.ratio_min() : 3.0 / 4.0;
+  p->ratio_max = op.has_ratio_max() ? op.ratio_max() : 4.0 / 3.0;
+  if (!(p->scale_min > 0 && p->scale_min <= 1)) {
+    return e.Bad("scale_min", absl::StrCat("must be in (0, 1], got ", p->scale_min));
+  }
+  if (!(p->scale_max >= p->scale_min && p->scale_max <= 1)) {
+    return e.Bad("scale_max", absl::StrCat("must be in [scale_min, 1], got ", p->scale_max));
+  }
+  if (!(p->ratio_min > 0 && p->ratio_min <= 100)) {
+    return e.Bad("ratio_min", absl::StrCat("must be in (0, 100], got ", p->ratio_min));
+  }
+  if (!(p->ratio_max >= p->ratio_min && p->ratio_max <= 100)) {
+    return e.Bad("ratio_max", absl::StrCat("must be in [ratio_min, 100], got ", p->ratio_max));
+  }
+  auto interpolation = ParseInterpolation(e, op.interpolation());
+  if (!interpolation.ok()) return interpolation.status();
+  p->interpolation = *interpolation;
+  return absl::OkStatus();
+}
+
+absl::Status ParseResize(const OpError& e, const v1::Resize& op, Pipeline* p) {
+  const bool by_side = op.shorter_side() != 0;
+  if (by_side == (op.height() != 0 || op.width() != 0)) {
+    return e.Bad("shorter_side", "or height and width: set exactly one of them");
+  }
+  if (by_side) {
+    if (auto s = e.Side("shorter_side", op.shorter_side()); !s.ok()) return s;
+    p->shorter_side = int(op.shorter_side());
+  } else {
+    if (auto s = e.Side("height", op.height()); !s.ok()) return s;
+    if (auto s = e.Side("width", op.width()); !s.ok()) return s;
+    p->resized = {int(op.width()), int(op.height())};
+    p->output = p->resized;
+  }
+  auto interpolation = ParseInterpolation(e, op.interpolation());
+  if (!interpolation.ok()) return interpolation.status();
+  p->interpolation = *interpolation;
+  return absl::OkStatus();
+}
+
+absl::Status ParseCenterCrop(const OpError& e, const v1::CenterCrop& op,
+                             Pipeline* p) {
+  if (auto s = e.Side("height", op.height()); !s.ok()) return s;
+  if (auto s = e.Side("width", op.width()); !s.ok()) return s;
+  const int h = int(op.height()), w = int(op.width());
+  const bool fits = p->shorter_side > 0
+                        ? h <= p->shorter_side && w <= p->shorter_side
+                        : h <= p->resized.height && w <= p->resized.width;
+  if (!fits) {
+    return e.Bad("height", "and width must fit inside the resized image");
+  }
+  p->center_crop = true;
+  p->output = {w, h};
+  return absl::OkStatus();
+}
+
+absl::Status ParseNormalize(const OpError& e, const v1::Normalize& op,
+                            Pipeline* p) {
+  if (op.mean_size() != 3) return e.Bad("mean", "needs 3 values (R, G, B)");
+  if (op.std_size() != 3) return e.Bad("std", "needs 3 values (R, G, B)");
+  for (int c = 0; c < 3; ++c) {
+    if (!(op.std(c) > 0) || !std::isfinite(op.std(c))) {
+      return e.Bad(absl::StrCat("std[", c, "]"), "must be > 0");
+    }
+    if (!std::isfinite(op.mean(c))) {
+      return e.Bad(absl::StrCat("mean[", c, "]"), "must be finite");
+    }
+    p->mean[c] = op.mean(c);
+    p->std[c] = op.std(c);
+  }
+  p->normalize = true;
+  return absl::OkStatus();
+}
+
+absl::Status ParseJitter(const OpError& e, const v1::ColorJitter& op,
+                         Pipeline* p) {
+  const float values[3] = {op.brightness(), op.contrast(), op.saturation()};
+  const char* names[3] = {"brightness", "contrast", "saturation"};
+  for (int i = 0; i < 3; ++i) {
+    if (!(values[i] >= 0 && values[i] <= 100)) {
+      return e.Bad(names[i], absl::StrCat("must be in [0, 100], got ", values[i]));
+    }
+  }
+  p->brightness = values[0];
+  p->contrast = values[1];
+  p->saturation = values[2];
+  if (!p->jitter()) return e.Bad("brightness", "contrast and saturation are all 0");
+  return absl::OkStatus();
+}
+
+// Position of each op kind in the accepted order.
+int Rank(v1::Op::KindCase kind) {
+  switch (kind) {
+    case v1::Op::kRandomResizedCrop:
+    case v1::Op::kResize:
+      return 0;
+    case v1::Op::kCenterCrop:
+      return 1;
+    case v1::Op::kRandomHorizontalFlip:
+      return 2;
+    case v1::Op::kColorJitter:
+      return 3;
+    case v1::Op::kNormalize:
+      return 4;
+    default:
+      return -1;
+  }
+}
+
+absl::Status ParseOps(const v1::JobSpec& spec, Pipeline* p) {
+  int last_rank = -1;
+  for (int i = 0; i < spec.pipeline_size(); ++i) {
+    const v1::Op& op = spec.pipeline(i);
+    const int rank = Rank(op.kind_case());
+    if (rank < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("pipeline[", i, "] names no known op"));
+    }
+    if (rank <= last_rank || (i == 0) != (rank == 0) ||
+        (op.has_center_crop() && spec.pipeline(0).has_random_resized_crop())) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "pipeline[", i, "]: impossible order; accepted: random_resized_crop "
+          "[random_horizontal_flip] [color_jitter] [normalize], or resize "
+          "[center_crop] [random_horizontal_flip] [color_jitter] [normalize]"));
+    }
+    last_rank = rank;
+    absl::Status status;
+    switch (op.kind_case()) {
+      case v1::Op::kRandomResizedCrop:
+        status = ParseCrop({i, "random_resized_crop"}, op.random_resized_crop(), p);
+        break;
+      case v1::Op::kResize:
+        status = ParseResize({i, "resize"}, op.resize(), p);
+        break;
+      case v1::Op::kCenterCrop:
+        status = ParseCenterCrop({i, "center_crop"}, op.center_crop(), p);
+        break;
+      case v1::Op::kRandomHorizontalFlip: {
+        const OpError e(i, "random_horizontal_flip");
+        p->flip_p = op.random_horizontal_flip().has_p()
+                        ? op.random_horizontal_flip().p() : 0.5;
+        if (!(p->flip_p >= 0 && p->flip_p <= 1)) {
+          status = e.Bad("p", absl::StrCat("must be in [0, 1], got ", p->flip_p));
+        }
+        break;
+      }
+      case v1::Op::kNormalize:
+        status = ParseNormalize({i, "normalize"}, op.normalize(), p);
+        break;
+      case v1::Op::kColorJitter:
+        status = ParseJitter({i, "color_jitter"}, op.color_jitter(), p);
+        break;
+      default:
+        break;
+    }
+    if (!status.ok()) return status;
+  }
+  if (p->shorter_side > 0 && !p->center_crop) {
+    return absl::InvalidArgumentError(
+        "pipeline[0].resize.shorter_side makes images of varying size: follow "
+        "it with center_crop");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ParseOutput(const v1::OutputSpec& out, Pipeline* p,
+                         bool have_ops) {
+  if (!have_ops) {
+    if (out.height() < 1 || out.height() > kMaxSide ||
+        out.width() < 1 || out.width() > kMaxSide) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "output.height and output.width must be in [1, ", kMaxSide,
+          "] when there is no pipeline, got ", out.height(), "x", out.width()));
+    }
+    p->resized = p->output = {int(out.width()), int(out.height())};
+  } else if ((out.height() != 0 && int(out.height()) != p->output.height) ||
+             (out.width() != 0 && int(out.width()) != p->output.width)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "output.height x output.width ", out.height(), "x", out.width(),
+        " differs from the pipeline's ", p->output.height, "x",
+        p->output.width, " (leave them 0)"));
+  }
+  switch (out.dtype()) {
+    case v1::DTYPE_UNSPECIFIED:
+    case v1::DTYPE_UINT8:
+      p->dtype = OutputDType::kUInt8;
+      break;
+    case v1::DTYPE_FLOAT32:
+      p->dtype = OutputDType::kFloat32;
+      break;
+    case v1::DTYPE_FLOAT16:
+      p->dtype = OutputDType::kFloat16;
+      break;
+    default:
+      return absl::InvalidArgumentError(
+          v1::DType_IsValid(out.dtype())
+              ? absl::StrCat("output.dtype ", v1::DType_Name(out.dtype()),
+                             " is not an image type (UINT8, FLOAT32, FLOAT16)")
+              : absl::StrCat("output.dtype: unknown value ", out.dtype()));
+  }
+  switch (out.layout()) {
+    case v1::LAYOUT_UNSPECIFIED:
+      p->layout = p->dtype == OutputDType::kUInt8 ? OutputLayout::kNHWC
+                                                  : OutputLayout::kNCHW;
+      break;
+    case v1::LAYOUT_NHWC:
+      p->layout = OutputLayout::kNHWC;
+      break;
+    case v1::LAYOUT_NCHW:
+      p->layout = OutputLayout::kNCHW;
+      break;
+    default:
+      return absl::InvalidArgumentError(
+          absl::StrCat("output.layout: unknown value ", out.layout()));
+  }
+  if (p->normalize && p->dtype == OutputDType::kUInt8) {
+    return absl::InvalidArgumentError(
+        "normalize needs output.dtype FLOAT32 or FLOAT16 (uint8 output is "
+        "meant to be normalised on the GPU)");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+
+absl::StatusOr<Pipeline> ParsePipeline(const v1::JobSpec& spec) {
+  Pipeline p;
+  if (absl::Status s = ParseOps(spec, &p); !s.ok()) return s;
+  if (absl::Status s = ParseOutput(spec.output(), &p, spec.pipeline_size() > 0);
+      !s.ok()) {
+    return s;
+  }
+  return p;
+}
+
+v1::DType ImageDTypeToProto(OutputDType dtype) {
+  switch (dtype) {
+    case OutputDType::kUInt8:
+      return v1::DTYPE_UINT8;
+    case OutputDType::kFloat16:
+      return v1::DTYPE_FLOAT16;
+    case OutputDType::kFloat32:
+      return v1::DTYPE_FLOAT32;
+  }
+  return v1::DTYPE_UNSPECIFIED;
+}
+
+void PipelineToProto(const Pipeline& p, v1::JobSpec* spec) {
+  spec->clear_pipeline();
+  const auto interpolation = p.interpolation == Filter::kNearest
+                                 ? v1::INTERPOLATION_NEAREST
+                                 : v1::INTERPOLATION_BILINEAR;
+  if (p.geometry == Pipeline::Geometry::kRandomResizedCrop) {
+    auto* op = spec->add_pipeline()->mutable_random_resized_crop();
+    op->set_height(p.output.height);
+    op->set_width(p.output.width);
+    op->set_scale_min(p.scale_min);
+    op->set_scale_max(p.scale_max);
+    op->set_ratio_min(p.ratio_min);
+    op->set_ratio_max(p.ratio_max);
+    op->set_interpolation(interpolation);
+  } else {
+    auto* op = spec->add_pipeline()->mutable_resize();
+    if (p.shorter_side > 0) {
+      op->set_shorter_side(p.shorter_side);
+    } else {
+      op->set_height(p.resized.height);
+      op->set_width(p.resized.width);
+    }
+    op->set_interpolation(interpolation);
+    if (p.center_crop) {
+      auto* crop = spec->add_pipeline()->mutable_center_crop();
+      crop->set_height(p.output.height);
+      crop->set_width(p.output.width);
+    }
+  }
+  if (p.flip_p > 0) {
+    spec->add_pipeline()->mutable_random_horizontal_flip()->set_p(p.flip_p);
+  }
+  if (p.jitter()) {
+    auto* op = spec->add_pipeline()->mutable_color_jitter();
+    op->set_brightness(p.brightness);
+    op->set_contrast(p.contrast);
+    op->set_saturation(p.saturation);
+  }
+  if (p.normalize) {
+    auto* op = spec->add_pipeline()->mutable_normalize();
+    for (int c = 0; c < 3; ++c) {
+      op->add_mean(p.mean[c]);
+      op->add_std(p.std[c]);
+    }
+  }
+  auto* out = spec->mutable_output();
+  out->set_height(p.output.height);
+  out->set_width(p.output.width);
+  out->set_dtype(ImageDTypeToProto(p.dtype));
+  out->set_layout(p.layout == OutputLayout::kNHWC ? v1::LAYOUT_NHWC
+                                                  : v1::LAYOUT_NCHW);
+}
+
+}  // namespace stoker
