@@ -52,7 +52,7 @@ void Libyuv(const Rgb& in, int w, int h, std::vector<uint8_t>* out,
             std::vector<uint8_t>* scratch) {
   uint8_t* planes = stoker::ResampleToPlanes(
       in.pixels.data(), in.width * 3, {in.width, in.height}, {w, h},
-      stoker::Filter::kBilinear, scratch);
+      stoker::Interpolation::kBilinear, scratch);
   out->resize(size_t(w) * h * 3);
   const size_t n = size_t(w) * h;
   libyuv::MergeRGBPlane(planes, w, planes + n, w, planes + 2 * n, w,

@@ -53,21 +53,24 @@ bool SameFile(std::string_view a, std::string_view b) {
 
 }  // namespace
 
-std::string HelpText(std::string_view usage, std::string_view main_file) {
-  std::vector<absl::CommandLineFlag*> own;
+std::string HelpText(std::string_view usage, std::string_view main_file,
+                     const std::vector<OwnFlag>& own) {
+  std::vector<OwnFlag> flags = own;
   for (const auto& [name, flag] : absl::GetAllFlags()) {
-    if (SameFile(flag->Filename(), main_file)) own.push_back(flag);
+    if (SameFile(flag->Filename(), main_file)) {
+      flags.push_back({std::string(flag->Name()), flag->DefaultValue(),
+                       flag->Help()});
+    }
   }
-  std::sort(own.begin(), own.end(), [](auto* a, auto* b) {
-    return a->Name() < b->Name();
-  });
+  std::sort(flags.begin(), flags.end(),
+            [](const auto& a, const auto& b) { return a.name < b.name; });
   std::string text = absl::StrCat("usage: ", std::string(usage), "\n");
-  if (!own.empty()) absl::StrAppend(&text, "\nFlags (default after =):\n");
-  for (const absl::CommandLineFlag* flag : own) {
-    std::string value = flag->DefaultValue();
-    if (value.empty()) value = "\"\"";
-    absl::StrAppend(&text, "  --", flag->Name(), "=", value, "\n",
-                    Indented(flag->Help()), "\n");
+  if (!flags.empty()) absl::StrAppend(&text, "\nFlags (default after =):\n");
+  for (const OwnFlag& flag : flags) {
+    const std::string value =
+        flag.default_value.empty() ? "\"\"" : flag.default_value;
+    absl::StrAppend(&text, "  --", flag.name, "=", value, "\n",
+                    Indented(flag.help), "\n");
   }
   absl::StrAppend(&text,
                   "\n--helpfull lists every flag, including the libraries'; "
@@ -75,8 +78,48 @@ std::string HelpText(std::string_view usage, std::string_view main_file) {
   return text;
 }
 
+absl::StatusOr<std::vector<std::pair<std::string, std::string>>> TakeFlags(
+    int* argc, char** argv,
+    const std::function<bool(std::string_view)>& is_own) {
+  std::vector<std::pair<std::string, std::string>> taken;
+  int kept = 1;
+  for (int i = 1; i < *argc; ++i) {
+    std::string_view arg = argv[i];
+    if (arg == "--") {  // the rest is positional
+      while (i < *argc) argv[kept++] = argv[i++];
+      break;
+    }
+    std::string_view name = arg;
+    if (name.starts_with('-')) name.remove_prefix(name.starts_with("--") ? 2 : 1);
+    const size_t equals = name.find('=');
+    if (!arg.starts_with('-') || !is_own(name.substr(0, equals))) {
+      argv[kept++] = argv[i];
+      continue;
+    }
+    if (equals != std::string_view::npos) {
+      taken.emplace_back(name.substr(0, equals), name.substr(equals + 1));
+    } else if (i + 1 < *argc) {
+      taken.emplace_back(name, argv[++i]);
+    } else {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--", std::string(name), " needs a value (--",
+                       std::string(name), "=VALUE)"));
+    }
+  }
+  *argc = kept;
+  argv[kept] = nullptr;
+  return taken;
+}
+
 std::vector<char*> ParseCommandLine(int argc, char** argv,
                                     std::string_view usage,
+                                    std::string_view main_file) {
+  return ParseCommandLine(argc, argv, usage, {}, main_file);
+}
+
+std::vector<char*> ParseCommandLine(int argc, char** argv,
+                                    std::string_view usage,
+                                    const std::vector<OwnFlag>& own,
                                     std::string_view main_file) {
   absl::SetProgramUsageMessage(std::string(usage));
   const std::string file(main_file);
@@ -95,7 +138,7 @@ std::vector<char*> ParseCommandLine(int argc, char** argv,
     const std::string_view arg = argv[i];
     if (arg == "--") break;
     if (IsHelpRequest(arg)) {
-      std::fputs(HelpText(usage, file).c_str(), stdout);
+      std::fputs(HelpText(usage, file, own).c_str(), stdout);
       std::exit(0);
     }
   }

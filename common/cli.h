@@ -13,9 +13,13 @@
 #ifndef STOKER_COMMON_CLI_H_
 #define STOKER_COMMON_CLI_H_
 
+#include <functional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
+
+#include "absl/status/statusor.h"
 
 namespace stoker {
 
@@ -26,9 +30,33 @@ std::vector<char*> ParseCommandLine(
     int argc, char** argv, std::string_view usage,
     std::string_view main_file = __builtin_FILE());
 
-// The help text: usage, then each flag defined in `main_file` as
-// "--name=default" and its description. Exposed for tests.
-std::string HelpText(std::string_view usage, std::string_view main_file);
+// A flag that the program reads itself, not through absl (stokerd's
+// settings, which come from one table): listed by --help like the others.
+struct OwnFlag {
+  std::string name;
+  std::string default_value;
+  std::string help;
+};
+// ParseCommandLine, with `own` flags listed by --help. The program must take
+// them out of argv before (see TakeFlags).
+std::vector<char*> ParseCommandLine(int argc, char** argv,
+                                    std::string_view usage,
+                                    const std::vector<OwnFlag>& own,
+                                    std::string_view main_file =
+                                        __builtin_FILE());
+
+// Removes from argv (compacting it, updating *argc) every flag whose name
+// `is_own` accepts, "--name=value", "-name=value" or "--name value", and
+// returns them as (name, value) in order. INVALID_ARGUMENT for such a flag
+// without a value.
+absl::StatusOr<std::vector<std::pair<std::string, std::string>>> TakeFlags(
+    int* argc, char** argv,
+    const std::function<bool(std::string_view)>& is_own);
+
+// The help text: usage, then each flag defined in `main_file` (and each of
+// `own`) as "--name=default" and its description. Exposed for tests.
+std::string HelpText(std::string_view usage, std::string_view main_file,
+                     const std::vector<OwnFlag>& own = {});
 
 }  // namespace stoker
 

@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include "absl/strings/ascii.h"
@@ -14,7 +15,8 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "common/naming.h"
-#include "daemon/os/byte_size.h"
+#include "common/check.h"
+#include "daemon/settings.h"
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/text_format.h"
 
@@ -70,17 +72,30 @@ absl::Status FieldError(const LoadedConfig& config, const std::string& field,
       absl::StrCat(where, ": ", field, ": ", problem));
 }
 
-absl::StatusOr<absl::Duration> ParseDurationField(const LoadedConfig& config,
-                                                  const std::string& field,
-                                                  const std::string& text) {
-  absl::Duration value;
-  if (!absl::ParseDuration(text, &value) || value < absl::ZeroDuration()) {
-    return FieldError(config, field,
-                      absl::StrCat("'", text,
-                                   "' is not a duration such as \"90s\", "
-                                   "\"10m\" or \"0\""));
+// The value of `field` in `message` as text (lists comma-separated), or
+// nothing if it is not set.
+std::optional<std::string> FieldText(const v1::DaemonConfig& message,
+                                     const FieldDescriptor* field) {
+  const Reflection* reflection = message.GetReflection();
+  if (field->is_repeated()) {
+    if (reflection->FieldSize(message, field) == 0) return std::nullopt;
+    std::vector<std::string> items;
+    for (int i = 0; i < reflection->FieldSize(message, field); ++i) {
+      items.push_back(reflection->GetRepeatedString(message, field, i));
+    }
+    return absl::StrJoin(items, ",");
   }
-  return value;
+  if (!reflection->HasField(message, field)) return std::nullopt;
+  switch (field->cpp_type()) {
+    case FieldDescriptor::CPPTYPE_INT32:
+      return absl::StrCat(reflection->GetInt32(message, field));
+    case FieldDescriptor::CPPTYPE_UINT32:
+      return absl::StrCat(reflection->GetUInt32(message, field));
+    case FieldDescriptor::CPPTYPE_UINT64:
+      return absl::StrCat(reflection->GetUInt64(message, field));
+    default:
+      return reflection->GetString(message, field);
+  }
 }
 
 // `line` with an unquoted value of a string field that starts with a digit
@@ -189,26 +204,18 @@ absl::Status ApplyFlagOverrides(
 }
 
 bool IsConfigField(const std::string& name) {
-  return v1::DaemonConfig::descriptor()->FindFieldByName(name) != nullptr;
+  return FindSetting(name) != nullptr;
 }
 
-std::string DescribeOptions(const DaemonOptions& o) {
-  return absl::StrCat(
-      "socket: ", o.target, "\nsocket_group: ", o.socket_group,
-      "\nworkers: ", o.workers, o.workers == 0 ? " (one per core but one)" : "",
-      "\nmax_image_pixels: ", o.max_image_pixels,
-      "\ndataset_roots: ", absl::StrJoin(o.dataset_roots, ","),
-      o.dataset_roots.empty() ? "(any but /proc, /sys, /dev)" : "",
-      "\nshm_budget: ", FormatByteSize(o.shm_budget_bytes),
-      "\nmax_jobs: ", o.max_jobs,
-      "\nmax_jobs_per_client: ", o.max_jobs_per_client,
-      "\nmax_leases_per_client: ", o.max_leases_per_client,
-      "\nlease_timeout: ", absl::FormatDuration(o.lease_timeout),
-      "\nkeepalive: ", absl::FormatDuration(o.keepalive),
-      "\nmetrics_address: ", o.metrics_address,
-      "\nlog_level: ", o.log_level,
-      "\n# rings: /dev/shm/", SegmentPrefix(SocketPathFromTarget(o.target)),
-      "*\n");
+std::string DescribeOptions(const DaemonOptions& options) {
+  std::string text;
+  for (const Setting& setting : Settings()) {
+    absl::StrAppend(&text, setting.name, ": ", Describe(setting, options),
+                    "\n");
+  }
+  absl::StrAppend(&text, "# rings: /dev/shm/",
+                  SegmentPrefix(SocketPathFromTarget(options.target)), "*\n");
+  return text;
 }
 
 std::vector<std::string> FlagNamesIn(int argc, char** argv) {
@@ -224,100 +231,18 @@ std::vector<std::string> FlagNamesIn(int argc, char** argv) {
 }
 
 absl::StatusOr<DaemonOptions> ToDaemonOptions(const LoadedConfig& loaded) {
-  const v1::DaemonConfig& c = loaded.config;
   DaemonOptions options;
-  if (c.has_socket()) {
-    absl::StatusOr<std::string> target = NormalizeSocketTarget(c.socket());
-    if (!target.ok()) {
-      return FieldError(loaded, "socket", std::string(target.status().message()));
+  const auto* descriptor = loaded.config.GetDescriptor();
+  for (const Setting& setting : Settings()) {
+    const FieldDescriptor* field =
+        descriptor->FindFieldByName(std::string(setting.name));
+    STOKER_CHECK(field != nullptr);  // a setting missing from config.proto
+    const std::optional<std::string> text = FieldText(loaded.config, field);
+    if (!text) continue;  // the default
+    if (absl::Status read = setting.parse(*text, &options); !read.ok()) {
+      return FieldError(loaded, std::string(setting.name),
+                        std::string(read.message()));
     }
-    options.target = *std::move(target);
-  }
-  if (c.has_socket_group()) options.socket_group = c.socket_group();
-  if (c.has_workers()) {
-    if (c.workers() < 0 || c.workers() > 1024) {
-      return FieldError(loaded, "workers",
-                        absl::StrCat(c.workers(),
-                                     " is not between 0 (one per core but "
-                                     "one) and 1024"));
-    }
-    options.workers = c.workers();
-  }
-  if (c.has_max_image_pixels()) {
-    if (c.max_image_pixels() == 0) {
-      return FieldError(loaded, "max_image_pixels", "must be above 0");
-    }
-    options.max_image_pixels = c.max_image_pixels();
-  }
-  options.dataset_roots.assign(c.dataset_roots().begin(),
-                               c.dataset_roots().end());
-  for (const std::string& root : options.dataset_roots) {
-    if (!root.starts_with('/')) {
-      return FieldError(loaded, "dataset_roots",
-                        absl::StrCat("'", root, "' is not an absolute path"));
-    }
-  }
-  if (c.has_shm_budget()) {
-    auto bytes = ParseByteSize(c.shm_budget());
-    if (!bytes.ok()) {
-      return FieldError(loaded, "shm_budget",
-                        std::string(bytes.status().message()));
-    }
-    options.shm_budget_bytes = *bytes;
-  }
-  if (c.has_max_jobs()) {
-    if (c.max_jobs() == 0) return FieldError(loaded, "max_jobs", "must be above 0");
-    options.max_jobs = c.max_jobs();
-  }
-  if (c.has_max_jobs_per_client()) {
-    if (c.max_jobs_per_client() == 0) {
-      return FieldError(loaded, "max_jobs_per_client", "must be above 0");
-    }
-    options.max_jobs_per_client = c.max_jobs_per_client();
-  }
-  if (c.has_max_leases_per_client()) {
-    if (c.max_leases_per_client() == 0) {
-      return FieldError(loaded, "max_leases_per_client", "must be above 0");
-    }
-    options.max_leases_per_client = c.max_leases_per_client();
-  }
-  if (c.has_lease_timeout()) {
-    auto value = ParseDurationField(loaded, "lease_timeout", c.lease_timeout());
-    if (!value.ok()) return value.status();
-    options.lease_timeout = *value;
-  }
-  if (c.has_keepalive()) {
-    auto value = ParseDurationField(loaded, "keepalive", c.keepalive());
-    if (!value.ok()) return value.status();
-    options.keepalive = *value;
-  }
-  if (c.has_metrics_address()) {
-    const std::string& address = c.metrics_address();
-    const size_t colon = address.rfind(':');
-    int port = 0;
-    if (!address.empty() &&
-        (colon == std::string::npos ||
-         !absl::SimpleAtoi(address.substr(colon + 1), &port) || port < 0 ||
-         port > 65535)) {
-      return FieldError(loaded, "metrics_address",
-                        absl::StrCat("'", address,
-                                     "' is not host:port such as "
-                                     "\"127.0.0.1:9464\""));
-    }
-    options.metrics_address = address;
-  }
-  if (c.has_log_level()) {
-    static constexpr std::string_view kLevels[] = {"trace", "debug", "info",
-                                                   "warn",  "error", "off"};
-    bool known = false;
-    for (std::string_view level : kLevels) known |= c.log_level() == level;
-    if (!known) {
-      return FieldError(loaded, "log_level",
-                        absl::StrCat("'", c.log_level(),
-                                     "' is not one of trace, debug, info, "
-                                     "warn, error, off"));
-    }
-    options.log_level = c.log_level();
   }
   return options;
 }

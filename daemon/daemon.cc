@@ -17,6 +17,7 @@
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
 #include "daemon/preflight.h"
+#include "daemon/settings.h"
 #include "daemon/api/ring_requests.h"
 #include "daemon/os/sd_notify.h"
 #include "daemon/shm/shm_segment.h"
@@ -114,6 +115,28 @@ absl::Status Daemon::Serve(const DaemonOptions& options) {
     options_ = options;
   }
   lease_timeout_ms_ = absl::ToInt64Milliseconds(options.lease_timeout);
+  RemoveLeftovers(options);
+  std::optional<gid_t> socket_group;
+  if (!options.socket_group.empty()) {
+    auto gid = ResolveGroup(options.socket_group);
+    if (!gid.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--socket_group: ", gid.status().message()));
+    }
+    socket_group = *gid;
+  }
+  const int workers = options.workers > 0 ? options.workers : DefaultWorkers();
+  STOKER_RETURN_IF_ERROR(BuildJobs(options, workers));
+  STOKER_ASSIGN_OR_RETURN(
+      listener_, Listener::Open(socket_path_, RingSocketPath(socket_path_),
+                                0660, socket_group, options.inherited_sockets));
+  STOKER_RETURN_IF_ERROR(StartMetrics(options));
+  STOKER_RETURN_IF_ERROR(StartServer(options));
+  LogStart(options, workers);
+  return absl::OkStatus();
+}
+
+void Daemon::RemoveLeftovers(const DaemonOptions& options) {
   // We hold the lock: whatever sits at our names belongs to a dead
   // predecessor (unless systemd holds them for us: socket activation).
   if (options.inherited_sockets.empty()) {
@@ -125,19 +148,12 @@ absl::Status Daemon::Serve(const DaemonOptions& options) {
                  "stokerd on {}",
                  removed, socket_path_);
   }
+}
+
+absl::Status Daemon::BuildJobs(const DaemonOptions& options, int workers) {
   STOKER_ASSIGN_OR_RETURN(PathPolicy paths,
                           PathPolicy::Create(options.dataset_roots));
   dataset_paths_ = std::make_unique<PathPolicy>(std::move(paths));
-  std::optional<gid_t> socket_group;
-  if (!options.socket_group.empty()) {
-    auto gid = ResolveGroup(options.socket_group);
-    if (!gid.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--socket_group: ", gid.status().message()));
-    }
-    socket_group = *gid;
-  }
-  const int workers = options.workers > 0 ? options.workers : DefaultWorkers();
   pool_ = std::make_unique<WorkerPool>(
       workers, DecodeLimits{.max_pixels = options.max_image_pixels},
       dataset_paths_.get());
@@ -155,38 +171,40 @@ absl::Status Daemon::Serve(const DaemonOptions& options) {
   service_ = std::make_unique<LoaderService>(registry_.get(), pool_.get(),
                                              consumers_.get(), limits_.get(),
                                              peers_.get());
-  rate_ticker_ = std::make_unique<Ticker>(
-      absl::Milliseconds(500),
-      [this] {
-        const absl::Time now = absl::Now();
-        const absl::Duration lease_timeout =
-            absl::Milliseconds(lease_timeout_ms_.load());
-        pool_->SampleRates(now);
-        for (const auto& job : registry_->List()) {
-          job->SampleRates(now);
-          if (lease_timeout > absl::ZeroDuration()) {
-            job->ExpireLeases(now, lease_timeout);
-          }
-        }
-      });
-  STOKER_ASSIGN_OR_RETURN(
-      listener_, Listener::Open(socket_path_, RingSocketPath(socket_path_),
-                                0660, socket_group, options.inherited_sockets));
-  if (!options.metrics_address.empty()) {
-    STOKER_ASSIGN_OR_RETURN(
-        metrics_, MetricsServer::Start(options.metrics_address, [this] {
-          v1::Stats stats;
-          CollectStats(*pool_, *registry_, started_, {}, &stats);
-          return stats;
-        }));
-    if (!options.metrics_address.starts_with("127.") &&
-        !options.metrics_address.starts_with("localhost:") &&
-        !options.metrics_address.starts_with("[::1]:")) {
-      spdlog::warn("metrics on {} are not limited to loopback: job names and "
-                   "ids are visible to whoever reaches that address",
-                   options.metrics_address);
+  rate_ticker_ = std::make_unique<Ticker>(absl::Milliseconds(500), [this] {
+    const absl::Time now = absl::Now();
+    const absl::Duration lease_timeout =
+        absl::Milliseconds(lease_timeout_ms_.load());
+    pool_->SampleRates(now);
+    for (const auto& job : registry_->List()) {
+      job->SampleRates(now);
+      if (lease_timeout > absl::ZeroDuration()) {
+        job->ExpireLeases(now, lease_timeout);
+      }
     }
+  });
+  return absl::OkStatus();
+}
+
+absl::Status Daemon::StartMetrics(const DaemonOptions& options) {
+  if (options.metrics_address.empty()) return absl::OkStatus();
+  STOKER_ASSIGN_OR_RETURN(
+      metrics_, MetricsServer::Start(options.metrics_address, [this] {
+        v1::Stats stats;
+        CollectStats(*pool_, *registry_, started_, {}, &stats);
+        return stats;
+      }));
+  if (!options.metrics_address.starts_with("127.") &&
+      !options.metrics_address.starts_with("localhost:") &&
+      !options.metrics_address.starts_with("[::1]:")) {
+    spdlog::warn("metrics on {} are not limited to loopback: job names and "
+                 "ids are visible to whoever reaches that address",
+                 options.metrics_address);
   }
+  return absl::OkStatus();
+}
+
+absl::Status Daemon::StartServer(const DaemonOptions& options) {
   // The standard grpc.health.v1 service: SERVING until stokerd drains.
   grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
@@ -211,6 +229,10 @@ absl::Status Daemon::Serve(const DaemonOptions& options) {
                        int fd, const PeerCredentials& credentials) {
                      ServeRingRequest(fd, credentials, *registry);
                    });
+  return absl::OkStatus();
+}
+
+void Daemon::LogStart(const DaemonOptions& options, int workers) {
   if (options.dataset_roots.empty()) {
     spdlog::warn("no --dataset_roots: clients may name any directory stokerd "
                  "can read (but /proc, /sys and /dev)");
@@ -234,7 +256,6 @@ absl::Status Daemon::Serve(const DaemonOptions& options) {
                      0, options.metrics_address.rfind(':')),
                  metrics_->port());
   }
-  return absl::OkStatus();
 }
 
 Daemon::~Daemon() { Shutdown(); }
@@ -253,74 +274,43 @@ bool Daemon::Responsive() {
 ReloadReport Daemon::Reconfigure(const DaemonOptions& next) {
   ReloadReport report;
   absl::MutexLock lock(&options_mu_);
-  DaemonOptions& now = options_;
-  const auto refuse = [&](const std::string& name, const std::string& was,
-                          const std::string& asked) {
-    if (was == asked) return;
-    report.refused.push_back(absl::StrCat(
-        name, " cannot change while stokerd runs: it stays '", was,
-        "' (the file asks for '", asked, "'); restart stokerd to apply it"));
-  };
-  const auto applied = [&](const std::string& name, const std::string& was,
-                           const std::string& is) {
-    report.applied.push_back(absl::StrCat(name, ": ", was, " -> ", is));
-  };
-  refuse("socket", now.target, next.target);
-  refuse("socket_group", now.socket_group, next.socket_group);
-  refuse("workers", absl::StrCat(now.workers), absl::StrCat(next.workers));
-  refuse("max_image_pixels", absl::StrCat(now.max_image_pixels),
-         absl::StrCat(next.max_image_pixels));
-  refuse("keepalive", absl::FormatDuration(now.keepalive),
-         absl::FormatDuration(next.keepalive));
-  refuse("metrics_address", now.metrics_address, next.metrics_address);
-
-  if (next.max_jobs != now.max_jobs) {
-    applied("max_jobs", absl::StrCat(now.max_jobs), absl::StrCat(next.max_jobs));
-  }
-  if (next.max_jobs_per_client != now.max_jobs_per_client) {
-    applied("max_jobs_per_client", absl::StrCat(now.max_jobs_per_client),
-            absl::StrCat(next.max_jobs_per_client));
-  }
-  if (next.shm_budget_bytes != now.shm_budget_bytes) {
-    applied("shm_budget", FormatByteSize(now.shm_budget_bytes),
-            FormatByteSize(next.shm_budget_bytes));
-  }
-  registry_->SetLimits(next.max_jobs, next.max_jobs_per_client,
-                       next.shm_budget_bytes);
-  now.max_jobs = next.max_jobs;
-  now.max_jobs_per_client = next.max_jobs_per_client;
-  now.shm_budget_bytes = next.shm_budget_bytes;
-  if (next.max_leases_per_client != now.max_leases_per_client) {
-    applied("max_leases_per_client", absl::StrCat(now.max_leases_per_client),
-            absl::StrCat(next.max_leases_per_client));
-    limits_->SetMax(next.max_leases_per_client);
-    now.max_leases_per_client = next.max_leases_per_client;
-  }
-  if (next.lease_timeout != now.lease_timeout) {
-    applied("lease_timeout", absl::FormatDuration(now.lease_timeout),
-            absl::FormatDuration(next.lease_timeout));
-    lease_timeout_ms_ = absl::ToInt64Milliseconds(next.lease_timeout);
-    now.lease_timeout = next.lease_timeout;
-  }
-  if (next.dataset_roots != now.dataset_roots) {
-    const std::string was = absl::StrJoin(now.dataset_roots, ",");
-    const std::string is = absl::StrJoin(next.dataset_roots, ",");
-    if (absl::Status set = dataset_paths_->SetRoots(next.dataset_roots);
-        set.ok()) {
-      applied("dataset_roots", was.empty() ? "(any)" : was,
-              is.empty() ? "(any)" : is);
-      now.dataset_roots = next.dataset_roots;
-    } else {
+  DaemonOptions updated = options_;
+  for (const Setting& setting : Settings()) {
+    const std::string was = Describe(setting, options_);
+    const std::string is = Describe(setting, next);
+    if (was == is) continue;
+    if (!setting.reloadable) {
       report.refused.push_back(absl::StrCat(
-          "dataset_roots stay '", was, "': ", set.message()));
+          setting.name, " cannot change while stokerd runs: it stays '", was,
+          "' (the file asks for '", is, "'); restart stokerd to apply it"));
+      continue;
+    }
+    // `next` was validated: its value reads back as it is.
+    (void)setting.parse(setting.show(next), &updated);
+    report.applied.push_back(absl::StrCat(setting.name, ": ", was, " -> ", is));
+  }
+  if (updated.dataset_roots != options_.dataset_roots) {
+    if (absl::Status set = dataset_paths_->SetRoots(updated.dataset_roots);
+        !set.ok()) {
+      std::erase_if(report.applied, [](const std::string& line) {
+        return line.starts_with("dataset_roots:");
+      });
+      report.refused.push_back(
+          absl::StrCat("dataset_roots stay '",
+                       Describe(*FindSetting("dataset_roots"), options_),
+                       "': ", set.message()));
+      updated.dataset_roots = options_.dataset_roots;
     }
   }
-  if (next.log_level != now.log_level) {
-    applied("log_level", now.log_level, next.log_level);
+  registry_->SetLimits(updated.max_jobs, updated.max_jobs_per_client,
+                       updated.shm_budget_bytes);
+  limits_->SetMax(updated.max_leases_per_client);
+  lease_timeout_ms_ = absl::ToInt64Milliseconds(updated.lease_timeout);
+  if (updated.log_level != options_.log_level) {
     spdlog::default_logger()->set_level(
-        spdlog::level::from_str(next.log_level));
-    now.log_level = next.log_level;
+        spdlog::level::from_str(updated.log_level));
   }
+  options_ = updated;
   return report;
 }
 

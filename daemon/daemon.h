@@ -77,6 +77,12 @@ class Daemon {
  private:
   Daemon(std::string socket_path, InstanceLock lock);
   absl::Status Serve(const DaemonOptions& options);
+  // The steps of Serve, in order.
+  void RemoveLeftovers(const DaemonOptions& options);
+  absl::Status BuildJobs(const DaemonOptions& options, int workers);
+  absl::Status StartMetrics(const DaemonOptions& options);
+  absl::Status StartServer(const DaemonOptions& options);
+  void LogStart(const DaemonOptions& options, int workers);
 
   const std::string socket_path_;
   const std::string segment_prefix_;

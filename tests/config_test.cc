@@ -2,7 +2,10 @@
 // flags overriding the file.
 #include <fstream>
 
+#include "absl/time/time.h"
+#include "common/cli.h"
 #include "daemon/config.h"
+#include "daemon/settings.h"
 #include "gtest/gtest.h"
 #include "tests/test_util.h"
 
@@ -167,6 +170,66 @@ TEST_F(ConfigTest, FlagNamesAreReadFromTheCommandLine) {
   EXPECT_EQ(names, (std::vector<std::string>{"workers", "max_jobs", "config"}));
   EXPECT_TRUE(IsConfigField("workers"));
   EXPECT_FALSE(IsConfigField("config"));
+}
+
+TEST_F(ConfigTest, TheSettingsTableAndConfigProtoHaveTheSameFields) {
+  const auto* descriptor = v1::DaemonConfig::descriptor();
+  ASSERT_EQ(static_cast<size_t>(descriptor->field_count()), Settings().size());
+  for (size_t i = 0; i < Settings().size(); ++i) {
+    // In the same order, so that --check_config lists them as the file does.
+    EXPECT_EQ(descriptor->field(static_cast<int>(i))->name(),
+              Settings()[i].name);
+  }
+}
+
+TEST_F(ConfigTest, EachSettingReadsBackWhatItShows) {
+  // Reload relies on it: a value shown by a row is read by the same row.
+  DaemonOptions options;
+  options.target = "unix:///tmp/x.sock";
+  options.workers = 3;
+  options.dataset_roots = {"/a", "/b"};
+  options.shm_budget_bytes = uint64_t{3} << 30;
+  options.lease_timeout = absl::Seconds(90);
+  options.metrics_address = "127.0.0.1:9464";
+  options.log_level = "warn";
+  for (const Setting& setting : Settings()) {
+    DaemonOptions read;
+    ASSERT_TRUE(setting.parse(setting.show(options), &read).ok())
+        << setting.name;
+    EXPECT_EQ(setting.show(read), setting.show(options)) << setting.name;
+    // And the default reads back as the default.
+    DaemonOptions fresh;
+    ASSERT_TRUE(setting.parse(DefaultText(setting), &fresh).ok())
+        << setting.name;
+    EXPECT_EQ(setting.show(fresh), DefaultText(setting)) << setting.name;
+  }
+}
+
+TEST_F(ConfigTest, SettingFlagsAreTakenOutOfTheCommandLine) {
+  char* argv[] = {const_cast<char*>("stokerd"), const_cast<char*>("--workers=3"),
+                  const_cast<char*>("-max_jobs"), const_cast<char*>("4"),
+                  const_cast<char*>("--config=/x"), const_cast<char*>("--"),
+                  const_cast<char*>("--socket=y"), nullptr};
+  int argc = 7;
+  auto taken = TakeFlags(&argc, argv, [](std::string_view name) {
+    return FindSetting(name) != nullptr;
+  });
+  ASSERT_TRUE(taken.ok()) << taken.status();
+  EXPECT_EQ(*taken, (std::vector<std::pair<std::string, std::string>>{
+                        {"workers", "3"}, {"max_jobs", "4"}}));
+  ASSERT_EQ(argc, 4);
+  EXPECT_STREQ(argv[1], "--config=/x");
+  EXPECT_STREQ(argv[2], "--");
+  EXPECT_STREQ(argv[3], "--socket=y");  // after "--": not a flag
+  EXPECT_EQ(argv[4], nullptr);
+
+  char* missing[] = {const_cast<char*>("stokerd"),
+                     const_cast<char*>("--workers"), nullptr};
+  argc = 2;
+  auto bad = TakeFlags(&argc, missing, [](std::string_view name) {
+    return FindSetting(name) != nullptr;
+  });
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace

@@ -28,7 +28,7 @@ TEST(ValidateJobSpec, AcceptsAValidSpecAndFillsDefaults) {
   auto config = ValidateJobSpec(ValidSpec());
   ASSERT_TRUE(config.ok()) << config.status();
   EXPECT_TRUE(config->shuffle);
-  EXPECT_EQ(config->on_error, OnErrorPolicy::kReplace);
+  EXPECT_EQ(config->on_error, OnError::kReplace);
   EXPECT_EQ(config->pipeline.output.width, 224);
   EXPECT_EQ(config->epochs, 0u);
 }

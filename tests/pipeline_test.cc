@@ -77,7 +77,7 @@ TEST(ParsePipeline, TrainingPipelineSetsSizeDefaultsAndLayout) {
   EXPECT_DOUBLE_EQ(p->ratio_max, 4.0 / 3.0);
   EXPECT_DOUBLE_EQ(p->flip_p, 0.5);
   EXPECT_TRUE(p->normalize);
-  EXPECT_EQ(p->layout, OutputLayout::kNCHW) << "float output defaults to NCHW";
+  EXPECT_EQ(p->layout, Layout::kNCHW) << "float output defaults to NCHW";
   EXPECT_EQ(p->BytesPerImage(), 224u * 224 * 3 * 4);
 }
 
@@ -86,7 +86,7 @@ TEST(ParsePipeline, EvaluationPipelineAndRoundTrip) {
   ASSERT_TRUE(p.ok()) << p.status();
   EXPECT_EQ(p->output.height, 224);
   EXPECT_EQ(p->output.width, 200);
-  EXPECT_EQ(p->layout, OutputLayout::kNHWC);
+  EXPECT_EQ(p->layout, Layout::kNHWC);
   v1::JobSpec back;
   PipelineToProto(*p, &back);
   auto again = ParsePipeline(back);

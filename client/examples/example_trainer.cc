@@ -104,18 +104,8 @@ int Fail(const absl::Status& status) {
   return 1;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // interleave sanely with logs
-  stoker::ParseCommandLine(
-      argc, argv,
-      "example_trainer --data=IMAGEFOLDER [--target=unix:///run/stoker/"
-      "stoker.sock] [--epochs=2] ...\n\n"
-      "A stand-in for a training loop fed by stokerd: creates a job, consumes "
-      "it and prints images/s.");
-  auto client = stoker::Client::Connect(absl::GetFlag(FLAGS_target));
-  if (!client.ok()) return Fail(client.status());
+// The job the flags describe.
+absl::StatusOr<stoker::JobSpec> SpecFromFlags() {
   const uint32_t size = absl::GetFlag(FLAGS_size);
   const std::string pipeline = absl::GetFlag(FLAGS_pipeline);
   stoker::JobSpec spec{.dataset_path = absl::GetFlag(FLAGS_data),
@@ -131,64 +121,97 @@ int main(int argc, char** argv) {
   } else if (pipeline == "eval") {
     spec.pipeline = stoker::EvalPipeline(size * 8 / 7, size);
   } else if (pipeline != "resize") {
-    return Fail(absl::InvalidArgumentError("--pipeline: train, eval or resize"));
+    return absl::InvalidArgumentError("--pipeline: train, eval or resize");
   }
-  auto job = (*client)->CreateJob(spec);
-  if (!job.ok()) return Fail(job.status());
-  std::printf("job %s: %lu samples in %zu classes, %lu batches per epoch, "
-              "%s pipeline to %ux%u\n",
-              job->id.c_str(), job->num_samples, job->class_names.size(),
-              job->batches_per_epoch, pipeline.c_str(), job->spec.height,
-              job->spec.width);
-  auto consumer = (*client)->Attach(job->id);
-  if (!consumer.ok()) return Fail(consumer.status());
-  auto gpu = MaybeGpu(**consumer, spec);
+  return spec;
+}
 
-  std::vector<EpochTally> epochs(spec.epochs);
-  uint64_t checksum = 0;
-  const Clock::time_point start = Clock::now();
+// Consumes every batch of the job, printing each epoch's rate.
+absl::Status Train(stoker::Consumer& consumer, uint64_t batches_per_epoch,
+                   GpuSink* gpu, std::vector<EpochTally>* epochs,
+                   uint64_t* checksum) {
   for (;;) {
-    absl::StatusOr<stoker::Batch> batch = (*consumer)->Next();
+    absl::StatusOr<stoker::Batch> batch = consumer.Next();
     if (absl::IsOutOfRange(batch.status())) break;
-    if (!batch.ok()) return Fail(batch.status());
+    if (!batch.ok()) return batch.status();
     const uint64_t epoch = batch->epoch();
     const uint64_t index = batch->index();
-    EpochTally& tally = epochs.at(epoch);
+    EpochTally& tally = epochs->at(epoch);
     tally.samples += batch->size();
     for (int64_t sample : batch->indices()) tally.distinct.insert(sample);
-    if (absl::Status step = TrainStep(*std::move(batch), gpu.get(), &checksum);
+    if (absl::Status step = TrainStep(*std::move(batch), gpu, checksum);
         !step.ok()) {
-      return Fail(step);
+      return step;
     }
-    if (index + 1 == job->batches_per_epoch) {
+    if (index + 1 == batches_per_epoch) {
       const double seconds =
           std::chrono::duration<double>(Clock::now() - tally.start).count();
       std::printf("epoch %lu: %lu samples (%zu distinct) in %.2f s, %.0f "
                   "images/s\n",
                   epoch, tally.samples, tally.distinct.size(), seconds,
                   tally.samples / seconds);
-      if (epoch + 1 < epochs.size()) epochs[epoch + 1].start = Clock::now();
+      if (epoch + 1 < epochs->size()) (*epochs)[epoch + 1].start = Clock::now();
     }
   }
-  if (gpu) {
-    if (auto s = gpu->copier->Drain(); !s.ok()) return Fail(s);
-  }
-  const double seconds =
-      std::chrono::duration<double>(Clock::now() - start).count();
+  if (gpu != nullptr) return gpu->copier->Drain();
+  return absl::OkStatus();
+}
+
+// The totals: images/s, and how much of the time went to waiting for data
+// (near 0, the loader keeps up; high, the input pipeline limits training).
+void Report(stoker::Client& client, const stoker::Consumer& consumer,
+            const std::vector<EpochTally>& epochs, double seconds,
+            bool gpu, uint64_t checksum) {
   uint64_t total = 0;
   for (const EpochTally& t : epochs) total += t.samples;
-  auto stats = (*client)->GetStats();
+  auto stats = client.GetStats();
   std::printf("total: %lu samples in %.2f s: %.0f images/s (%s, checksum %lu, "
               "decode errors %lu)\n",
               total, seconds, total / seconds, gpu ? "GPU copy" : "CPU read",
               checksum, stats.ok() ? stats->decode_errors : 0);
-  // How much of this trainer's time went to waiting for data: near 0, the
-  // loader keeps up; high, the input pipeline limits training.
-  const stoker::InputStats input = (*consumer)->input_stats();
+  const stoker::InputStats input = consumer.input_stats();
   std::printf("input-bound: %.0f%% (%.2f s waiting for batches, %.2f s in "
               "training steps); daemon workers %.0f%% busy\n",
               input.input_bound_percent, input.wait_seconds,
               input.step_seconds, stats.ok() ? stats->worker_busy_percent : 0);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // interleave sanely with logs
+  stoker::ParseCommandLine(
+      argc, argv,
+      "example_trainer --data=IMAGEFOLDER [--target=unix:///run/stoker/"
+      "stoker.sock] [--epochs=2] ...\n\n"
+      "A stand-in for a training loop fed by stokerd: creates a job, consumes "
+      "it and prints images/s.");
+  auto client = stoker::Client::Connect(absl::GetFlag(FLAGS_target));
+  if (!client.ok()) return Fail(client.status());
+  auto spec = SpecFromFlags();
+  if (!spec.ok()) return Fail(spec.status());
+  auto job = (*client)->CreateJob(*spec);
+  if (!job.ok()) return Fail(job.status());
+  std::printf("job %s: %lu samples in %zu classes, %lu batches per epoch, "
+              "%s pipeline to %ux%u\n",
+              job->id.c_str(), job->num_samples, job->class_names.size(),
+              job->batches_per_epoch, absl::GetFlag(FLAGS_pipeline).c_str(),
+              job->spec.height, job->spec.width);
+  auto consumer = (*client)->Attach(job->id);
+  if (!consumer.ok()) return Fail(consumer.status());
+  auto gpu = MaybeGpu(**consumer, *spec);
+
+  std::vector<EpochTally> epochs(spec->epochs);
+  uint64_t checksum = 0;
+  const Clock::time_point start = Clock::now();
+  if (absl::Status trained = Train(**consumer, job->batches_per_epoch,
+                                   gpu.get(), &epochs, &checksum);
+      !trained.ok()) {
+    return Fail(trained);
+  }
+  Report(**client, **consumer, epochs,
+         std::chrono::duration<double>(Clock::now() - start).count(),
+         gpu != nullptr, checksum);
   consumer->reset();
   if (auto deleted = (*client)->DeleteJob(job->id); !deleted.ok()) {
     return Fail(deleted);

@@ -4,6 +4,8 @@
 
 #include <chrono>
 #include <cstdio>
+#include <optional>
+#include <string>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -26,9 +28,8 @@ void Fail(const std::string& doing, const absl::Status& status) {
                 last == '.' || last == '?' ? "" : ".");
 }
 
-}  // namespace
-
-int Bench(const Options& options, const BenchOptions& bench) {
+// The job a bench runs; nullopt (after saying why) for an unknown pipeline.
+std::optional<JobSpec> BenchSpec(const BenchOptions& bench) {
   JobSpec spec{.dataset_path = bench.dataset,
                .batch_size = bench.batch_size,
                .slots = bench.slots,
@@ -42,17 +43,87 @@ int Bench(const Options& options, const BenchOptions& bench) {
     spec.pipeline = EvalPipeline(bench.size * 8 / 7, bench.size);
   } else if (bench.pipeline != "resize") {
     absl::FPrintF(stderr,
-                 "stokerctl: --pipeline must be train, eval or resize, not "
-                 "'%s'.\n",
-                 bench.pipeline);
-    return 2;
+                  "stokerctl: --pipeline must be train, eval or resize, not "
+                  "'%s'.\n",
+                  bench.pipeline);
+    return std::nullopt;
   }
+  return spec;
+}
+
+struct BenchResult {
+  uint64_t images = 0;
+  uint64_t batches = 0;
+  double seconds = 0;
+  absl::Status failure;
+};
+
+// Reads batches for bench.duration (or bench.max_batches), drawing a
+// progress bar on a terminal.
+BenchResult ReadBatches(Consumer& consumer, const BenchOptions& bench,
+                        bool terminal) {
+  BenchResult result;
+  const auto start = std::chrono::steady_clock::now();
+  const auto seconds_since = [&start] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                         start)
+        .count();
+  };
+  const double limit = absl::ToDoubleSeconds(bench.duration);
+  double last_draw = -1;
+  while (seconds_since() < limit &&
+         (bench.max_batches == 0 || result.batches < bench.max_batches)) {
+    absl::StatusOr<Batch> batch = consumer.Next();
+    if (!batch.ok()) {
+      result.failure = batch.status();
+      break;
+    }
+    result.images += batch->size();
+    ++result.batches;
+    const double now = seconds_since();
+    if (terminal && now - last_draw >= 0.2) {
+      last_draw = now;
+      const double done =
+          bench.max_batches > 0
+              ? double(result.batches) / double(bench.max_batches)
+              : now / limit;
+      absl::FPrintF(stderr, "\r%s %5.1fs %8.0f images/s",
+                    ProgressBar(done, 30), now, result.images / now);
+    }
+  }
+  result.seconds = seconds_since();
+  if (terminal) absl::FPrintF(stderr, "\r%s\r", std::string(60, ' '));
+  return result;
+}
+
+void PrintResult(const BenchOptions& bench, const BenchResult& r, bool json) {
+  const double rate = r.seconds > 0 ? r.images / r.seconds : 0;
+  if (json) {
+    absl::PrintF(
+        "{\"dataset\":%s,\"images\":%d,\"batches\":%d,\"seconds\":%.3f,"
+        "\"images_per_second\":%.1f,\"batch_size\":%d,\"size\":%d,"
+        "\"pipeline\":\"%s\"}\n",
+        JsonString(bench.dataset), r.images, r.batches, r.seconds, rate,
+        bench.batch_size, bench.size, bench.pipeline);
+  } else {
+    absl::PrintF("%d images in %d batches of %d (%dx%d, %s) in %.1f s: %.0f "
+                 "images/s\n",
+                 r.images, r.batches, bench.batch_size, bench.size, bench.size,
+                 bench.pipeline, r.seconds, rate);
+  }
+}
+
+}  // namespace
+
+int Bench(const Options& options, const BenchOptions& bench) {
+  const std::optional<JobSpec> spec = BenchSpec(bench);
+  if (!spec) return 2;
   auto client = Client::Connect(options.target);
   if (!client.ok()) {
     Fail("reach stokerd at " + options.target, client.status());
     return 1;
   }
-  auto job = (*client)->CreateJob(spec);
+  auto job = (*client)->CreateJob(*spec);
   if (!job.ok()) {
     Fail("start a job on " + bench.dataset, job.status());
     return 1;
@@ -64,58 +135,15 @@ int Bench(const Options& options, const BenchOptions& bench) {
     return 1;
   }
   const bool terminal = ::isatty(STDERR_FILENO) == 1 && !options.json;
-  const auto start = std::chrono::steady_clock::now();
-  const auto seconds_since = [&start] {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                         start)
-        .count();
-  };
-  const double limit = absl::ToDoubleSeconds(bench.duration);
-  uint64_t images = 0;
-  uint64_t batches = 0;
-  double last_draw = -1;
-  absl::Status failure;
-  while (seconds_since() < limit &&
-         (bench.max_batches == 0 || batches < bench.max_batches)) {
-    absl::StatusOr<Batch> batch = (*consumer)->Next();
-    if (!batch.ok()) {
-      failure = batch.status();
-      break;
-    }
-    images += batch->size();
-    ++batches;
-    const double now = seconds_since();
-    if (terminal && now - last_draw >= 0.2) {
-      last_draw = now;
-      const double done = bench.max_batches > 0
-                              ? double(batches) / double(bench.max_batches)
-                              : now / limit;
-      absl::FPrintF(stderr, "\r%s %5.1fs %8.0f images/s",
-                   ProgressBar(done, 30), now, images / now);
-    }
-  }
-  const double elapsed = seconds_since();
-  if (terminal) absl::FPrintF(stderr, "\r%s\r", std::string(60, ' '));
+  const BenchResult result = ReadBatches(**consumer, bench, terminal);
   consumer->reset();
   (void)(*client)->DeleteJob(job->id);
-  if (!failure.ok()) {
-    Fail(absl::StrFormat("read batch %d of job %s", batches, job->id), failure);
+  if (!result.failure.ok()) {
+    Fail(absl::StrFormat("read batch %d of job %s", result.batches, job->id),
+         result.failure);
     return 1;
   }
-  const double rate = elapsed > 0 ? images / elapsed : 0;
-  if (options.json) {
-    absl::PrintF(
-        "{\"dataset\":%s,\"images\":%d,\"batches\":%d,\"seconds\":%.3f,"
-        "\"images_per_second\":%.1f,\"batch_size\":%d,\"size\":%d,"
-        "\"pipeline\":\"%s\"}\n",
-        JsonString(bench.dataset), images, batches, elapsed, rate,
-        bench.batch_size, bench.size, bench.pipeline);
-  } else {
-    absl::PrintF("%d images in %d batches of %d (%dx%d, %s) in %.1f s: %.0f "
-                "images/s\n",
-                images, batches, bench.batch_size, bench.size, bench.size,
-                bench.pipeline, elapsed, rate);
-  }
+  PrintResult(bench, result, options.json);
   return 0;
 }
 

@@ -9,14 +9,13 @@
 namespace stoker {
 namespace {
 
-v1::JobState StateOf(JobPhase phase) {
-  switch (phase) {
-    case JobPhase::kRunning:
+v1::JobState StateOf(JobState state) {
+  switch (state) {
+    case JobState::kRunning:
       return v1::JOB_STATE_RUNNING;
-    case JobPhase::kFinished:
+    case JobState::kFinished:
       return v1::JOB_STATE_FINISHED;
-    case JobPhase::kFailed:
-    case JobPhase::kDeleted:
+    case JobState::kFailed:
       return v1::JOB_STATE_FAILED;
   }
   return v1::JOB_STATE_UNSPECIFIED;
@@ -45,9 +44,9 @@ double InputBoundPercent(uint64_t wait_us, uint64_t step_us) {
 void JobToProto(const Job& job, v1::Job* out) {
   out->set_id(job.id());
   *out->mutable_spec() = EffectiveSpec(job.config());
-  const JobPhase phase = job.phase();
-  out->set_state(StateOf(phase));
-  if (phase == JobPhase::kFailed || phase == JobPhase::kDeleted) {
+  const JobState state = job.state();
+  out->set_state(StateOf(state));
+  if (state == JobState::kFailed) {
     out->set_error(std::string(job.error().message()));
   }
   out->set_num_samples(job.dataset().samples.size());
@@ -67,7 +66,7 @@ void CountersToProto(const Job& job, const JobCounters& c, v1::JobStats* out) {
   out->set_job_id(job.id());
   out->set_name(job.config().name);
   out->set_owner(job.config().owner);
-  out->set_state(StateOf(c.phase));
+  out->set_state(StateOf(c.state));
   out->set_samples_decoded(c.samples_decoded);
   out->set_batches_delivered(c.batches_delivered);
   out->set_batches_released(c.batches_released);
@@ -130,7 +129,7 @@ void DeliveredToHandle(const Job& job, const Delivered& batch,
   const int64_t w = p.output.width;
   const v1::DType dtype = ImageDTypeToProto(p.dtype);
   const uint64_t image_bytes = n * p.BytesPerImage();
-  if (p.layout == OutputLayout::kNHWC) {
+  if (p.layout == Layout::kNHWC) {
     AddTensor(kImagesTensor, dtype, {n, h, w, kImageChannels},
               base + g.slot.images_offset, image_bytes, out)
         ->set_layout(v1::LAYOUT_NHWC);

@@ -84,6 +84,44 @@ int ChooseScale(const Region& region, const ImageSize& target) {
   return 1;
 }
 
+// The decoded rows of a region, in a buffer that starts at a block boundary.
+struct ScaledRegion {
+  size_t offset;  // of the region's first pixel
+  int stride;
+  ImageSize size;
+};
+
+// Reads region `r` (in source pixels) at scale 1/`d` into *buffer, after
+// jpeg_start_decompress. Plain locals only: libjpeg's errors longjmp out
+// of here to DecodeRegion.
+ScaledRegion ReadRegion(jpeg_decompress_struct* cinfo, const Region& r, int d,
+                        bool cmyk, std::vector<uint8_t>* buffer) {
+  // The region in scaled pixels.
+  const int x0 = r.x / d, y0 = r.y / d;
+  const int x1 = std::min<int>((r.x + r.width + d - 1) / d, cinfo->output_width);
+  const int y1 = std::min<int>((r.y + r.height + d - 1) / d, cinfo->output_height);
+  JDIMENSION crop_x = x0, crop_width = x1 - x0;
+  if (crop_width < cinfo->output_width) {
+    // Widens to block boundaries: crop_x moves left, crop_width grows.
+    jpeg_crop_scanline(cinfo, &crop_x, &crop_width);
+  }
+  const size_t stride = size_t(crop_width) * 3;
+  // CMYK rows go through a 4-byte-per-pixel row at the end of the buffer.
+  buffer->resize(stride * (y1 - y0) + (cmyk ? size_t(crop_width) * 4 : 0));
+  uint8_t* cmyk_row = buffer->data() + stride * (y1 - y0);
+  if (y0 > 0) jpeg_skip_scanlines(cinfo, y0);
+  for (int row = 0; row < y1 - y0; ++row) {
+    JSAMPROW line = cmyk ? cmyk_row : buffer->data() + row * stride;
+    jpeg_read_scanlines(cinfo, &line, 1);
+    if (cmyk) {
+      CmykToRgb(cmyk_row, crop_width, cinfo->saw_Adobe_marker,
+                buffer->data() + row * stride);
+    }
+  }
+  return {size_t(x0 - crop_x) * 3, static_cast<int>(stride),
+          {x1 - x0, y1 - y0}};
+}
+
 }  // namespace
 
 absl::Status JpegDecoder::DecodeRegion(
@@ -121,36 +159,15 @@ absl::Status JpegDecoder::DecodeRegion(
   cinfo->out_color_space = cmyk ? JCS_CMYK : JCS_EXT_RGB;
   cinfo->dct_method = JDCT_ISLOW;
   jpeg_start_decompress(cinfo);
-  // The region in scaled pixels.
-  const int x0 = r.x / d, y0 = r.y / d;
-  const int x1 = std::min<int>((r.x + r.width + d - 1) / d, cinfo->output_width);
-  const int y1 = std::min<int>((r.y + r.height + d - 1) / d, cinfo->output_height);
-  JDIMENSION crop_x = x0, crop_width = x1 - x0;
-  if (crop_width < cinfo->output_width) {
-    // Widens to block boundaries: crop_x moves left, crop_width grows.
-    jpeg_crop_scanline(cinfo, &crop_x, &crop_width);
-  }
-  const size_t stride = size_t(crop_width) * 3;
-  // CMYK rows go through a 4-byte-per-pixel row at the end of the buffer.
-  buffer->resize(stride * (y1 - y0) + (cmyk ? size_t(crop_width) * 4 : 0));
-  uint8_t* cmyk_row = buffer->data() + stride * (y1 - y0);
-  if (y0 > 0) jpeg_skip_scanlines(cinfo, y0);
-  for (int row = 0; row < y1 - y0; ++row) {
-    JSAMPROW line = cmyk ? cmyk_row : buffer->data() + row * stride;
-    jpeg_read_scanlines(cinfo, &line, 1);
-    if (cmyk) {
-      CmykToRgb(cmyk_row, crop_width, cinfo->saw_Adobe_marker,
-                buffer->data() + row * stride);
-    }
-  }
+  const ScaledRegion scaled = ReadRegion(cinfo, r, d, cmyk, buffer);
   jpeg_abort_decompress(cinfo);  // the rows below the region are not needed
   if (s->warned) {
     return absl::InvalidArgumentError(
         absl::StrCat("corrupt JPEG data: ", s->message));
   }
-  out->data = buffer->data() + size_t(x0 - crop_x) * 3;
-  out->stride = static_cast<int>(stride);
-  out->size = {x1 - x0, y1 - y0};
+  out->data = buffer->data() + scaled.offset;
+  out->stride = scaled.stride;
+  out->size = scaled.size;
   out->scale_denom = d;
   return absl::OkStatus();
 }

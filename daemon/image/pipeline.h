@@ -11,12 +11,9 @@
 
 #include "daemon/image/color_jitter.h"
 #include "daemon/image/jpeg_decoder.h"
+#include "stoker/vocabulary.h"  // Interpolation, DType, Layout
 
 namespace stoker {
-
-enum class Filter { kBilinear, kNearest };
-enum class OutputDType { kUInt8, kFloat32, kFloat16 };
-enum class OutputLayout { kNHWC, kNCHW };
 
 struct Pipeline {
   enum class Geometry {
@@ -25,7 +22,7 @@ struct Pipeline {
   };
   Geometry geometry = Geometry::kResize;
   ImageSize output;  // what every image becomes
-  Filter interpolation = Filter::kBilinear;
+  Interpolation interpolation = Interpolation::kBilinear;
   // kRandomResizedCrop.
   double scale_min = 0.08;
   double scale_max = 1.0;
@@ -45,11 +42,11 @@ struct Pipeline {
   bool normalize = false;
   std::array<float, 3> mean = {0, 0, 0};
   std::array<float, 3> std = {1, 1, 1};
-  OutputDType dtype = OutputDType::kUInt8;
-  OutputLayout layout = OutputLayout::kNHWC;
+  DType dtype = DType::kUInt8;
+  Layout layout = Layout::kNHWC;
 
-  int BytesPerValue() const { return dtype == OutputDType::kUInt8 ? 1
-                                     : dtype == OutputDType::kFloat16 ? 2 : 4; }
+  int BytesPerValue() const { return dtype == DType::kUInt8 ? 1
+                                     : dtype == DType::kFloat16 ? 2 : 4; }
   uint64_t BytesPerImage() const {
     return output.Pixels() * 3 * BytesPerValue();
   }

@@ -53,7 +53,7 @@ absl::Status ReadFile(const std::string& path, std::vector<uint8_t>* buffer,
 }
 
 uint8_t* ResampleToPlanes(const uint8_t* src, int stride, ImageSize src_size,
-                          ImageSize dst_size, Filter interpolation,
+                          ImageSize dst_size, Interpolation interpolation,
                           std::vector<uint8_t>* scratch) {
   const size_t src_plane = src_size.Pixels();
   const size_t dst_plane = dst_size.Pixels();
@@ -67,7 +67,7 @@ uint8_t* ResampleToPlanes(const uint8_t* src, int stride, ImageSize src_size,
   const bool shrinking = dst_size.width < src_size.width ||
                          dst_size.height < src_size.height;
   const libyuv::FilterMode filter =
-      interpolation == Filter::kNearest ? libyuv::kFilterNone
+      interpolation == Interpolation::kNearest ? libyuv::kFilterNone
       : shrinking                              ? libyuv::kFilterBox
                                                : libyuv::kFilterBilinear;
   for (int c = 0; c < 3; ++c) {
@@ -157,8 +157,8 @@ void SampleDecoder::WriteOutput(const uint8_t* planes, const Pipeline& p,
                                 uint8_t* out) {
   const ImageSize o = p.output;
   const size_t n = o.Pixels();
-  if (p.dtype == OutputDType::kUInt8) {
-    if (p.layout == OutputLayout::kNCHW) {
+  if (p.dtype == DType::kUInt8) {
+    if (p.layout == Layout::kNCHW) {
       std::memcpy(out, planes, 3 * n);
     } else {
       libyuv::MergeRGBPlane(planes, o.width, planes + n, o.width,
@@ -175,10 +175,10 @@ void SampleDecoder::WriteOutput(const uint8_t* planes, const Pipeline& p,
     table_mean_ = p.mean;
     table_std_ = p.std;
   }
-  const bool nchw = p.layout == OutputLayout::kNCHW;
+  const bool nchw = p.layout == Layout::kNCHW;
   // out index of channel c, pixel i.
   auto at = [&](int c, size_t i) { return nchw ? c * n + i : i * 3 + c; };
-  if (p.dtype == OutputDType::kFloat32) {
+  if (p.dtype == DType::kFloat32) {
     auto* f = reinterpret_cast<float*>(out);
     for (int c = 0; c < 3; ++c) {
       const float* lut = table_.f32[c];

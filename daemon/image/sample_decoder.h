@@ -38,7 +38,7 @@ absl::Status ReadFile(const std::string& path, std::vector<uint8_t>* buffer,
 // have no true box filter for non-integer ratios, hence planes. Returns the
 // first plane; the others follow, dst_size.Pixels() apart, in *scratch.
 uint8_t* ResampleToPlanes(const uint8_t* src, int stride, ImageSize src_size,
-                          ImageSize dst_size, Filter interpolation,
+                          ImageSize dst_size, Interpolation interpolation,
                           std::vector<uint8_t>* scratch);
 
 // float32 / float16 output: (v / 255 - mean[c]) / std[c] for every byte v,

@@ -53,7 +53,7 @@ void BroadcastPolicy::EnforceLag(PolicyEffects* effects) {
   const uint32_t max_lag = params_.sharing.max_lag;
   for (auto& [key, c] : consumers_) {
     if (!c.active() || c.next_seq + max_lag >= leader) continue;
-    if (params_.sharing.on_lag == OnLagPolicy::kSkip) {
+    if (params_.sharing.on_lag == LagPolicy::kSkip) {
       c.skipped += leader - max_lag - c.next_seq;
       c.next_seq = leader - max_lag;
     } else {
@@ -79,7 +79,7 @@ void BroadcastPolicy::RelievePinnedRing(const ConsumerState& starving,
       OldestHeld(*blocker) >= OldestHeld(starving)) {
     return;  // it waits for itself, or for nobody in particular
   }
-  if (params_.sharing.on_lag == OnLagPolicy::kSkip &&
+  if (params_.sharing.on_lag == LagPolicy::kSkip &&
       blocker->next_seq < starving.next_seq) {
     blocker->skipped += starving.next_seq - blocker->next_seq;
     blocker->next_seq = starving.next_seq;
@@ -119,7 +119,7 @@ absl::Status BroadcastPolicy::LagError(const ConsumerState& c, uint64_t lag,
       params_.sharing.max_lag, ", ", c.leased.size(),
       " batches held unreleased)", why,
       "; detached so that the others keep going (on_lag=",
-      params_.sharing.on_lag == OnLagPolicy::kSkip ? "SKIP" : "DETACH", ")"));
+      params_.sharing.on_lag == LagPolicy::kSkip ? "SKIP" : "DETACH", ")"));
 }
 
 uint64_t BroadcastPolicy::Leader() const {

@@ -21,7 +21,7 @@ uint32_t AddCapped(uint32_t credits, uint32_t more) {
 }  // namespace
 
 std::unique_ptr<DeliveryPolicy> DeliveryPolicy::Create(const Params& params) {
-  if (params.sharing.mode == SharingMode::kBroadcast) {
+  if (params.sharing.mode == ConsumerMode::kBroadcast) {
     return std::make_unique<BroadcastPolicy>(params);
   }
   return std::make_unique<QueuePolicy>(params);

@@ -115,7 +115,7 @@ Job::Filling* Job::OpenBatch() {
 
 bool Job::TakeTask(SampleTask* task) {
   absl::MutexLock lock(&mu_);
-  if (phase_ != JobPhase::kRunning) return false;
+  if (state_ != JobState::kRunning) return false;
   Filling* open = OpenBatch();
   if (open == nullptr) return false;
   const uint64_t epoch = open->seq / plan_.batches_per_epoch();
@@ -143,7 +143,7 @@ void Job::RecordError(uint32_t sample, std::string reason) {
   JobTally::ErrorLog log;
   {
     absl::MutexLock lock(&mu_);
-    log = stats_.RecordError(sample, path, reason);
+    log = tally_.RecordError(sample, path, reason);
   }
   if (log == JobTally::ErrorLog::kCountOnly) return;
   spdlog::warn("job {}: {}: {}", id_, path, reason);
@@ -159,16 +159,16 @@ void Job::FinishTask(const SampleTask& task, const absl::Status& status) {
   {
     absl::MutexLock lock(&mu_);
     --inflight_tasks_;
-    if (phase_ != JobPhase::kRunning) {
+    if (state_ != JobState::kRunning) {
       MaybeFreeRing();
       return;
     }
     if (!status.ok()) {
       spdlog::error("job {}: failed: {}", id_, status.message());
-      Stop(JobPhase::kFailed, status);
+      Stop(JobState::kFailed, status);
       wake.listeners = policy_->Listeners();
     } else {
-      stats_.Decoded();
+      tally_.Decoded();
       auto it = std::find_if(filling_.begin(), filling_.end(),
                              [&](const Filling& f) { return f.seq == task.seq; });
       if (it != filling_.end() && ++it->done_rows == it->count) {
@@ -198,12 +198,12 @@ absl::Status Job::Attach(std::shared_ptr<JobListener> listener,
   Wake wake;
   {
     absl::MutexLock lock(&mu_);
-    if (phase_ == JobPhase::kFinished) {
+    if (state_ == JobState::kFinished) {
       return absl::OutOfRangeError(absl::StrCat(
           "job ", id_,
           " has finished: every batch was delivered and released"));
     }
-    if (phase_ != JobPhase::kRunning) return error_;
+    if (state_ != JobState::kRunning) return error_;
     PolicyEffects effects;
     STOKER_ASSIGN_OR_RETURN(
         *start, policy_->Attach(std::move(listener), who, credits, &effects));
@@ -256,13 +256,13 @@ Delivery Job::NextDelivery(const JobListener* listener, Delivered* out,
   Delivery result;
   {
     absl::MutexLock lock(&mu_);
-    if (phase_ == JobPhase::kFailed || phase_ == JobPhase::kDeleted) {
+    if (state_ == JobState::kFailed) {
       *ended = error_;
       return Delivery::kEnded;
     }
     Lease lease;
     PolicyEffects effects;
-    result = policy_->Next(listener, phase_ == JobPhase::kFinished,
+    result = policy_->Next(listener, state_ == JobState::kFinished,
                            absl::Now(), &lease, ended, &effects);
     if (result == Delivery::kBatch) {
       out->slot = lease.slot;
@@ -270,7 +270,7 @@ Delivery Job::NextDelivery(const JobListener* listener, Delivered* out,
       out->epoch = lease.seq / plan_.batches_per_epoch();
       out->batch = lease.seq % plan_.batches_per_epoch();
       out->sample_count = plan_.BatchSize(out->batch);
-      stats_.Delivered(out->sample_count);
+      tally_.Delivered(out->sample_count);
     }
     // Evicted consumers learn why; skipped or evicted batches free slots.
     wake = Apply(effects);
@@ -302,11 +302,11 @@ absl::Status Job::Release(const JobListener* listener, uint32_t slot,
     PolicyEffects effects;
     STOKER_RETURN_IF_ERROR(
         policy_->Release(listener, slot, generation, &effects));
-    stats_.Released();
+    tally_.Released();
     wake = Apply(effects);
     // Partition consumers learn of the end only now (until the last release
     // a batch may still come back to them).
-    const bool finished = phase_ == JobPhase::kFinished;
+    const bool finished = state_ == JobState::kFinished;
     if (finished) wake.listeners = policy_->Listeners();
     wake.work = !finished;
   }
@@ -319,12 +319,12 @@ Job::Wake Job::Apply(const PolicyEffects& effects) {
   wake.listeners = effects.wake_all ? policy_->Listeners() : effects.evicted;
   wake.work = !effects.freed.empty();
   for (uint32_t slot : effects.freed) {
-    if (phase_ != JobPhase::kRunning) break;
+    if (state_ != JobState::kRunning) break;
     ring_->Free(slot);
     if (start_seq_ + ++completed_ == total_batches_) {
       spdlog::info("job {}: finished: all {} batches released", id_,
                    total_batches_);
-      phase_ = JobPhase::kFinished;
+      state_ = JobState::kFinished;
       MaybeFreeRing();
     }
   }
@@ -338,12 +338,12 @@ void Job::Notify(const Wake& wake) {
 
 void Job::SampleRates(absl::Time now) {
   absl::MutexLock lock(&mu_);
-  stats_.SampleRates(now);
+  tally_.SampleRates(now);
 }
 
-void Job::Stop(JobPhase phase, const absl::Status& why) {
-  if (phase_ != JobPhase::kRunning) return;
-  phase_ = phase;
+void Job::Stop(JobState state, const absl::Status& why) {
+  if (state_ != JobState::kRunning) return;
+  state_ = state;
   error_ = why;
   filling_.clear();
   if (ring_ != nullptr) ring_->Unlink();
@@ -351,22 +351,22 @@ void Job::Stop(JobPhase phase, const absl::Status& why) {
 }
 
 void Job::MaybeFreeRing() {
-  if (phase_ != JobPhase::kRunning && inflight_tasks_ == 0) ring_.reset();
+  if (state_ != JobState::kRunning && inflight_tasks_ == 0) ring_.reset();
 }
 
 void Job::End(const absl::Status& why) {
   Wake wake;
   {
     absl::MutexLock lock(&mu_);
-    Stop(JobPhase::kDeleted, why);
+    Stop(JobState::kFailed, why);  // `why` says it was deleted
     wake.listeners = policy_->Listeners();
   }
   Notify(wake);
 }
 
-JobPhase Job::phase() const {
+JobState Job::state() const {
   absl::MutexLock lock(&mu_);
-  return phase_;
+  return state_;
 }
 
 absl::Status Job::error() const {
@@ -377,8 +377,8 @@ absl::Status Job::error() const {
 JobCounters Job::Counters() const {
   absl::MutexLock lock(&mu_);
   JobCounters c;
-  c.phase = phase_;
-  stats_.Fill(&c);
+  c.state = state_;
+  tally_.Fill(&c);
   c.worker_busy_ns = worker_busy_ns_.load();
   const auto& consumers = policy_->consumers();
   if (ring_ != nullptr) {

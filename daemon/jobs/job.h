@@ -119,7 +119,7 @@ class Job {
   // `why`, the ring's name is unlinked at once.
   void End(const absl::Status& why);
 
-  JobPhase phase() const;
+  JobState state() const;
   absl::Status error() const;  // why the job failed or ended
   JobCounters Counters() const;
 
@@ -141,7 +141,7 @@ class Job {
       std::unique_ptr<Ring> ring, std::function<void()> on_work);
 
   bool running() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return phase_ == JobPhase::kRunning && ring_ != nullptr;
+    return state_ == JobState::kRunning && ring_ != nullptr;
   }
   bool StartBatch() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   Filling* OpenBatch() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -150,7 +150,7 @@ class Job {
   // Frees the slots the policy let go of, and finishes the job after the
   // last one; returns whom to wake.
   Wake Apply(const PolicyEffects& effects) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void Stop(JobPhase phase, const absl::Status& why)
+  void Stop(JobState state, const absl::Status& why)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void MaybeFreeRing() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Notify(const Wake& wake) ABSL_LOCKS_EXCLUDED(mu_);
@@ -168,11 +168,11 @@ class Job {
   std::atomic<uint64_t> worker_busy_ns_{0};
 
   mutable absl::Mutex mu_;
-  JobPhase phase_ ABSL_GUARDED_BY(mu_) = JobPhase::kRunning;
+  JobState state_ ABSL_GUARDED_BY(mu_) = JobState::kRunning;
   absl::Status error_ ABSL_GUARDED_BY(mu_);
   std::unique_ptr<Ring> ring_ ABSL_GUARDED_BY(mu_);
   std::unique_ptr<DeliveryPolicy> policy_ ABSL_GUARDED_BY(mu_);
-  JobTally stats_ ABSL_GUARDED_BY(mu_);
+  JobTally tally_ ABSL_GUARDED_BY(mu_);
   std::map<uint64_t, std::vector<uint32_t>> orders_ ABSL_GUARDED_BY(mu_);
   std::vector<Filling> filling_ ABSL_GUARDED_BY(mu_);
   uint64_t next_fill_seq_ ABSL_GUARDED_BY(mu_) = 0;

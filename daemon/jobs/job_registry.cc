@@ -47,7 +47,7 @@ absl::Status JobRegistry::CheckLimits(const JobConfig& config) const {
   uint32_t owned = 0;
   uint64_t reserved = 0;
   for (const auto& [id, job] : jobs_) {
-    if (job->phase() != JobPhase::kRunning) continue;
+    if (job->state() != JobState::kRunning) continue;
     ++live;
     owned += job->config().owner == config.owner ? 1 : 0;
     reserved += job->geometry().segment_bytes;
@@ -175,7 +175,7 @@ void JobRegistry::CloseAll(const absl::Status& why) {
 uint64_t JobRegistry::shm_bytes() const {
   uint64_t total = 0;
   for (const auto& job : List()) {
-    if (job->phase() == JobPhase::kRunning) {
+    if (job->state() == JobState::kRunning) {
       total += job->geometry().segment_bytes;
     }
   }

@@ -13,10 +13,9 @@
 #include "absl/time/time.h"
 #include "daemon/jobs/delivery.h"
 #include "daemon/jobs/rate_meter.h"
+#include "stoker/vocabulary.h"
 
 namespace stoker {
-
-enum class JobPhase { kRunning, kFinished, kFailed, kDeleted };
 
 struct SampleErrorRecord {
   std::string path;
@@ -37,7 +36,7 @@ struct ConsumerCounters {
 };
 
 struct JobCounters {
-  JobPhase phase = JobPhase::kRunning;
+  JobState state = JobState::kRunning;
   uint64_t samples_decoded = 0;
   uint64_t batches_delivered = 0;
   uint64_t batches_released = 0;

@@ -21,7 +21,7 @@ class QueuePolicy : public DeliveryPolicy {
 
  private:
   bool exclusive() const {
-    return params_.sharing.mode == SharingMode::kExclusive;
+    return params_.sharing.mode == ConsumerMode::kExclusive;
   }
   absl::Status CheckAttach() const override;
   uint64_t JoinPoint() const override;

@@ -171,12 +171,12 @@ void WorkerPool::Process(Job& job, const SampleTask& task,
     }
     decode_errors_.fetch_add(1, std::memory_order_relaxed);
     job.RecordError(sample, std::string(status.message()));
-    if (config.on_error == OnErrorPolicy::kFail ||
+    if (config.on_error == OnError::kFail ||
         attempt + 1 >= kMaxReplacements) {
       status = absl::DataLossError(absl::StrCat(
           "cannot decode sample ", sample, " '", s.path,
           "': ", status.message(),
-          config.on_error == OnErrorPolicy::kFail
+          config.on_error == OnError::kFail
               ? " (on_error=FAIL)"
               : " (and the samples after it; on_error=REPLACE gave up)"));
       break;

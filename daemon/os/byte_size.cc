@@ -47,16 +47,4 @@ std::string FormatByteSize(uint64_t bytes) {
   return unit < 0 ? absl::StrCat(bytes) : absl::StrCat(bytes, std::string(1, kUnits[unit]));
 }
 
-bool AbslParseFlag(absl::string_view text, ByteSize* size, std::string* error) {
-  absl::StatusOr<uint64_t> bytes = ParseByteSize(text);
-  if (!bytes.ok()) {
-    *error = std::string(bytes.status().message());
-    return false;
-  }
-  size->bytes = *bytes;
-  return true;
-}
-
-std::string AbslUnparseFlag(ByteSize size) { return FormatByteSize(size.bytes); }
-
 }  // namespace stoker

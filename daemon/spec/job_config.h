@@ -11,15 +11,12 @@
 
 #include "common/ring_layout.h"
 #include "daemon/image/pipeline.h"
+#include "stoker/vocabulary.h"  // OnError, ConsumerMode, LagPolicy
 
 namespace stoker {
 
 // The most consumers attached to one job at once.
 inline constexpr uint32_t kMaxConsumersPerJob = 64;
-
-enum class OnErrorPolicy { kReplace, kFail };
-enum class SharingMode { kExclusive, kBroadcast, kPartition };
-enum class OnLagPolicy { kDetach, kSkip };
 
 // This rank's share of the dataset, as DistributedSampler takes it (see
 // Shard in jobs/epoch_order.h).
@@ -32,9 +29,9 @@ struct Sharding {
 // How a job's batches are shared among its consumers (see SharingSpec in
 // loader.proto). Validated: max_lag is in [1, slots - 1] for broadcast.
 struct SharingConfig {
-  SharingMode mode = SharingMode::kExclusive;
+  ConsumerMode mode = ConsumerMode::kExclusive;
   uint32_t max_lag = 0;
-  OnLagPolicy on_lag = OnLagPolicy::kDetach;
+  LagPolicy on_lag = LagPolicy::kDetach;
   uint32_t min_consumers = 1;
 };
 
@@ -48,7 +45,7 @@ struct JobConfig {
   bool shuffle = true;
   bool drop_last = false;
   uint32_t epochs = 1;  // 0: until deleted
-  OnErrorPolicy on_error = OnErrorPolicy::kReplace;
+  OnError on_error = OnError::kReplace;
   Sharding sharding;
   uint64_t start_epoch = 0;  // resume position
   uint64_t start_batch = 0;

@@ -15,13 +15,13 @@ absl::Status OutOfRange(absl::string_view field, uint64_t value, uint64_t lo,
       field, " must be in [", lo, ", ", hi, "], got ", value));
 }
 
-absl::StatusOr<OnErrorPolicy> ParseOnError(int value) {
+absl::StatusOr<OnError> ParseOnError(int value) {
   switch (value) {
     case v1::ON_ERROR_UNSPECIFIED:
     case v1::ON_ERROR_REPLACE:
-      return OnErrorPolicy::kReplace;
+      return OnError::kReplace;
     case v1::ON_ERROR_FAIL:
-      return OnErrorPolicy::kFail;
+      return OnError::kFail;
     default:
       return absl::InvalidArgumentError(absl::StrCat(
           "on_error: unknown value ", value,
@@ -35,13 +35,13 @@ absl::StatusOr<SharingConfig> ParseSharing(const v1::SharingSpec& spec,
   switch (spec.mode()) {
     case v1::CONSUMER_MODE_UNSPECIFIED:
     case v1::CONSUMER_MODE_EXCLUSIVE:
-      sharing.mode = SharingMode::kExclusive;
+      sharing.mode = ConsumerMode::kExclusive;
       break;
     case v1::CONSUMER_MODE_BROADCAST:
-      sharing.mode = SharingMode::kBroadcast;
+      sharing.mode = ConsumerMode::kBroadcast;
       break;
     case v1::CONSUMER_MODE_PARTITION:
-      sharing.mode = SharingMode::kPartition;
+      sharing.mode = ConsumerMode::kPartition;
       break;
     default:
       return absl::InvalidArgumentError(absl::StrCat(
@@ -51,17 +51,17 @@ absl::StatusOr<SharingConfig> ParseSharing(const v1::SharingSpec& spec,
   switch (spec.on_lag()) {
     case v1::LAG_POLICY_UNSPECIFIED:
     case v1::LAG_POLICY_DETACH:
-      sharing.on_lag = OnLagPolicy::kDetach;
+      sharing.on_lag = LagPolicy::kDetach;
       break;
     case v1::LAG_POLICY_SKIP:
-      sharing.on_lag = OnLagPolicy::kSkip;
+      sharing.on_lag = LagPolicy::kSkip;
       break;
     default:
       return absl::InvalidArgumentError(absl::StrCat(
           "sharing.on_lag: unknown value ", spec.on_lag(),
           " (expected DETACH or SKIP)"));
   }
-  if (sharing.mode != SharingMode::kBroadcast) {
+  if (sharing.mode != ConsumerMode::kBroadcast) {
     if (spec.max_lag() != 0 || spec.min_consumers() > 1 ||
         spec.on_lag() != v1::LAG_POLICY_UNSPECIFIED) {
       return absl::InvalidArgumentError(
@@ -86,15 +86,26 @@ absl::StatusOr<SharingConfig> ParseSharing(const v1::SharingSpec& spec,
   return sharing;
 }
 
+absl::StatusOr<Sharding> ParseSharding(const v1::JobSpec& spec) {
+  const uint32_t world = spec.world_size() == 0 ? 1 : spec.world_size();
+  if (world > kMaxWorldSize) {
+    return OutOfRange("world_size", world, 1, kMaxWorldSize);
+  }
+  if (spec.rank() >= world) {
+    return OutOfRange("rank", spec.rank(), 0, world - 1);
+  }
+  return Sharding{spec.rank(), world, spec.shard_drop_last()};
+}
+
 }  // namespace
 
-v1::ConsumerMode ConsumerModeToProto(SharingMode mode) {
+v1::ConsumerMode ConsumerModeToProto(ConsumerMode mode) {
   switch (mode) {
-    case SharingMode::kExclusive:
+    case ConsumerMode::kExclusive:
       return v1::CONSUMER_MODE_EXCLUSIVE;
-    case SharingMode::kBroadcast:
+    case ConsumerMode::kBroadcast:
       return v1::CONSUMER_MODE_BROADCAST;
-    case SharingMode::kPartition:
+    case ConsumerMode::kPartition:
       return v1::CONSUMER_MODE_PARTITION;
   }
   return v1::CONSUMER_MODE_UNSPECIFIED;
@@ -136,14 +147,9 @@ absl::StatusOr<JobConfig> ValidateJobSpec(const v1::JobSpec& spec) {
   auto on_error = ParseOnError(spec.on_error());
   if (!on_error.ok()) return on_error.status();
   config.on_error = *on_error;
-  const uint32_t world = spec.world_size() == 0 ? 1 : spec.world_size();
-  if (world > kMaxWorldSize) {
-    return OutOfRange("world_size", world, 1, kMaxWorldSize);
-  }
-  if (spec.rank() >= world) {
-    return OutOfRange("rank", spec.rank(), 0, world - 1);
-  }
-  config.sharding = {spec.rank(), world, spec.shard_drop_last()};
+  auto sharding = ParseSharding(spec);
+  if (!sharding.ok()) return sharding.status();
+  config.sharding = *sharding;
   auto sharing = ParseSharing(spec.sharing(), config.slots);
   if (!sharing.ok()) return sharing.status();
   config.sharing = *sharing;
@@ -175,7 +181,7 @@ v1::JobSpec EffectiveSpec(const JobConfig& config) {
   spec.set_shuffle(config.shuffle);
   spec.set_drop_last(config.drop_last);
   spec.set_epochs(config.epochs);
-  spec.set_on_error(config.on_error == OnErrorPolicy::kFail
+  spec.set_on_error(config.on_error == OnError::kFail
                         ? v1::ON_ERROR_FAIL
                         : v1::ON_ERROR_REPLACE);
   spec.set_name(config.name);
@@ -186,9 +192,9 @@ v1::JobSpec EffectiveSpec(const JobConfig& config) {
   spec.set_start_batch(config.start_batch);
   v1::SharingSpec* sharing = spec.mutable_sharing();
   sharing->set_mode(ConsumerModeToProto(config.sharing.mode));
-  if (config.sharing.mode == SharingMode::kBroadcast) {
+  if (config.sharing.mode == ConsumerMode::kBroadcast) {
     sharing->set_max_lag(config.sharing.max_lag);
-    sharing->set_on_lag(config.sharing.on_lag == OnLagPolicy::kSkip
+    sharing->set_on_lag(config.sharing.on_lag == LagPolicy::kSkip
                             ? v1::LAG_POLICY_SKIP
                             : v1::LAG_POLICY_DETACH);
     sharing->set_min_consumers(config.sharing.min_consumers);

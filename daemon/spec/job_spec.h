@@ -27,7 +27,7 @@ absl::StatusOr<JobConfig> ValidateJobSpec(const v1::JobSpec& spec);
 // The spec as the daemon applies it (defaults filled in), for Job replies.
 v1::JobSpec EffectiveSpec(const JobConfig& config);
 
-v1::ConsumerMode ConsumerModeToProto(SharingMode mode);
+v1::ConsumerMode ConsumerModeToProto(ConsumerMode mode);
 
 }  // namespace stoker
 

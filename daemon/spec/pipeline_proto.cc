@@ -25,13 +25,13 @@ class OpError {
   std::string prefix_;
 };
 
-absl::StatusOr<Filter> ParseInterpolation(const OpError& e, int value) {
+absl::StatusOr<Interpolation> ParseInterpolation(const OpError& e, int value) {
   switch (value) {
     case v1::INTERPOLATION_UNSPECIFIED:
     case v1::INTERPOLATION_BILINEAR:
-      return Filter::kBilinear;
+      return Interpolation::kBilinear;
     case v1::INTERPOLATION_NEAREST:
-      return Filter::kNearest;
+      return Interpolation::kNearest;
     default:
       return e.Bad("interpolation", absl::StrCat("has unknown value ", value));
   }
@@ -230,13 +230,13 @@ absl::Status ParseOutput(const v1::OutputSpec& out, Pipeline* p,
   switch (out.dtype()) {
     case v1::DTYPE_UNSPECIFIED:
     case v1::DTYPE_UINT8:
-      p->dtype = OutputDType::kUInt8;
+      p->dtype = DType::kUInt8;
       break;
     case v1::DTYPE_FLOAT32:
-      p->dtype = OutputDType::kFloat32;
+      p->dtype = DType::kFloat32;
       break;
     case v1::DTYPE_FLOAT16:
-      p->dtype = OutputDType::kFloat16;
+      p->dtype = DType::kFloat16;
       break;
     default:
       return absl::InvalidArgumentError(
@@ -247,20 +247,20 @@ absl::Status ParseOutput(const v1::OutputSpec& out, Pipeline* p,
   }
   switch (out.layout()) {
     case v1::LAYOUT_UNSPECIFIED:
-      p->layout = p->dtype == OutputDType::kUInt8 ? OutputLayout::kNHWC
-                                                  : OutputLayout::kNCHW;
+      p->layout = p->dtype == DType::kUInt8 ? Layout::kNHWC
+                                                  : Layout::kNCHW;
       break;
     case v1::LAYOUT_NHWC:
-      p->layout = OutputLayout::kNHWC;
+      p->layout = Layout::kNHWC;
       break;
     case v1::LAYOUT_NCHW:
-      p->layout = OutputLayout::kNCHW;
+      p->layout = Layout::kNCHW;
       break;
     default:
       return absl::InvalidArgumentError(
           absl::StrCat("output.layout: unknown value ", out.layout()));
   }
-  if (p->normalize && p->dtype == OutputDType::kUInt8) {
+  if (p->normalize && p->dtype == DType::kUInt8) {
     return absl::InvalidArgumentError(
         "normalize needs output.dtype FLOAT32 or FLOAT16 (uint8 output is "
         "meant to be normalised on the GPU)");
@@ -281,13 +281,13 @@ absl::StatusOr<Pipeline> ParsePipeline(const v1::JobSpec& spec) {
   return p;
 }
 
-v1::DType ImageDTypeToProto(OutputDType dtype) {
+v1::DType ImageDTypeToProto(DType dtype) {
   switch (dtype) {
-    case OutputDType::kUInt8:
+    case DType::kUInt8:
       return v1::DTYPE_UINT8;
-    case OutputDType::kFloat16:
+    case DType::kFloat16:
       return v1::DTYPE_FLOAT16;
-    case OutputDType::kFloat32:
+    case DType::kFloat32:
       return v1::DTYPE_FLOAT32;
   }
   return v1::DTYPE_UNSPECIFIED;
@@ -295,7 +295,7 @@ v1::DType ImageDTypeToProto(OutputDType dtype) {
 
 void PipelineToProto(const Pipeline& p, v1::JobSpec* spec) {
   spec->clear_pipeline();
-  const auto interpolation = p.interpolation == Filter::kNearest
+  const auto interpolation = p.interpolation == Interpolation::kNearest
                                  ? v1::INTERPOLATION_NEAREST
                                  : v1::INTERPOLATION_BILINEAR;
   if (p.geometry == Pipeline::Geometry::kRandomResizedCrop) {
@@ -342,7 +342,7 @@ void PipelineToProto(const Pipeline& p, v1::JobSpec* spec) {
   out->set_height(p.output.height);
   out->set_width(p.output.width);
   out->set_dtype(ImageDTypeToProto(p.dtype));
-  out->set_layout(p.layout == OutputLayout::kNHWC ? v1::LAYOUT_NHWC
+  out->set_layout(p.layout == Layout::kNHWC ? v1::LAYOUT_NHWC
                                                   : v1::LAYOUT_NCHW);
 }
 

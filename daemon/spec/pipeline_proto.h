@@ -14,7 +14,7 @@ namespace stoker {
 absl::StatusOr<Pipeline> ParsePipeline(const v1::JobSpec& spec);
 
 // The wire dtype of images of this output dtype.
-v1::DType ImageDTypeToProto(OutputDType dtype);
+v1::DType ImageDTypeToProto(DType dtype);
 
 // Writes `pipeline` back as ops and output (for Job replies).
 void PipelineToProto(const Pipeline& pipeline, v1::JobSpec* spec);

@@ -12,28 +12,11 @@
 #include <vector>
 
 #include "stoker/export.h"
+#include "stoker/vocabulary.h"
 
 namespace stoker {
 
 inline constexpr char kDefaultTarget[] = "unix:///run/stoker/stoker.sock";
-
-// What the daemon does with a file it cannot read or decode.
-enum class OnError {
-  kReplace,  // substitute the next readable sample (deterministic)
-  kFail,     // fail the job; Consumer::Next() returns DATA_LOSS naming the file
-};
-
-// The element type of a batch's images.
-enum class DType {
-  kUInt8,    // 0..255, smallest to ship; normalise on the GPU
-  kFloat32,  // v / 255, then Normalize if the pipeline has it
-  kFloat16,  // the same as IEEE half floats (uint16_t bit patterns)
-};
-
-enum class Layout { kNHWC, kNCHW };
-
-// Shrinking averages the covered area; enlarging is bilinear.
-enum class Interpolation { kBilinear, kNearest };
 
 // The pipeline ops: the torchvision transforms of the same names.
 struct RandomResizedCrop {
@@ -83,18 +66,6 @@ struct Position {
   bool operator==(const Position&) const = default;
 };
 
-// How the consumers attached to one job share its batches.
-enum class ConsumerMode {
-  kExclusive,  // one consumer at a time (default)
-  kBroadcast,  // every consumer receives every batch, decoded once
-  kPartition,  // each batch goes to exactly one consumer
-};
-// Broadcast: what happens to a consumer more than max_lag batches behind the
-// most advanced one.
-enum class LagPolicy {
-  kDetach,  // its Next() fails with RESOURCE_EXHAUSTED; the others go on
-  kSkip,    // it jumps ahead; the batches in between are not delivered to it
-};
 struct Sharing {
   ConsumerMode mode = ConsumerMode::kExclusive;
   // Broadcast: batches a consumer may be behind the leader (received by the
@@ -143,8 +114,6 @@ struct JobSpec {
   // creating user (and root, and the daemon's own user).
   std::string access_group;
 };
-
-enum class JobState { kRunning, kFinished, kFailed };
 
 struct JobInfo {
   std::string id;

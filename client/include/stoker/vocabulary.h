@@ -1,0 +1,47 @@
+// The words the daemon and the SDK share for a job's settings, one type
+// each (the wire's enums of the same names are in loader.proto). The SDK's
+// types.h includes it; so does the daemon (daemon/spec/job_config.h).
+#ifndef STOKER_VOCABULARY_H_
+#define STOKER_VOCABULARY_H_
+
+namespace stoker {
+
+// What the daemon does with a file it cannot read or decode.
+enum class OnError {
+  kReplace,  // substitute the next readable sample (deterministic)
+  kFail,     // fail the job; Consumer::Next() returns DATA_LOSS naming the file
+};
+
+// The element type of a batch's images.
+enum class DType {
+  kUInt8,    // 0..255, smallest to ship; normalise on the GPU
+  kFloat32,  // v / 255, then Normalize if the pipeline has it
+  kFloat16,  // the same as IEEE half floats (uint16_t bit patterns)
+};
+
+enum class Layout { kNHWC, kNCHW };
+
+// Shrinking averages the covered area; enlarging is bilinear.
+enum class Interpolation { kBilinear, kNearest };
+
+// How the consumers attached to one job share its batches.
+enum class ConsumerMode {
+  kExclusive,  // one consumer at a time (default)
+  kBroadcast,  // every consumer receives every batch, decoded once
+  kPartition,  // each batch goes to exactly one consumer
+};
+
+// Broadcast: what happens to a consumer more than max_lag batches behind the
+// most advanced one.
+enum class LagPolicy {
+  kDetach,  // its Next() fails with RESOURCE_EXHAUSTED; the others go on
+  kSkip,    // it jumps ahead; the batches in between are not delivered to it
+};
+
+// A failed job stays until deleted, with its error; a deleted one is gone
+// (its consumers are told why).
+enum class JobState { kRunning, kFinished, kFailed };
+
+}  // namespace stoker
+
+#endif  // STOKER_VOCABULARY_H_
