@@ -16,10 +16,10 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
-#include "common/cli.h"
 #include "absl/status/statusor.h"
 #include "bench/support/dataset_gen.h"
 #include "bench/support/process.h"
+#include "common/cli.h"
 #include "stoker/client.h"
 
 ABSL_FLAG(std::string, data, "", "ImageFolder root; empty: generate one");
@@ -104,13 +104,14 @@ int main(int argc, char** argv) {
     }
   }
   const std::string socket = dir.path() + "/bench.sock";
-  const int workers = absl::GetFlag(FLAGS_workers) > 0
-                          ? absl::GetFlag(FLAGS_workers)
-                          : static_cast<int>(std::thread::hardware_concurrency());
+  const int workers =
+      absl::GetFlag(FLAGS_workers) > 0
+          ? absl::GetFlag(FLAGS_workers)
+          : static_cast<int>(std::thread::hardware_concurrency());
   stoker::testdata::Subprocess daemon(
       absl::GetFlag(FLAGS_stokerd),
-      {"--config=", "--socket=unix://" + socket, "--workers=" + std::to_string(workers),
-       "--log_level=warn"},
+      {"--config=", "--socket=unix://" + socket,
+       "--workers=" + std::to_string(workers), "--log_level=warn"},
       dir.path() + "/stokerd.log");
   if (!stoker::testdata::WaitForPath(socket, std::chrono::seconds(10))) {
     std::fprintf(stderr, "stokerd did not start\n");
@@ -121,12 +122,12 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s\n", client.status().ToString().c_str());
     return 1;
   }
-  std::printf("RandomResizedCrop(224) + flip, batch %u, %u epochs per "
-              "consumer, %d workers\n\n",
-              absl::GetFlag(FLAGS_batch_size), absl::GetFlag(FLAGS_epochs),
-              workers);
-  std::printf("%-22s%4s%12s%16s%12s%14s\n", "", "k", "batches", "daemon ms/batch",
-              "vs k=1", "batches/s");
+  std::printf(
+      "RandomResizedCrop(224) + flip, batch %u, %u epochs per "
+      "consumer, %d workers\n\n",
+      absl::GetFlag(FLAGS_batch_size), absl::GetFlag(FLAGS_epochs), workers);
+  std::printf("%-22s%4s%12s%16s%12s%14s\n", "", "k", "batches",
+              "daemon ms/batch", "vs k=1", "batches/s");
   for (const bool shared : {true, false}) {
     double base = 0;
     for (const int k : {1, 2, 4}) {

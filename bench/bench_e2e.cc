@@ -12,6 +12,7 @@
 // stokerd (--target). Both print "key value" result lines.
 #include <signal.h>
 #include <sys/resource.h>
+#include <turbojpeg.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -24,12 +25,11 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
-#include "common/cli.h"
 #include "bench/support/dataset_gen.h"
 #include "bench/support/process.h"
-#include "daemon/jobs/image_folder.h"
+#include "common/cli.h"
 #include "daemon/image/sample_decoder.h"
-#include <turbojpeg.h>
+#include "daemon/jobs/image_folder.h"
 #include "stoker/client.h"
 
 ABSL_FLAG(std::string, data, "", "ImageFolder root; empty: generate one");
@@ -96,11 +96,12 @@ stoker::JobSpec Spec(const std::string& root) {
                        .epochs = absl::GetFlag(FLAGS_epochs)};
   const std::string pipeline = absl::GetFlag(FLAGS_pipeline);
   if (pipeline == "train") spec.pipeline = stoker::TrainPipeline(size);
-  if (pipeline == "eval") spec.pipeline = stoker::EvalPipeline(size * 8 / 7, size);
+  if (pipeline == "eval")
+    spec.pipeline = stoker::EvalPipeline(size * 8 / 7, size);
   const std::string dtype = absl::GetFlag(FLAGS_dtype);
   if (dtype != "uint8") {
-    spec.dtype = dtype == "float16" ? stoker::DType::kFloat16
-                                    : stoker::DType::kFloat32;
+    spec.dtype =
+        dtype == "float16" ? stoker::DType::kFloat16 : stoker::DType::kFloat32;
     if (pipeline != "resize") spec.pipeline.push_back(stoker::Normalize{});
   }
   return spec;
@@ -195,10 +196,11 @@ int RunClient(const std::string& root) {
               1e3 * (SelfCpuSeconds() - cpu) / std::max<uint64_t>(measured, 1));
   if (!first_waits.empty() && !other_waits.empty()) {
     std::sort(other_waits.begin(), other_waits.end());
-    std::printf("epoch_start_wait_ms %.1f\nmedian_wait_ms %.1f\n",
-                1e3 * std::accumulate(first_waits.begin(), first_waits.end(),
-                                      0.0) / first_waits.size(),
-                1e3 * other_waits[other_waits.size() / 2]);
+    std::printf(
+        "epoch_start_wait_ms %.1f\nmedian_wait_ms %.1f\n",
+        1e3 * std::accumulate(first_waits.begin(), first_waits.end(), 0.0) /
+            first_waits.size(),
+        1e3 * other_waits[other_waits.size() / 2]);
   }
   consumer->reset();
   (void)(*client)->DeleteJob(job->id);
@@ -216,11 +218,12 @@ absl::StatusOr<EndToEnd> RunDaemon(const std::string& root, int workers,
   const std::string socket = dir + "/bench.sock";
   stoker::testdata::Subprocess daemon(
       absl::GetFlag(FLAGS_stokerd),
-      {"--config=", "--socket=unix://" + socket, "--workers=" + std::to_string(workers),
-       "--log_level=warn"},
+      {"--config=", "--socket=unix://" + socket,
+       "--workers=" + std::to_string(workers), "--log_level=warn"},
       dir + "/stokerd.log");
   if (!stoker::testdata::WaitForPath(socket, std::chrono::seconds(10))) {
-    return absl::UnavailableError(stoker::testdata::ReadTextFile(dir + "/stokerd.log"));
+    return absl::UnavailableError(
+        stoker::testdata::ReadTextFile(dir + "/stokerd.log"));
   }
   auto client = stoker::Client::Connect("unix://" + socket);
   if (!client.ok()) return client.status();
@@ -300,10 +303,11 @@ int main(int argc, char** argv) {
     return 1;
   }
   const int used_cores = std::min(workers, cores);
-  std::printf("machine: %d cores; stokerd workers: %d; %zu images -> %dx%d, "
-              "batch %u\n",
-              cores, workers, dataset->samples.size(), size, size,
-              absl::GetFlag(FLAGS_batch_size));
+  std::printf(
+      "machine: %d cores; stokerd workers: %d; %zu images -> %dx%d, "
+      "batch %u\n",
+      cores, workers, dataset->samples.size(), size, size,
+      absl::GetFlag(FLAGS_batch_size));
   std::printf("bare decode+resize loop, 1 thread : %8.0f images/s\n", bare);
   std::printf("stokerd + client, end to end      : %8.0f images/s\n",
               e2e->images_per_second);

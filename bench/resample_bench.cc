@@ -6,17 +6,15 @@
 #include <chrono>
 #include <cstdio>
 #include <functional>
+#include <opencv2/imgproc.hpp>
 #include <string>
 #include <vector>
 
-#include <opencv2/imgproc.hpp>
-
-#include "libyuv/planar_functions.h"
-
-#include "daemon/image/jpeg_decoder.h"
-#include "daemon/image/sample_decoder.h"
 #include "bench/support/dataset_gen.h"
 #include "bench/support/process.h"
+#include "daemon/image/jpeg_decoder.h"
+#include "daemon/image/sample_decoder.h"
+#include "libyuv/planar_functions.h"
 
 namespace {
 
@@ -70,21 +68,30 @@ void OpenCv(const Rgb& in, int w, int h, int interpolation,
 
 double Mae(const std::vector<uint8_t>& a, const std::string& b) {
   double sum = 0;
-  for (size_t i = 0; i < a.size(); ++i) sum += std::abs(int(a[i]) - int(uint8_t(b[i])));
+  for (size_t i = 0; i < a.size(); ++i)
+    sum += std::abs(int(a[i]) - int(uint8_t(b[i])));
   return sum / a.size();
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  const std::string fixtures = argc > 1 ? argv[1] : "tests/fixtures/torchvision";
+  const std::string fixtures =
+      argc > 1 ? argv[1] : "tests/fixtures/torchvision";
   cv::setNumThreads(1);
   std::vector<uint8_t> out, scratch;
   using Method = std::function<void(const Rgb&, int, int)>;
   const std::vector<std::pair<const char*, Method>> methods = {
-      {"libyuv planar box/bilinear", [&](const Rgb& in, int w, int h) { Libyuv(in, w, h, &out, &scratch); }},
-      {"OpenCV INTER_AREA", [&](const Rgb& in, int w, int h) { OpenCv(in, w, h, cv::INTER_AREA, &out); }},
-      {"OpenCV INTER_LINEAR", [&](const Rgb& in, int w, int h) { OpenCv(in, w, h, cv::INTER_LINEAR, &out); }},
+      {"libyuv planar box/bilinear",
+       [&](const Rgb& in, int w, int h) { Libyuv(in, w, h, &out, &scratch); }},
+      {"OpenCV INTER_AREA",
+       [&](const Rgb& in, int w, int h) {
+         OpenCv(in, w, h, cv::INTER_AREA, &out);
+       }},
+      {"OpenCV INTER_LINEAR",
+       [&](const Rgb& in, int w, int h) {
+         OpenCv(in, w, h, cv::INTER_LINEAR, &out);
+       }},
   };
   // Speed: a 450x390 photo-like image; shrink (the whole image to 224),
   // and enlarge (a small crop, as RandomResizedCrop at low scale gives).
@@ -103,8 +110,8 @@ int main(int argc, char** argv) {
   };
   const Rgb mid = corner(300, 260);
   const Rgb small = corner(120, 100);
-  std::printf("%-28s %13s %13s %13s   %s\n", "", "450x390->224",
-              "300x260->224", "120x100->224",
+  std::printf("%-28s %13s %13s %13s   %s\n", "", "450x390->224", "300x260->224",
+              "120x100->224",
               "mean abs error vs Pillow (resize48x40 fixtures)");
   for (const auto& [name, run] : methods) {
     double us[3];
@@ -114,7 +121,9 @@ int main(int argc, char** argv) {
       run(*inputs[k], 224, 224);
       const auto start = Clock::now();
       for (int r = 0; r < reps; ++r) run(*inputs[k], 224, 224);
-      us[k] = std::chrono::duration<double, std::micro>(Clock::now() - start).count() / reps;
+      us[k] = std::chrono::duration<double, std::micro>(Clock::now() - start)
+                  .count() /
+              reps;
     }
     std::string errors;
     for (const char* f : {"grain_0", "grain_1", "smooth_0", "smooth_1"}) {
@@ -126,8 +135,8 @@ int main(int argc, char** argv) {
       std::snprintf(text, sizeof(text), " %s %.2f", f, Mae(out, ref));
       errors += text;
     }
-    std::printf("%-28s %10.0f us %10.0f us %10.0f us  %s\n", name, us[0],
-                us[1], us[2], errors.c_str());
+    std::printf("%-28s %10.0f us %10.0f us %10.0f us  %s\n", name, us[0], us[1],
+                us[2], errors.c_str());
   }
   return 0;
 }

@@ -6,13 +6,13 @@
 #include <cstdio>
 #include <cstdlib>
 
-#define STOKER_CHECK(cond)                                                 \
-  do {                                                                     \
-    if (!(cond)) {                                                         \
-      std::fprintf(stderr, "<2>%s:%d: internal invariant failed: %s\n",   \
-                   __FILE__, __LINE__, #cond);                             \
-      std::abort();                                                        \
-    }                                                                      \
+#define STOKER_CHECK(cond)                                              \
+  do {                                                                  \
+    if (!(cond)) {                                                      \
+      std::fprintf(stderr, "<2>%s:%d: internal invariant failed: %s\n", \
+                   __FILE__, __LINE__, #cond);                          \
+      std::abort();                                                     \
+    }                                                                   \
   } while (0)
 
 #endif  // STOKER_COMMON_CHECK_H_

@@ -58,8 +58,8 @@ std::string HelpText(std::string_view usage, std::string_view main_file,
   std::vector<OwnFlag> flags = own;
   for (const auto& [name, flag] : absl::GetAllFlags()) {
     if (SameFile(flag->Filename(), main_file)) {
-      flags.push_back({std::string(flag->Name()), flag->DefaultValue(),
-                       flag->Help()});
+      flags.push_back(
+          {std::string(flag->Name()), flag->DefaultValue(), flag->Help()});
     }
   }
   std::sort(flags.begin(), flags.end(),
@@ -90,7 +90,8 @@ absl::StatusOr<std::vector<std::pair<std::string, std::string>>> TakeFlags(
       break;
     }
     std::string_view name = arg;
-    if (name.starts_with('-')) name.remove_prefix(name.starts_with("--") ? 2 : 1);
+    if (name.starts_with('-'))
+      name.remove_prefix(name.starts_with("--") ? 2 : 1);
     const size_t equals = name.find('=');
     if (!arg.starts_with('-') || !is_own(name.substr(0, equals))) {
       argv[kept++] = argv[i];

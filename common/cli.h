@@ -39,11 +39,10 @@ struct OwnFlag {
 };
 // ParseCommandLine, with `own` flags listed by --help. The program must take
 // them out of argv before (see TakeFlags).
-std::vector<char*> ParseCommandLine(int argc, char** argv,
-                                    std::string_view usage,
-                                    const std::vector<OwnFlag>& own,
-                                    std::string_view main_file =
-                                        __builtin_FILE());
+std::vector<char*> ParseCommandLine(
+    int argc, char** argv, std::string_view usage,
+    const std::vector<OwnFlag>& own,
+    std::string_view main_file = __builtin_FILE());
 
 // Removes from argv (compacting it, updating *argc) every flag whose name
 // `is_own` accepts, "--name=value", "-name=value" or "--name value", and

@@ -55,7 +55,8 @@ absl::Status ReceiveWithFd(int socket, std::string* text, UniqueFd* fd) {
     got = ::recvmsg(socket, &message, MSG_CMSG_CLOEXEC);
   } while (got < 0 && errno == EINTR);
   if (got < 0) {
-    return absl::UnavailableError(absl::StrCat("recvmsg: ", std::strerror(errno)));
+    return absl::UnavailableError(
+        absl::StrCat("recvmsg: ", std::strerror(errno)));
   }
   for (cmsghdr* header = CMSG_FIRSTHDR(&message); header != nullptr;
        header = CMSG_NXTHDR(&message, header)) {
@@ -86,8 +87,8 @@ absl::Status DecodeStatus(std::string_view text) {
   const char* const text_end = text.data() + text.size();
   if (error != std::errc() || code < 0 || code > 16 || end == text_end ||
       *end != ' ') {
-    return absl::InternalError(
-        absl::StrCat("malformed reply from the ring socket: '", std::string(text), "'"));
+    return absl::InternalError(absl::StrCat(
+        "malformed reply from the ring socket: '", std::string(text), "'"));
   }
   text.remove_prefix(end - text.data() + 1);
   if (code == 0) return absl::OkStatus();

@@ -31,9 +31,9 @@ class PriorityFlag : public spdlog::custom_flag_formatter {
 absl::Status InitLogging(std::string_view level) {
   const auto parsed = spdlog::level::from_str(std::string(level));
   if (parsed == spdlog::level::off && level != "off") {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "log level '", std::string(level),
-        "' is not one of trace, debug, info, warn, error, off"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("log level '", std::string(level),
+                     "' is not one of trace, debug, info, warn, error, off"));
   }
   auto logger = std::make_shared<spdlog::logger>(
       "stoker", std::make_shared<spdlog::sinks::stderr_sink_mt>());

@@ -15,16 +15,17 @@ absl::StatusOr<std::string> NormalizeSocketTarget(std::string_view target) {
   } else if (path.starts_with("unix:")) {
     path.remove_prefix(5);
   } else if (const size_t colon = path.find(':');
-             colon != std::string_view::npos &&
-             path.find('/') > colon) {
+             colon != std::string_view::npos && path.find('/') > colon) {
     // "dns:host", "host:1234", "ipv4:..." : a scheme or a port, no path.
     return absl::InvalidArgumentError(absl::StrCat(
-        "'", std::string(target), "' is not a Unix socket: give its path, e.g. "
+        "'", std::string(target),
+        "' is not a Unix socket: give its path, e.g. "
         "/run/stoker/stoker.sock or unix:///run/stoker/stoker.sock"));
   }
   if (path.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "'", std::string(target), "' names no socket path (e.g. /run/stoker/stoker.sock)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("'", std::string(target),
+                     "' names no socket path (e.g. /run/stoker/stoker.sock)"));
   }
   std::error_code error;
   const std::filesystem::path absolute =

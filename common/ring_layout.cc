@@ -63,16 +63,15 @@ absl::Status ValidateRingHeader(const RingHeader& header,
         "ring layout version ", header.version, " is not the version ",
         kRingVersion, " this client understands; upgrade the client SDK"));
   }
-  const uint64_t headers_end =
-      header.slot_headers_offset +
-      uint64_t{header.slot_count} * sizeof(SlotHeader);
+  const uint64_t headers_end = header.slot_headers_offset +
+                               uint64_t{header.slot_count} * sizeof(SlotHeader);
   const uint64_t slots_end =
       header.slots_offset + uint64_t{header.slot_count} * header.slot_bytes;
-  if (header.segment_bytes > mapped_bytes || headers_end > header.slots_offset ||
-      slots_end > header.segment_bytes) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "ring header describes ", header.segment_bytes,
-        " bytes but the segment maps ", mapped_bytes));
+  if (header.segment_bytes > mapped_bytes ||
+      headers_end > header.slots_offset || slots_end > header.segment_bytes) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("ring header describes ", header.segment_bytes,
+                     " bytes but the segment maps ", mapped_bytes));
   }
   return absl::OkStatus();
 }

@@ -83,7 +83,8 @@ std::string GroupAdvice(const std::string& path, const struct stat& st) {
   }
   if (st.st_gid == 0) {
     return absl::StrCat(
-        where, " belongs to group root, so only root's group may connect: "
+        where,
+        " belongs to group root, so only root's group may connect: "
         "give stokerd a socket_group (the package uses 'stoker') in "
         "/etc/stoker/stokerd.conf, restart it, and add trainers' users to "
         "that group");
@@ -91,12 +92,14 @@ std::string GroupAdvice(const std::string& path, const struct stat& st) {
   if (!InGroupNow(st.st_gid) && InGroupDatabase(st.st_gid)) {
     return absl::StrCat("you were added to group ", group,
                         ", but this login began before: log in again (or "
-                        "run `newgrp ", group, "`) to connect to ", where);
+                        "run `newgrp ",
+                        group, "`) to connect to ", where);
   }
   return absl::StrCat("you are not in group ", group, ", which may connect to ",
-                      where, ": ask an administrator to run `sudo usermod "
-                      "-aG ", group, " ", UserName(::getuid()),
-                      "`, then log in again");
+                      where,
+                      ": ask an administrator to run `sudo usermod "
+                      "-aG ",
+                      group, " ", UserName(::getuid()), "`, then log in again");
 }
 
 }  // namespace

@@ -11,17 +11,18 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
-#define STOKER_RETURN_IF_ERROR(expr)              \
-  do {                                            \
-    ::absl::Status stoker_status_ = (expr);       \
+#define STOKER_RETURN_IF_ERROR(expr)                 \
+  do {                                               \
+    ::absl::Status stoker_status_ = (expr);          \
     if (!stoker_status_.ok()) return stoker_status_; \
   } while (0)
 
 #define STOKER_CONCAT_INNER_(a, b) a##b
 #define STOKER_CONCAT_(a, b) STOKER_CONCAT_INNER_(a, b)
 
-#define STOKER_ASSIGN_OR_RETURN(lhs, rexpr) \
-  STOKER_ASSIGN_OR_RETURN_IMPL_(STOKER_CONCAT_(stoker_or_, __LINE__), lhs, rexpr)
+#define STOKER_ASSIGN_OR_RETURN(lhs, rexpr)                                \
+  STOKER_ASSIGN_OR_RETURN_IMPL_(STOKER_CONCAT_(stoker_or_, __LINE__), lhs, \
+                                rexpr)
 
 #define STOKER_ASSIGN_OR_RETURN_IMPL_(tmp, lhs, rexpr) \
   auto tmp = (rexpr);                                  \

@@ -44,10 +44,11 @@ void REAL(_ZN4absl7debian35Mutex10ReaderLockEv)(absl::Mutex* mu);
 void REAL(_ZN4absl7debian35Mutex12ReaderUnlockEv)(absl::Mutex* mu);
 void REAL(_ZN4absl7debian35Mutex5AwaitERKNS0_9ConditionE)(
     absl::Mutex* mu, const absl::Condition& condition);
-bool REAL(_ZN4absl7debian35Mutex16AwaitWithTimeoutERKNS0_9ConditionENS0_8DurationE)(
+bool REAL(
+    _ZN4absl7debian35Mutex16AwaitWithTimeoutERKNS0_9ConditionENS0_8DurationE)(
     absl::Mutex* mu, const absl::Condition& condition, absl::Duration timeout);
 void REAL(_ZN4absl7debian37CondVar4WaitEPNS0_5MutexE)(absl::CondVar* cv,
-                                                       absl::Mutex* mu);
+                                                      absl::Mutex* mu);
 bool REAL(_ZN4absl7debian37CondVar15WaitWithTimeoutEPNS0_5MutexENS0_8DurationE)(
     absl::CondVar* cv, absl::Mutex* mu, absl::Duration timeout);
 
@@ -81,24 +82,25 @@ void WRAP(_ZN4absl7debian35Mutex5AwaitERKNS0_9ConditionE)(
     absl::Mutex* mu, const absl::Condition& condition) {
   Guarded guarded{&condition, mu};
   __tsan_release(mu);
-  REAL(_ZN4absl7debian35Mutex5AwaitERKNS0_9ConditionE)(
-      mu, absl::Condition(&EvalThenRelease, &guarded));
+  REAL(_ZN4absl7debian35Mutex5AwaitERKNS0_9ConditionE)
+  (mu, absl::Condition(&EvalThenRelease, &guarded));
   __tsan_acquire(mu);
 }
 
-bool WRAP(_ZN4absl7debian35Mutex16AwaitWithTimeoutERKNS0_9ConditionENS0_8DurationE)(
+bool WRAP(
+    _ZN4absl7debian35Mutex16AwaitWithTimeoutERKNS0_9ConditionENS0_8DurationE)(
     absl::Mutex* mu, const absl::Condition& condition, absl::Duration timeout) {
   Guarded guarded{&condition, mu};
   __tsan_release(mu);
-  const bool met =
-      REAL(_ZN4absl7debian35Mutex16AwaitWithTimeoutERKNS0_9ConditionENS0_8DurationE)(
-          mu, absl::Condition(&EvalThenRelease, &guarded), timeout);
+  const bool met = REAL(
+      _ZN4absl7debian35Mutex16AwaitWithTimeoutERKNS0_9ConditionENS0_8DurationE)(
+      mu, absl::Condition(&EvalThenRelease, &guarded), timeout);
   __tsan_acquire(mu);
   return met;
 }
 
 void WRAP(_ZN4absl7debian37CondVar4WaitEPNS0_5MutexE)(absl::CondVar* cv,
-                                                       absl::Mutex* mu) {
+                                                      absl::Mutex* mu) {
   __tsan_release(mu);
   REAL(_ZN4absl7debian37CondVar4WaitEPNS0_5MutexE)(cv, mu);
   __tsan_acquire(mu);
@@ -107,9 +109,9 @@ void WRAP(_ZN4absl7debian37CondVar4WaitEPNS0_5MutexE)(absl::CondVar* cv,
 bool WRAP(_ZN4absl7debian37CondVar15WaitWithTimeoutEPNS0_5MutexENS0_8DurationE)(
     absl::CondVar* cv, absl::Mutex* mu, absl::Duration timeout) {
   __tsan_release(mu);
-  const bool timed_out =
-      REAL(_ZN4absl7debian37CondVar15WaitWithTimeoutEPNS0_5MutexENS0_8DurationE)(
-          cv, mu, timeout);
+  const bool timed_out = REAL(
+      _ZN4absl7debian37CondVar15WaitWithTimeoutEPNS0_5MutexENS0_8DurationE)(
+      cv, mu, timeout);
   __tsan_acquire(mu);
   return timed_out;
 }

@@ -9,13 +9,13 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
-#include "absl/strings/strip.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "absl/time/time.h"
-#include "common/naming.h"
 #include "common/check.h"
+#include "common/naming.h"
 #include "daemon/settings.h"
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/text_format.h"
@@ -49,8 +49,9 @@ class FirstError : public google::protobuf::io::ErrorCollector {
     }
     if (end == 0) return error_;
     const size_t colon = error_.find(": ", path_.size());
-    return absl::StrCat(error_.substr(0, colon + 2), std::string(field.substr(0, end)),
-                        ": ", error_.substr(colon + 2));
+    return absl::StrCat(error_.substr(0, colon + 2),
+                        std::string(field.substr(0, end)), ": ",
+                        error_.substr(colon + 2));
   }
 
  private:
@@ -108,7 +109,8 @@ std::string QuoteBareValue(absl::string_view line) {
   const std::string name(absl::StripAsciiWhitespace(line.substr(0, colon)));
   const FieldDescriptor* field =
       v1::DaemonConfig::descriptor()->FindFieldByName(name);
-  if (field == nullptr || field->cpp_type() != FieldDescriptor::CPPTYPE_STRING) {
+  if (field == nullptr ||
+      field->cpp_type() != FieldDescriptor::CPPTYPE_STRING) {
     return std::string(line);
   }
   absl::string_view value = line.substr(colon + 1);
@@ -140,8 +142,8 @@ absl::StatusOr<LoadedConfig> ReadConfigFile(const std::string& path) {
   std::ifstream in(path);
   if (!in) {
     const int error = errno;
-    const std::string why =
-        absl::StrCat("cannot read config file ", path, ": ", std::strerror(error));
+    const std::string why = absl::StrCat("cannot read config file ", path, ": ",
+                                         std::strerror(error));
     return error == ENOENT ? absl::NotFoundError(why)
                            : absl::InvalidArgumentError(why);
   }
@@ -185,8 +187,8 @@ absl::Status ApplyFlagOverrides(
     config->origin[name] = absl::StrCat("--", name);
     if (field->cpp_type() != FieldDescriptor::CPPTYPE_STRING) {
       // Numbers: protobuf's own text parser checks the type and range.
-      if (!google::protobuf::TextFormat::ParseFieldValueFromString(
-              value, field, &message)) {
+      if (!google::protobuf::TextFormat::ParseFieldValueFromString(value, field,
+                                                                   &message)) {
         return absl::InvalidArgumentError(absl::StrCat(
             "--", name, ": '", value, "' is not a ", field->cpp_type_name()));
       }

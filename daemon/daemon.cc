@@ -1,7 +1,6 @@
 #include "daemon/daemon.h"
 
-#include "daemon/os/byte_size.h"
-
+#include <grpc/grpc.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -11,19 +10,18 @@
 #include <mutex>
 #include <thread>
 
-#include <grpc/grpc.h>
-
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/log.h"
 #include "common/status_macros.h"
+#include "common/version.h"
+#include "daemon/api/ring_requests.h"
+#include "daemon/api/stats.h"
+#include "daemon/os/byte_size.h"
+#include "daemon/os/sd_notify.h"
 #include "daemon/preflight.h"
 #include "daemon/settings.h"
-#include "daemon/api/ring_requests.h"
-#include "daemon/os/sd_notify.h"
 #include "daemon/shm/shm_segment.h"
-#include "daemon/api/stats.h"
-#include "common/version.h"
-#include "common/log.h"
 
 namespace stoker {
 namespace {
@@ -65,7 +63,8 @@ void Reload(Daemon& daemon,
             const std::function<absl::StatusOr<DaemonOptions>()>& reload) {
   absl::StatusOr<DaemonOptions> next = reload();
   if (!next.ok()) {
-    spdlog::error("reload refused, nothing changed: {}", next.status().message());
+    spdlog::error("reload refused, nothing changed: {}",
+                  next.status().message());
     return;
   }
   const ReloadReport report = daemon.Reconfigure(*next);
@@ -98,7 +97,8 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(
   }
   STOKER_RETURN_IF_ERROR(CheckAgainstMachine(options));
   STOKER_RETURN_IF_ERROR(PrepareSocketDirectory(socket_path));
-  STOKER_ASSIGN_OR_RETURN(InstanceLock lock, InstanceLock::Acquire(socket_path));
+  STOKER_ASSIGN_OR_RETURN(InstanceLock lock,
+                          InstanceLock::Acquire(socket_path));
   std::unique_ptr<Daemon> daemon(new Daemon(socket_path, std::move(lock)));
   STOKER_RETURN_IF_ERROR(daemon->Serve(options));
   return daemon;
@@ -120,8 +120,8 @@ absl::Status Daemon::Serve(const DaemonOptions& options) {
   if (!options.socket_group.empty()) {
     auto gid = ResolveGroup(options.socket_group);
     if (!gid.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--socket_group: ", gid.status().message()));
+      return absl::InvalidArgumentError(
+          absl::StrCat("--socket_group: ", gid.status().message()));
     }
     socket_group = *gid;
   }
@@ -144,9 +144,10 @@ void Daemon::RemoveLeftovers(const DaemonOptions& options) {
     RemoveStaleSocket(RingSocketPath(socket_path_));
   }
   if (const int removed = RemoveSegments(segment_prefix_); removed > 0) {
-    spdlog::warn("removed {} shared-memory segments left by a previous "
-                 "stokerd on {}",
-                 removed, socket_path_);
+    spdlog::warn(
+        "removed {} shared-memory segments left by a previous "
+        "stokerd on {}",
+        removed, socket_path_);
   }
 }
 
@@ -197,9 +198,10 @@ absl::Status Daemon::StartMetrics(const DaemonOptions& options) {
   if (!options.metrics_address.starts_with("127.") &&
       !options.metrics_address.starts_with("localhost:") &&
       !options.metrics_address.starts_with("[::1]:")) {
-    spdlog::warn("metrics on {} are not limited to loopback: job names and "
-                 "ids are visible to whoever reaches that address",
-                 options.metrics_address);
+    spdlog::warn(
+        "metrics on {} are not limited to loopback: job names and "
+        "ids are visible to whoever reaches that address",
+        options.metrics_address);
   }
   return absl::OkStatus();
 }
@@ -224,37 +226,37 @@ absl::Status Daemon::StartServer(const DaemonOptions& options) {
     return absl::UnavailableError(
         absl::StrCat("cannot start the gRPC server for ", socket_path_));
   }
-  listener_->Start(server_.get(), peers_.get(),
-                   [registry = registry_.get()](
-                       int fd, const PeerCredentials& credentials) {
-                     ServeRingRequest(fd, credentials, *registry);
-                   });
+  listener_->Start(
+      server_.get(), peers_.get(),
+      [registry = registry_.get()](int fd, const PeerCredentials& credentials) {
+        ServeRingRequest(fd, credentials, *registry);
+      });
   return absl::OkStatus();
 }
 
 void Daemon::LogStart(const DaemonOptions& options, int workers) {
   if (options.dataset_roots.empty()) {
-    spdlog::warn("no --dataset_roots: clients may name any directory stokerd "
-                 "can read (but /proc, /sys and /dev)");
+    spdlog::warn(
+        "no --dataset_roots: clients may name any directory stokerd "
+        "can read (but /proc, /sys and /dev)");
   }
-  spdlog::info("stokerd {} listening on {}{} with {} workers (shared-memory "
-               "budget {}, {} free in /dev/shm)",
-               kVersion, socket_path_,
-               options.inherited_sockets.empty() ? "" : " (socket activation)",
-               workers,
-               options.shm_budget_bytes > 0
-                   ? FormatByteSize(options.shm_budget_bytes)
-                   : std::string("none"),
-               FormatByteSize(FreeBytes("/dev/shm") & ~uint64_t{1023}));
+  spdlog::info(
+      "stokerd {} listening on {}{} with {} workers (shared-memory "
+      "budget {}, {} free in /dev/shm)",
+      kVersion, socket_path_,
+      options.inherited_sockets.empty() ? "" : " (socket activation)", workers,
+      options.shm_budget_bytes > 0 ? FormatByteSize(options.shm_budget_bytes)
+                                   : std::string("none"),
+      FormatByteSize(FreeBytes("/dev/shm") & ~uint64_t{1023}));
   {
     absl::MutexLock lock(&shutdown_mu_);
     served_ = true;
   }
   if (metrics_ != nullptr) {
-    spdlog::info("metrics on http://{}:{}/metrics",
-                 options.metrics_address.substr(
-                     0, options.metrics_address.rfind(':')),
-                 metrics_->port());
+    spdlog::info(
+        "metrics on http://{}:{}/metrics",
+        options.metrics_address.substr(0, options.metrics_address.rfind(':')),
+        metrics_->port());
   }
 }
 
@@ -360,13 +362,13 @@ int RunDaemon(const DaemonOptions& options,
   auto daemon = Daemon::Start(options);
   if (!daemon.ok()) {
     spdlog::critical("stokerd cannot start: {}", daemon.status().message());
-    (void)SdNotify(absl::StrCat("STATUS=cannot start: ",
-                                daemon.status().message()));
+    (void)SdNotify(
+        absl::StrCat("STATUS=cannot start: ", daemon.status().message()));
     return 1;
   }
   // Under systemd (Type=notify): ready only now that the sockets listen.
-  if (absl::Status ready = SdNotify(absl::StrCat(
-          "READY=1\nSTATUS=serving ", (*daemon)->socket_path()));
+  if (absl::Status ready = SdNotify(
+          absl::StrCat("READY=1\nSTATUS=serving ", (*daemon)->socket_path()));
       !ready.ok()) {
     spdlog::warn("{}", ready.message());
   }
@@ -379,11 +381,12 @@ int RunDaemon(const DaemonOptions& options,
     });
   }
   int signal_number = 0;
-  while (sigwait(&stop_signals, &signal_number) == 0 && signal_number == SIGHUP) {
+  while (sigwait(&stop_signals, &signal_number) == 0 &&
+         signal_number == SIGHUP) {
     (void)SdNotify("RELOADING=1");
     Reload(**daemon, reload);
-    (void)SdNotify(absl::StrCat("READY=1\nSTATUS=serving ",
-                                (*daemon)->socket_path()));
+    (void)SdNotify(
+        absl::StrCat("READY=1\nSTATUS=serving ", (*daemon)->socket_path()));
   }
   spdlog::info("received {}, draining", strsignal(signal_number));
   (void)SdNotify("STOPPING=1");

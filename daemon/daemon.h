@@ -17,31 +17,30 @@
 #include <grpcpp/grpcpp.h>
 
 #include <atomic>
-#include <map>
-#include <memory>
 #include <chrono>
 #include <functional>
+#include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "absl/time/time.h"
-
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "common/naming.h"
 #include "daemon/api/client_limits.h"
 #include "daemon/api/consume_reactor.h"
-#include "daemon/os/instance_lock.h"
-#include "daemon/jobs/job_registry.h"
 #include "daemon/api/listener.h"
-#include "daemon/os/path_policy.h"
-#include "daemon/api/peer.h"
 #include "daemon/api/loader_service.h"
 #include "daemon/api/metrics.h"
-#include "daemon/options.h"
-#include "daemon/os/ticker.h"
+#include "daemon/api/peer.h"
+#include "daemon/jobs/job_registry.h"
 #include "daemon/jobs/worker_pool.h"
+#include "daemon/options.h"
+#include "daemon/os/instance_lock.h"
+#include "daemon/os/path_policy.h"
+#include "daemon/os/ticker.h"
 
 namespace stoker {
 

@@ -1,8 +1,8 @@
 // stokerd: the stoker data-loading daemon.
 #include <cstdint>
 #include <cstdio>
-#include <utility>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/flags/flag.h"
@@ -13,15 +13,16 @@
 #include "common/naming.h"
 #include "daemon/config.h"
 #include "daemon/daemon.h"
+#include "daemon/os/sd_listen.h"
 #include "daemon/preflight.h"
 #include "daemon/settings.h"
-#include "daemon/os/sd_listen.h"
 
 // The settings (--socket, --workers, ...) are not absl flags: they come
 // from the table in daemon/settings.cc, like the file's fields.
 ABSL_FLAG(std::string, config, stoker::kDefaultConfigPath,
           "configuration file (protobuf text format, stoker.v1.DaemonConfig); "
-          "each of its fields is the flag of the same name, and flags given on the command "
+          "each of its fields is the flag of the same name, and flags given on "
+          "the command "
           "line win; a missing default file is no error; empty: none");
 ABSL_FLAG(bool, check_config, false,
           "check the configuration file and flags, print the settings and "
@@ -67,8 +68,8 @@ std::vector<stoker::OwnFlag> SettingFlags() {
       absl::StrAppend(&help, "; default: ", setting.default_note);
     }
     if (setting.reloadable) absl::StrAppend(&help, " (reloadable)");
-    flags.push_back({std::string(setting.name),
-                     stoker::DefaultText(setting), help});
+    flags.push_back(
+        {std::string(setting.name), stoker::DefaultText(setting), help});
   }
   return flags;
 }

@@ -9,9 +9,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/naming.h"
+#include "daemon/api/peer.h"
 #include "daemon/os/byte_size.h"
 #include "daemon/os/path_policy.h"
-#include "daemon/api/peer.h"
 
 namespace stoker {
 namespace {
@@ -20,9 +20,9 @@ absl::Status CheckRoots(const std::vector<std::string>& roots) {
   for (const std::string& root : roots) {
     struct stat st {};
     if (::stat(root.c_str(), &st) != 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "dataset_roots: '", root, "': ", std::strerror(errno),
-          " (create it, or list only directories that exist)"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("dataset_roots: '", root, "': ", std::strerror(errno),
+                       " (create it, or list only directories that exist)"));
     }
     if (!S_ISDIR(st.st_mode)) {
       return absl::InvalidArgumentError(
@@ -48,10 +48,10 @@ absl::Status CheckBudget(uint64_t budget, const std::string& shm_dir) {
 absl::Status CheckWorkers(int workers) {
   const int cores = std::max(1u, std::thread::hardware_concurrency());
   if (workers <= kMaxWorkersPerCore * cores) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat(
-      "workers: ", workers, " is more than ", kMaxWorkersPerCore,
-      " per core (this machine has ", cores,
-      "); 0 gives one per core but one"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("workers: ", workers, " is more than ", kMaxWorkersPerCore,
+                   " per core (this machine has ", cores,
+                   "); 0 gives one per core but one"));
 }
 
 absl::Status CheckSocketPath(const std::string& path) {

@@ -5,10 +5,10 @@
 #include <limits>
 
 #include "absl/strings/numbers.h"
-#include "absl/strings/string_view.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "common/naming.h"
 #include "daemon/os/byte_size.h"
@@ -42,14 +42,14 @@ absl::Status ReadDuration(absl::string_view text, absl::Duration* out) {
 
 absl::Status ParseSocket(absl::string_view text, DaemonOptions* o) {
   absl::StatusOr<std::string> target = NormalizeSocketTarget(std::string(text));
-  if (!target.ok()) return absl::InvalidArgumentError(target.status().message());
+  if (!target.ok())
+    return absl::InvalidArgumentError(target.status().message());
   o->target = *std::move(target);
   return absl::OkStatus();
 }
 
 absl::Status ParseRoots(absl::string_view text, DaemonOptions* o) {
-  std::vector<std::string> roots =
-      absl::StrSplit(text, ',', absl::SkipEmpty());
+  std::vector<std::string> roots = absl::StrSplit(text, ',', absl::SkipEmpty());
   for (const std::string& root : roots) {
     if (!root.starts_with('/')) return Invalid(root, "is not an absolute path");
   }
@@ -67,10 +67,9 @@ absl::Status ParseBudget(absl::string_view text, DaemonOptions* o) {
 absl::Status ParseMetricsAddress(absl::string_view text, DaemonOptions* o) {
   const size_t colon = text.rfind(':');
   int port = 0;
-  if (!text.empty() &&
-      (colon == absl::string_view::npos ||
-       !absl::SimpleAtoi(text.substr(colon + 1), &port) || port < 0 ||
-       port > 65535)) {
+  if (!text.empty() && (colon == absl::string_view::npos ||
+                        !absl::SimpleAtoi(text.substr(colon + 1), &port) ||
+                        port < 0 || port > 65535)) {
     return Invalid(text, "is not host:port such as \"127.0.0.1:9464\"");
   }
   o->metrics_address = std::string(text);
@@ -79,7 +78,7 @@ absl::Status ParseMetricsAddress(absl::string_view text, DaemonOptions* o) {
 
 absl::Status ParseLogLevel(absl::string_view text, DaemonOptions* o) {
   static constexpr absl::string_view kLevels[] = {"trace", "debug", "info",
-                                                 "warn",  "error", "off"};
+                                                  "warn",  "error", "off"};
   for (absl::string_view level : kLevels) {
     if (text == level) {
       o->log_level = std::string(text);
@@ -127,8 +126,7 @@ const std::array<Setting, 13> kSettings = {{
      [](const DaemonOptions& o) { return absl::StrJoin(o.dataset_roots, ","); },
      "any path but /proc, /sys and /dev"},
     {"shm_budget", true,
-     "shared memory all job rings together may reserve, e.g. 16G",
-     ParseBudget,
+     "shared memory all job rings together may reserve, e.g. 16G", ParseBudget,
      [](const DaemonOptions& o) { return FormatByteSize(o.shm_budget_bytes); },
      "only /dev/shm's free space limits it"},
     {"max_jobs", true, "most jobs running at once",
@@ -141,7 +139,9 @@ const std::array<Setting, 13> kSettings = {{
        return ParseNumber(text, 1, kUint32Max, "above 0",
                           &o->max_jobs_per_client);
      },
-     [](const DaemonOptions& o) { return absl::StrCat(o.max_jobs_per_client); }},
+     [](const DaemonOptions& o) {
+       return absl::StrCat(o.max_jobs_per_client);
+     }},
     {"max_leases_per_client", true,
      "most batches one client may have outstanding (credits plus unreleased "
      "leases, over all its consumers)",
@@ -173,8 +173,8 @@ const std::array<Setting, 13> kSettings = {{
      "127.0.0.1:9464",
      ParseMetricsAddress,
      [](const DaemonOptions& o) { return o.metrics_address; }, "off"},
-    {"log_level", true, "trace, debug, info, warn, error or off",
-     ParseLogLevel, [](const DaemonOptions& o) { return o.log_level; }},
+    {"log_level", true, "trace, debug, info, warn, error or off", ParseLogLevel,
+     [](const DaemonOptions& o) { return o.log_level; }},
 }};
 
 }  // namespace

@@ -56,7 +56,7 @@ std::string ConsumeThenStop(TestDaemon& daemon, const JobSpec& spec,
     auto batch = (*consumer)->Next();
     EXPECT_TRUE(batch.ok()) << batch.status();
     AppendBatch(*batch, &bytes);
-  }  // each released as it goes out of scope
+  }                                 // each released as it goes out of scope
   auto held = (*consumer)->Next();  // in flight when the trainer dies
   EXPECT_TRUE(held.ok());
   auto saved = ParsePosition(SerializePosition((*consumer)->position()));
@@ -74,13 +74,14 @@ float HalfToFloat(uint16_t h) {
 
 class AugmentTest : public ::testing::Test {
  protected:
-  AugmentTest() {
-    data_ = MakeDataset(dir_.path() + "/data", 3, 7, 120, 90);
-  }
+  AugmentTest() { data_ = MakeDataset(dir_.path() + "/data", 3, 7, 120, 90); }
   // RandomResizedCrop + flip + ColorJitter: every random op.
   JobSpec Train(uint64_t seed) {
-    JobSpec spec{.dataset_path = dir_.path() + "/data", .batch_size = 5,
-                 .slots = 3, .pipeline = TrainPipeline(48), .seed = seed,
+    JobSpec spec{.dataset_path = dir_.path() + "/data",
+                 .batch_size = 5,
+                 .slots = 3,
+                 .pipeline = TrainPipeline(48),
+                 .seed = seed,
                  .epochs = 2};
     spec.pipeline.push_back(ColorJitter{});
     return spec;
@@ -142,9 +143,9 @@ TEST(Position, TextFormRoundTripsAndRefusesGarbage) {
   const Position p{12, 34567};
   EXPECT_EQ(SerializePosition(p), "stoker-position:12:34567");
   EXPECT_EQ(*ParsePosition(SerializePosition(p)), p);
-  for (const char* bad : {"", "stoker-position:", "stoker-position:1",
-                          "stoker-position:a:1", "position:1:2",
-                          "stoker-position:1:2x"}) {
+  for (const char* bad :
+       {"", "stoker-position:", "stoker-position:1", "stoker-position:a:1",
+        "position:1:2", "stoker-position:1:2x"}) {
     EXPECT_EQ(ParsePosition(bad).status().code(),
               absl::StatusCode::kInvalidArgument)
         << bad;
@@ -200,7 +201,8 @@ TEST_F(AugmentTest, FloatOutputIsTheNormalisedUint8Output) {
         ASSERT_EQ(got, want) << "image " << image << " pixel " << i;
         uint16_t half;
         std::memcpy(&half, &h[h_off + (i * 3 + c) * 2], 2);  // NHWC
-        ASSERT_NEAR(HalfToFloat(half), want, 2e-3 * std::max(1.0f, std::fabs(want)));
+        ASSERT_NEAR(HalfToFloat(half), want,
+                    2e-3 * std::max(1.0f, std::fabs(want)));
       }
     }
     u_off += per_image;
@@ -217,9 +219,12 @@ TEST_F(AugmentTest, FloatOutputIsTheNormalisedUint8Output) {
 
 TEST_F(AugmentTest, FlipMirrorsTheImageExactly) {
   TestDaemon daemon;
-  JobSpec plain{.dataset_path = dir_.path() + "/data", .batch_size = 7,
-                .slots = 2, .pipeline = {Resize{.height = 30, .width = 40}},
-                .shuffle = false, .epochs = 1};
+  JobSpec plain{.dataset_path = dir_.path() + "/data",
+                .batch_size = 7,
+                .slots = 2,
+                .pipeline = {Resize{.height = 30, .width = 40}},
+                .shuffle = false,
+                .epochs = 1};
   JobSpec flipped = plain;
   flipped.pipeline.push_back(RandomHorizontalFlip{.p = 1.0f});
   const std::string a = JobBytes(daemon, plain);
@@ -245,9 +250,11 @@ TEST_F(AugmentTest, EvaluationPipelineMatchesAnIndependentReference) {
   TestDaemon daemon;
   auto client = daemon.Connect();
   auto job = client->CreateJob({.dataset_path = dir.path() + "/data",
-                                .batch_size = 6, .slots = 2,
+                                .batch_size = 6,
+                                .slots = 2,
                                 .pipeline = EvalPipeline(64, 48),
-                                .shuffle = false, .epochs = 1});
+                                .shuffle = false,
+                                .epochs = 1});
   ASSERT_TRUE(job.ok()) << job.status();
   EXPECT_EQ(job->spec.height, 48u);
   auto consumer = client->Attach(job->id);
@@ -258,9 +265,11 @@ TEST_F(AugmentTest, EvaluationPipelineMatchesAnIndependentReference) {
     // then CenterCrop(48) takes the middle.
     const auto source = testing::ReferenceDecode(data.paths[row]);
     const int rw = source.width <= source.height
-                       ? 64 : int(int64_t(64) * source.width / source.height);
+                       ? 64
+                       : int(int64_t(64) * source.width / source.height);
     const int rh = source.width <= source.height
-                       ? int(int64_t(64) * source.height / source.width) : 64;
+                       ? int(int64_t(64) * source.height / source.width)
+                       : 64;
     const auto resized = testing::ReferenceResize(source, rw, rh);
     const int top = int(std::nearbyint((rh - 48) / 2.0));
     const int left = int(std::nearbyint((rw - 48) / 2.0));

@@ -38,8 +38,13 @@ class BadInputTest : public ::testing::Test {
   }
 
   JobSpec Spec(OnError on_error, uint32_t epochs = 1) {
-    return {.dataset_path = Root(), .batch_size = 4, .slots = 2, .height = 24,
-            .width = 24, .epochs = epochs, .on_error = on_error};
+    return {.dataset_path = Root(),
+            .batch_size = 4,
+            .slots = 2,
+            .height = 24,
+            .width = 24,
+            .epochs = epochs,
+            .on_error = on_error};
   }
 
   std::unique_ptr<v1::Loader::Stub> RawStub() {
@@ -124,7 +129,8 @@ TEST_F(BadInputTest, OnErrorFailEndsTheJobNamingTheFileWhileOthersFlow) {
   auto info = client_->GetJob(failing->id);
   ASSERT_TRUE(info.ok());
   EXPECT_EQ(info->state, JobState::kFailed);
-  EXPECT_NE(info->error.find("on_error=FAIL"), std::string::npos) << info->error;
+  EXPECT_NE(info->error.find("on_error=FAIL"), std::string::npos)
+      << info->error;
   EXPECT_EQ(healthy_samples, 60u);
 }
 
@@ -139,9 +145,8 @@ TEST_F(BadInputTest, ARingRequestForAFailedJobSaysWhyItFailed) {
     auto info = client_->GetJob(failing->id);
     return info.ok() && info->state == JobState::kFailed;
   }));
-  auto ring = internal::RingMapping::Open(RingSocketPath(SocketPathFromTarget(
-                                    daemon_.target())),
-                                failing->id);
+  auto ring = internal::RingMapping::Open(
+      RingSocketPath(SocketPathFromTarget(daemon_.target())), failing->id);
   ASSERT_FALSE(ring.ok());
   EXPECT_EQ(ring.status().code(), absl::StatusCode::kDataLoss) << ring.status();
   EXPECT_NE(ring.status().message().find("on_error=FAIL"), std::string::npos)
@@ -164,9 +169,8 @@ TEST_F(BadInputTest, UnknownEnumValuesAreInvalidArgumentNamingTheField) {
     v1::Job job;
     return stub->CreateJob(&context, request, &job);
   };
-  grpc::Status status = create([](v1::JobSpec* s) {
-    s->set_on_error(static_cast<v1::OnError>(99));
-  });
+  grpc::Status status = create(
+      [](v1::JobSpec* s) { s->set_on_error(static_cast<v1::OnError>(99)); });
   EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_NE(status.error_message().find("on_error"), std::string::npos);
   status = create([](v1::JobSpec* s) {
@@ -260,8 +264,9 @@ TEST_F(BadInputTest, DoubleAndForeignReleasesAndDeletedJobsAreRefused) {
   attach.mutable_attach()->set_credits(1);
   struct Stream {
     grpc::ClientContext context;
-    std::unique_ptr<grpc::ClientReaderWriter<v1::ConsumeRequest,
-                                             v1::ConsumeResponse>> rw;
+    std::unique_ptr<
+        grpc::ClientReaderWriter<v1::ConsumeRequest, v1::ConsumeResponse>>
+        rw;
   };
   auto open = [&](Stream& s) {
     s.rw = stub->Consume(&s.context);

@@ -1,10 +1,11 @@
 // The configuration file: parsing, errors naming file, line and field, and
 // flags overriding the file.
+#include "daemon/config.h"
+
 #include <fstream>
 
 #include "absl/time/time.h"
 #include "common/cli.h"
-#include "daemon/config.h"
 #include "daemon/settings.h"
 #include "gtest/gtest.h"
 #include "tests/test_util.h"
@@ -125,11 +126,11 @@ TEST_F(ConfigTest, FlagsOverrideTheFile) {
   auto config = ReadConfigFile(
       Write("workers: 2\nmax_jobs: 5\ndataset_roots: \"/data\"\n"));
   ASSERT_TRUE(config.ok()) << config.status();
-  ASSERT_TRUE(ApplyFlagOverrides({{"workers", "7"},
-                                  {"dataset_roots", "/a,/b"},
-                                  {"shm_budget", "1G"}},
-                                 &*config)
-                  .ok());
+  ASSERT_TRUE(
+      ApplyFlagOverrides(
+          {{"workers", "7"}, {"dataset_roots", "/a,/b"}, {"shm_budget", "1G"}},
+          &*config)
+          .ok());
   auto options = ToDaemonOptions(*config);
   ASSERT_TRUE(options.ok()) << options.status();
   EXPECT_EQ(options->workers, 7);
@@ -140,7 +141,9 @@ TEST_F(ConfigTest, FlagsOverrideTheFile) {
   // A number that is not one, or out of the field's range, names the flag.
   for (const auto& [flag, text] :
        std::vector<std::pair<std::string, std::string>>{
-           {"workers", "many"}, {"max_jobs", "-1"}, {"max_jobs", "4294967296"}}) {
+           {"workers", "many"},
+           {"max_jobs", "-1"},
+           {"max_jobs", "4294967296"}}) {
     absl::Status bad = ApplyFlagOverrides({{flag, text}}, &*config);
     EXPECT_EQ(bad.code(), absl::StatusCode::kInvalidArgument) << flag << text;
     EXPECT_NE(bad.message().find("--" + flag + ": '" + text + "' is not a"),
@@ -152,8 +155,9 @@ TEST_F(ConfigTest, FlagsOverrideTheFile) {
   ASSERT_TRUE(ApplyFlagOverrides({{"lease_timeout", "soon"}}, &*config).ok());
   auto bad = ToDaemonOptions(*config);
   ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.status().message().find("--lease_timeout: 'soon' is not a duration"),
-            std::string::npos)
+  EXPECT_NE(
+      bad.status().message().find("--lease_timeout: 'soon' is not a duration"),
+      std::string::npos)
       << bad.status();
 }
 
@@ -163,10 +167,9 @@ TEST_F(ConfigTest, AMissingFileIsNotFound) {
 }
 
 TEST_F(ConfigTest, FlagNamesAreReadFromTheCommandLine) {
-  const char* argv[] = {"stokerd", "--workers=3", "-max_jobs", "4",
-                        "--config=/x", "--", "--socket=y"};
-  const auto names =
-      FlagNamesIn(7, const_cast<char**>(argv));
+  const char* argv[] = {"stokerd",     "--workers=3", "-max_jobs", "4",
+                        "--config=/x", "--",          "--socket=y"};
+  const auto names = FlagNamesIn(7, const_cast<char**>(argv));
   EXPECT_EQ(names, (std::vector<std::string>{"workers", "max_jobs", "config"}));
   EXPECT_TRUE(IsConfigField("workers"));
   EXPECT_FALSE(IsConfigField("config"));
@@ -206,10 +209,11 @@ TEST_F(ConfigTest, EachSettingReadsBackWhatItShows) {
 }
 
 TEST_F(ConfigTest, SettingFlagsAreTakenOutOfTheCommandLine) {
-  char* argv[] = {const_cast<char*>("stokerd"), const_cast<char*>("--workers=3"),
-                  const_cast<char*>("-max_jobs"), const_cast<char*>("4"),
-                  const_cast<char*>("--config=/x"), const_cast<char*>("--"),
-                  const_cast<char*>("--socket=y"), nullptr};
+  char* argv[] = {
+      const_cast<char*>("stokerd"),     const_cast<char*>("--workers=3"),
+      const_cast<char*>("-max_jobs"),   const_cast<char*>("4"),
+      const_cast<char*>("--config=/x"), const_cast<char*>("--"),
+      const_cast<char*>("--socket=y"),  nullptr};
   int argc = 7;
   auto taken = TakeFlags(&argc, argv, [](std::string_view name) {
     return FindSetting(name) != nullptr;

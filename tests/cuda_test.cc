@@ -1,12 +1,13 @@
 // The CUDA copy path. On a machine without a GPU the copy tests skip; what
 // must hold there is checked: the SDK says clearly that there is no GPU and
 // the CPU path keeps working.
+#include "stoker/cuda.h"
+
 #include <dlfcn.h>
 
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "stoker/cuda.h"
 #include "tests/test_util.h"
 
 #ifdef STOKER_HAVE_CUDA
@@ -38,8 +39,12 @@ class CudaTest : public ::testing::Test {
                                  /*vary_size=*/false);
   }
   JobSpec Spec() {
-    return {.dataset_path = daemon_.dir() + "/data", .batch_size = 4,
-            .slots = 2, .height = 24, .width = 32, .epochs = 2};
+    return {.dataset_path = daemon_.dir() + "/data",
+            .batch_size = 4,
+            .slots = 2,
+            .height = 24,
+            .width = 32,
+            .epochs = 2};
   }
 
   testing::TestDaemon daemon_;
@@ -90,8 +95,12 @@ TEST_F(CudaTest, CopiesEveryBatchToTheDeviceAndReleasesAfterTheCopy) {
   const size_t batches = 8;
   uint8_t* d_images = nullptr;
   int64_t* d_labels = nullptr;
-  ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&d_images), batches * 4 * image_bytes), cudaSuccess);
-  ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&d_labels), batches * 4 * sizeof(int64_t)), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&d_images),
+                       batches * 4 * image_bytes),
+            cudaSuccess);
+  ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&d_labels),
+                       batches * 4 * sizeof(int64_t)),
+            cudaSuccess);
   cudaStream_t stream;
   ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
   std::vector<std::vector<int64_t>> indices;
@@ -102,7 +111,8 @@ TEST_F(CudaTest, CopiesEveryBatchToTheDeviceAndReleasesAfterTheCopy) {
     ASSERT_TRUE(batch.ok()) << batch.status();
     indices.emplace_back(batch->indices().begin(), batch->indices().end());
     ASSERT_TRUE((*copier)
-                    ->CopyAsync(*std::move(batch), d_images + b * 4 * image_bytes,
+                    ->CopyAsync(*std::move(batch),
+                                d_images + b * 4 * image_bytes,
                                 d_labels + b * 4, stream)
                     .ok());
   }
@@ -110,7 +120,8 @@ TEST_F(CudaTest, CopiesEveryBatchToTheDeviceAndReleasesAfterTheCopy) {
   std::vector<uint8_t> images(batches * 4 * image_bytes);
   std::vector<int64_t> labels(batches * 4);
   cudaMemcpy(images.data(), d_images, images.size(), cudaMemcpyDeviceToHost);
-  cudaMemcpy(labels.data(), d_labels, labels.size() * 8, cudaMemcpyDeviceToHost);
+  cudaMemcpy(labels.data(), d_labels, labels.size() * 8,
+             cudaMemcpyDeviceToHost);
   for (size_t b = 0; b < batches; ++b) {
     for (size_t r = 0; r < 4; ++r) {
       const int64_t index = indices[b][r];

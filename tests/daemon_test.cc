@@ -36,7 +36,8 @@ absl::Status ConsumeAll(Consumer& consumer, std::vector<Seen>* seen,
   for (;;) {
     absl::StatusOr<Batch> batch = consumer.Next();
     if (!batch.ok()) return batch.status();
-    seen->push_back({batch->epoch(), batch->index(),
+    seen->push_back({batch->epoch(),
+                     batch->index(),
                      {batch->indices().begin(), batch->indices().end()},
                      {batch->labels().begin(), batch->labels().end()}});
     if (check) check(*batch);
@@ -47,8 +48,13 @@ absl::Status ConsumeAll(Consumer& consumer, std::vector<Seen>* seen,
 class DaemonTest : public ::testing::Test {
  protected:
   JobSpec Spec(const std::string& root) {
-    return {.dataset_path = root, .batch_size = 7, .slots = 3, .height = 32,
-            .width = 40, .seed = 11, .epochs = 2};
+    return {.dataset_path = root,
+            .batch_size = 7,
+            .slots = 3,
+            .height = 32,
+            .width = 40,
+            .seed = 11,
+            .epochs = 2};
   }
   std::string DataDir(const std::string& name = "data") {
     return daemon_.dir() + "/" + name;
@@ -151,8 +157,8 @@ TEST_F(DaemonTest, ResizedPixelsAreCloseToAReferenceResize) {
                                      32 * 40 * 3),
                 4.0);
       // ... and far from any other sample.
-      EXPECT_GT(testing::MeanAbsDiff(got, reference((index + 1) % 8).pixels.data(),
-                                     32 * 40 * 3),
+      EXPECT_GT(testing::MeanAbsDiff(
+                    got, reference((index + 1) % 8).pixels.data(), 32 * 40 * 3),
                 12.0);
     }
   }).IgnoreError();
@@ -308,7 +314,8 @@ TEST_F(DaemonTest, ZeroPrefetchStillDelivers) {
   auto consumer = client_->Attach(job->id, {.prefetch = 0});
   ASSERT_TRUE(consumer.ok());
   std::vector<Seen> seen;
-  EXPECT_EQ(ConsumeAll(**consumer, &seen).code(), absl::StatusCode::kOutOfRange);
+  EXPECT_EQ(ConsumeAll(**consumer, &seen).code(),
+            absl::StatusCode::kOutOfRange);
   EXPECT_EQ(seen.size(), 2u);
 }
 
@@ -339,7 +346,8 @@ TEST_F(DaemonTest, AConsumerThatLeavesMidEpochLosesNothing) {
   EXPECT_EQ(ConsumeAll(**second, &seen).code(), absl::StatusCode::kOutOfRange);
   ASSERT_FALSE(seen.empty());
   EXPECT_EQ(seen[0].batch, held.index()) << "the held batch comes first";
-  for (const Seen& s : seen) delivered.insert(s.indices.begin(), s.indices.end());
+  for (const Seen& s : seen)
+    delivered.insert(s.indices.begin(), s.indices.end());
   EXPECT_EQ(delivered.size(), 28u);
   for (int64_t i = 0; i < 28; ++i) EXPECT_EQ(delivered.count(i), 1u) << i;
 }
@@ -493,8 +501,12 @@ class ConsumerOptionsTest : public ::testing::Test {
  protected:
   JobInfo CreateBroadcastJob() {
     MakeDataset(daemon_.dir() + "/data", 2, 6);
-    JobSpec spec{.dataset_path = daemon_.dir() + "/data", .batch_size = 3,
-                 .slots = 4, .height = 32, .width = 40, .seed = 4,
+    JobSpec spec{.dataset_path = daemon_.dir() + "/data",
+                 .batch_size = 3,
+                 .slots = 4,
+                 .height = 32,
+                 .width = 40,
+                 .seed = 4,
                  .epochs = 2};
     spec.sharing = {.mode = ConsumerMode::kBroadcast, .min_consumers = 2};
     auto job = client_->CreateJob(spec);
@@ -535,8 +547,8 @@ TEST_F(ConsumerOptionsTest, CopyOnWriteViewsKeepWritesInTheProcess) {
     auto b = (*writer)->Next();
     ASSERT_TRUE(a.ok() && b.ok()) << a.status() << b.status();
     const auto* ring = static_cast<const uint8_t*>(a->image_tensor().data);
-    auto* view = static_cast<uint8_t*>(
-        const_cast<void*>(b->image_tensor().data));
+    auto* view =
+        static_cast<uint8_t*>(const_cast<void*>(b->image_tensor().data));
     ASSERT_EQ(a->image_tensor().bytes, image_bytes);
     // Before writing, the private view shows the slot's current batch,
     // not an earlier batch's writes.

@@ -1,11 +1,10 @@
 // The decode path: libjpeg-turbo decode, resampling, file reading, and what
 // happens with bad input.
-#include "daemon/image/jpeg_decoder.h"
-
 #include <cstring>
 #include <string>
 #include <vector>
 
+#include "daemon/image/jpeg_decoder.h"
 #include "daemon/image/sample_decoder.h"
 #include "gtest/gtest.h"
 #include "tests/test_util.h"
@@ -13,8 +12,8 @@
 namespace stoker {
 namespace {
 
-using testing::ReferenceDecode;
 using testdata::TempDir;
+using testing::ReferenceDecode;
 
 std::vector<uint8_t> Bytes(const std::string& s) {
   return std::vector<uint8_t>(s.begin(), s.end());
@@ -138,8 +137,8 @@ TEST_F(DecoderTest, ResizedOutputIsCloseToAnAreaAverageReference) {
   ASSERT_TRUE(decoder.DecodeTo(path, {224, 168}, out.data()).ok());
   const testing::RgbImage expected =
       testing::ReferenceResize(ReferenceDecode(path), 224, 168);
-  const double mae = testing::MeanAbsDiff(out.data(), expected.pixels.data(),
-                                          out.size());
+  const double mae =
+      testing::MeanAbsDiff(out.data(), expected.pixels.data(), out.size());
   // Box filters agree to within rounding and edge weighting; a wrong
   // channel order, stride or scale would give tens of levels.
   EXPECT_LT(mae, 2.0);
@@ -201,11 +200,12 @@ TEST_F(DecoderTest, ProgressiveJpegDecodesExactlyAlsoByRegion) {
   std::vector<uint8_t> buffer;
   DecodedRegion region;
   ASSERT_TRUE(jpeg_decoder
-                  .DecodeRegion(*jpeg,
-                                [](const ImageSize&) {
-                                  return RegionRequest{{17, 20, 60, 40}, {60, 40}};
-                                },
-                                &buffer, &region)
+                  .DecodeRegion(
+                      *jpeg,
+                      [](const ImageSize&) {
+                        return RegionRequest{{17, 20, 60, 40}, {60, 40}};
+                      },
+                      &buffer, &region)
                   .ok());
   for (int y = 0; y < 40; ++y) {
     ASSERT_EQ(0, std::memcmp(region.data + y * region.stride,
@@ -229,7 +229,8 @@ TEST_F(DecoderTest, TwelveBitJpegIsRefusedAsUnsupported) {
   std::vector<uint8_t> out(16 * 16 * 3);
   Pipeline pipeline;
   pipeline.output = pipeline.resized = {16, 16};
-  const absl::Status status = decoder.ProcessBytes(*jpeg, pipeline, 0, out.data());
+  const absl::Status status =
+      decoder.ProcessBytes(*jpeg, pipeline, 0, out.data());
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(status.message().find("precision 12"), absl::string_view::npos)
       << status;
@@ -242,15 +243,15 @@ TEST_F(DecoderTest, RegionDecodeScalesInTheDctDomainOnlyByPowersOfTwo) {
   std::vector<uint8_t> buffer;
   auto scale_for = [&](ImageSize target) {
     DecodedRegion region;
-    EXPECT_TRUE(decoder
-                    .DecodeRegion(
-                        Bytes(testdata::ReadTextFile(path)),
-                        [&](const ImageSize& s) {
-                          return RegionRequest{{0, 0, s.width, s.height},
-                                               target};
-                        },
-                        &buffer, &region)
-                    .ok());
+    EXPECT_TRUE(
+        decoder
+            .DecodeRegion(
+                Bytes(testdata::ReadTextFile(path)),
+                [&](const ImageSize& s) {
+                  return RegionRequest{{0, 0, s.width, s.height}, target};
+                },
+                &buffer, &region)
+            .ok());
     EXPECT_GE(region.size.width, target.width);
     EXPECT_GE(region.size.height, target.height);
     return region.scale_denom;
@@ -269,8 +270,9 @@ TEST_F(DecoderTest, DctScaledResultStaysCloseToAFullDecodeResize) {
   ASSERT_TRUE(decoder.DecodeTo(path, {80, 60}, out.data()).ok());  // 1/8 DCT
   const testing::RgbImage expected =
       testing::ReferenceResize(ReferenceDecode(path), 80, 60);
-  EXPECT_LT(testing::MeanAbsDiff(out.data(), expected.pixels.data(), out.size()),
-            2.0);
+  EXPECT_LT(
+      testing::MeanAbsDiff(out.data(), expected.pixels.data(), out.size()),
+      2.0);
 }
 
 }  // namespace

@@ -28,8 +28,12 @@ constexpr uint32_t kBatch = 2;
 constexpr uint64_t kBatches = kImages / kBatch;
 
 JobSpec PartitionSpec(const std::string& data) {
-  return {.dataset_path = data, .batch_size = kBatch, .slots = 4,
-          .height = 16, .width = 16, .epochs = 1,
+  return {.dataset_path = data,
+          .batch_size = kBatch,
+          .slots = 4,
+          .height = 16,
+          .width = 16,
+          .epochs = 1,
           .sharing = {.mode = ConsumerMode::kPartition}};
 }
 
@@ -41,11 +45,10 @@ std::unique_ptr<Subprocess> StartProbe(const TestDaemon& daemon,
   const std::string log = daemon.dir() + "/" + name + ".log";
   auto probe = std::make_unique<Subprocess>(
       STOKER_PROBE_PATH,
-      std::vector<std::string>{"consume", "--target=" + daemon.target(),
-                               "--job=" + job, "--name=" + name,
-                               "--take=" + std::to_string(take),
-                               "--release=" + std::to_string(release),
-                               "--log=" + log},
+      std::vector<std::string>{
+          "consume", "--target=" + daemon.target(), "--job=" + job,
+          "--name=" + name, "--take=" + std::to_string(take),
+          "--release=" + std::to_string(release), "--log=" + log},
       daemon.dir() + "/" + name + ".err");
   EXPECT_TRUE(Eventually([&] { return ReadProbeLog(log).ready; }))
       << testdata::ReadTextFile(daemon.dir() + "/" + name + ".err");
@@ -125,8 +128,8 @@ TEST_F(FaultTest, AKilledPartitionConsumersUnreleasedBatchesGoToAnother) {
   ExpectEachSampleOnce(samples);
   std::set<uint64_t> b_got(got.begin(), got.end());
   for (int i = 1; i < 3; ++i) {
-    EXPECT_EQ(b_got.count(log.batches[i].epoch * kBatches + log.batches[i].index),
-              1u)
+    EXPECT_EQ(
+        b_got.count(log.batches[i].epoch * kBatches + log.batches[i].index), 1u)
         << "batch A held was not redelivered";
   }
   EXPECT_EQ(got.size(), kBatches - 1);
@@ -213,7 +216,8 @@ TEST_F(FaultTest, TheSdkResumesThroughADaemonKilledAndRestarted) {
   auto start = [&](const std::string& log) {
     auto daemon = std::make_unique<Subprocess>(
         STOKERD_PATH,
-        std::vector<std::string>{"--config=", "--socket=" + target, "--workers=2"},
+        std::vector<std::string>{"--config=", "--socket=" + target,
+                                 "--workers=2"},
         dir.path() + "/" + log);
     EXPECT_TRUE(testdata::WaitForPath(socket, std::chrono::seconds(10)));
     return daemon;
@@ -234,7 +238,8 @@ TEST_F(FaultTest, TheSdkResumesThroughADaemonKilledAndRestarted) {
     for (int i = 0; i < n; ++i) {
       auto batch = (*consumer)->Next();
       if (!batch.ok()) return batch.status();
-      EXPECT_TRUE(seqs.insert(batch->epoch() * kBatches + batch->index()).second)
+      EXPECT_TRUE(
+          seqs.insert(batch->epoch() * kBatches + batch->index()).second)
           << "batch " << batch->epoch() << ":" << batch->index() << " twice";
       for (int64_t s : batch->indices()) by_epoch[batch->epoch()].push_back(s);
     }

@@ -32,8 +32,8 @@ bool Has(const std::string& text, const std::string& part) {
 
 TEST(Newcomer, HelpListsEachProgramsOwnFlagsWithTheirDefaults) {
   testdata::TempDir dir("stoker-help");
-  const std::vector<std::pair<std::string, std::vector<std::string>>>
-      programs = {
+  const std::vector<std::pair<std::string, std::vector<std::string>>> programs =
+      {
           {STOKERD_PATH,
            {"--workers=0", "--socket=unix:///run/stoker/stoker.sock",
             "--check_config=false", "--lease_timeout=10m"}},
@@ -46,8 +46,9 @@ TEST(Newcomer, HelpListsEachProgramsOwnFlagsWithTheirDefaults) {
     EXPECT_EQ(run.exit_code, 0) << program << ": " << run.all();
     EXPECT_TRUE(Has(run.out, "usage: ")) << run.out;
     for (const std::string& flag : flags) {
-      EXPECT_TRUE(Has(run.out, "\n  " + flag)) << program << " lacks " << flag
-                                               << ":\n" << run.out;
+      EXPECT_TRUE(Has(run.out, "\n  " + flag))
+          << program << " lacks " << flag << ":\n"
+          << run.out;
     }
     EXPECT_FALSE(Has(run.all(), "No flags matched")) << run.all();
     EXPECT_FALSE(Has(run.all(), "SetProgramUsageMessage")) << run.all();
@@ -55,7 +56,8 @@ TEST(Newcomer, HelpListsEachProgramsOwnFlagsWithTheirDefaults) {
     EXPECT_FALSE(Has(run.out, "--flagfile")) << run.out;
     EXPECT_EQ(RunCommand(program + " -h", dir.path()).out, run.out);
   }
-  const Outcome version = RunCommand(std::string(STOKERD_PATH) + " --version", dir.path());
+  const Outcome version =
+      RunCommand(std::string(STOKERD_PATH) + " --version", dir.path());
   EXPECT_TRUE(Has(version.out, "stokerd 0.")) << version.all();
 }
 
@@ -72,7 +74,8 @@ TEST(Newcomer, EverySpellingOfTheSocketReachesTheDaemon) {
     EXPECT_EQ(run.exit_code, 0) << socket << ": " << run.all();
     EXPECT_TRUE(Has(run.out, "SERVING")) << socket << ": " << run.all();
   }
-  const Outcome tcp = RunCommand(in_dir + " --socket=localhost:1234 status", daemon.dir());
+  const Outcome tcp =
+      RunCommand(in_dir + " --socket=localhost:1234 status", daemon.dir());
   EXPECT_EQ(tcp.exit_code, 2) << tcp.all();
   EXPECT_TRUE(Has(tcp.err, "not a Unix socket")) << tcp.all();
   // The SDK takes the same spellings.
@@ -87,10 +90,11 @@ TEST(Newcomer, ARelativeDatasetPathIsTakenFromTheCallersDirectory) {
   testing::MakeDataset(daemon.dir() + "/data", 2, 4, 32, 24);
   // The daemon runs in this test's directory, where there is no "data".
   ASSERT_FALSE(fs::exists("data"));
-  const Outcome run = RunCommand("cd " + daemon.dir() + " && " + STOKERCTL_PATH +
-                            " --socket=" + daemon.target() +
-                            " bench data --batches=2 --batch_size=4 --size=16",
-                        daemon.dir());
+  const Outcome run =
+      RunCommand("cd " + daemon.dir() + " && " + STOKERCTL_PATH +
+                     " --socket=" + daemon.target() +
+                     " bench data --batches=2 --batch_size=4 --size=16",
+                 daemon.dir());
   EXPECT_EQ(run.exit_code, 0) << run.all();
   EXPECT_TRUE(Has(run.out, "images/s")) << run.all();
 }
@@ -134,36 +138,38 @@ TEST_F(CheckConfig, RefusesWhatStartWouldRefuseAndStartRefusesItToo) {
     EXPECT_TRUE(Has(start.err, message)) << line << ": " << start.all();
   }
   // The regular file at the socket path is still there, untouched.
-  EXPECT_EQ(testdata::ReadTextFile(dir_.path() + "/plain-file"), "not a socket");
+  EXPECT_EQ(testdata::ReadTextFile(dir_.path() + "/plain-file"),
+            "not a socket");
 }
 
 TEST_F(CheckConfig, TakesByteSizesAndDurationsWithoutQuotes) {
   const Outcome run = Stokerd("--config=" +
-                          Config("shm_budget: 1G  # one gibibyte\n"
-                                 "lease_timeout: 5m\nkeepalive: 2s") +
-                          " --check_config");
+                              Config("shm_budget: 1G  # one gibibyte\n"
+                                     "lease_timeout: 5m\nkeepalive: 2s") +
+                              " --check_config");
   EXPECT_EQ(run.exit_code, 0) << run.all();
   EXPECT_TRUE(Has(run.out, "shm_budget: 1G\n")) << run.out;
   EXPECT_TRUE(Has(run.out, "lease_timeout: 5m\n")) << run.out;
   EXPECT_TRUE(Has(run.out, "keepalive: 2s\n")) << run.out;
-  EXPECT_TRUE(Has(run.out, "# rings: /dev/shm/" +
-                               SegmentPrefix(dir_.path() + "/s.sock")))
+  EXPECT_TRUE(Has(
+      run.out, "# rings: /dev/shm/" + SegmentPrefix(dir_.path() + "/s.sock")))
       << run.out;
 }
 
 TEST_F(CheckConfig, AFailedStartSaysCannotStartAndNeverStopped) {
   // A metrics port that is taken: found only when stokerd binds it.
   const int taken = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{.sin_family = AF_INET, .sin_port = 0,
+  sockaddr_in address{.sin_family = AF_INET,
+                      .sin_port = 0,
                       .sin_addr = {htonl(INADDR_LOOPBACK)}};
-  ASSERT_EQ(::bind(taken, reinterpret_cast<sockaddr*>(&address),
-                   sizeof(address)), 0);
+  ASSERT_EQ(
+      ::bind(taken, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
   ASSERT_EQ(::listen(taken, 1), 0);
   socklen_t length = sizeof(address);
   ::getsockname(taken, reinterpret_cast<sockaddr*>(&address), &length);
   const Outcome run = Stokerd("--config= --socket=" + dir_.path() +
-                          "/s.sock --metrics_address=127.0.0.1:" +
-                          std::to_string(ntohs(address.sin_port)));
+                              "/s.sock --metrics_address=127.0.0.1:" +
+                              std::to_string(ntohs(address.sin_port)));
   ::close(taken);
   EXPECT_EQ(run.exit_code, 1) << run.all();
   EXPECT_TRUE(Has(run.err, "cannot start")) << run.all();
@@ -195,7 +201,8 @@ class PermissionHints : public ::testing::Test {
   void SetUp() override {
     if (::geteuid() != 0) GTEST_SKIP() << "switching users needs root";
     ::chmod(tools_.path().c_str(), 0755);
-    const std::string closed = testing::PathClosedToOthers(tools_.path() + "/x");
+    const std::string closed =
+        testing::PathClosedToOthers(tools_.path() + "/x");
     if (!closed.empty()) GTEST_SKIP() << closed;
     stokerctl_ = tools_.path() + "/stokerctl";
     fs::copy_file(STOKERCTL_PATH, stokerctl_);

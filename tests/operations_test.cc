@@ -25,7 +25,8 @@ std::string HttpGet(int port, const std::string& path) {
   address.sin_family = AF_INET;
   address.sin_port = htons(static_cast<uint16_t>(port));
   address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0) {
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) !=
+      0) {
     ::close(fd);
     return "";
   }
@@ -34,13 +35,15 @@ std::string HttpGet(int port, const std::string& path) {
   std::string response;
   char buffer[4096];
   ssize_t n;
-  while ((n = ::read(fd, buffer, sizeof(buffer))) > 0) response.append(buffer, n);
+  while ((n = ::read(fd, buffer, sizeof(buffer))) > 0)
+    response.append(buffer, n);
   ::close(fd);
   return response;
 }
 
 // The value of the sample line starting with `series` ("name{labels}").
-std::optional<double> Sample(const std::string& text, const std::string& series) {
+std::optional<double> Sample(const std::string& text,
+                             const std::string& series) {
   size_t at = 0;
   while ((at = text.find(series + " ", at)) != std::string::npos) {
     if (at == 0 || text[at - 1] == '\n') {
@@ -52,8 +55,13 @@ std::optional<double> Sample(const std::string& text, const std::string& series)
 }
 
 JobSpec SmallSpec(const std::string& root, const std::string& name = "") {
-  return {.dataset_path = root, .batch_size = 4, .slots = 2, .height = 16,
-          .width = 16, .epochs = 0, .name = name};
+  return {.dataset_path = root,
+          .batch_size = 4,
+          .slots = 2,
+          .height = 16,
+          .width = 16,
+          .epochs = 0,
+          .name = name};
 }
 
 TEST(ReloadTest, LimitsChangeAtRunTimeAndTheSocketDoesNot) {
@@ -71,10 +79,9 @@ TEST(ReloadTest, LimitsChangeAtRunTimeAndTheSocketDoesNot) {
   next.log_level = "warn";
   const ReloadReport report = daemon.daemon().Reconfigure(next);
   EXPECT_EQ(report.applied,
-            (std::vector<std::string>{"max_jobs: 64 -> 1",
-                                      "max_leases_per_client: 256 -> 8",
-                                      "lease_timeout: 10m -> 30s",
-                                      "log_level: info -> warn"}));
+            (std::vector<std::string>{
+                "max_jobs: 64 -> 1", "max_leases_per_client: 256 -> 8",
+                "lease_timeout: 10m -> 30s", "log_level: info -> warn"}));
   ASSERT_EQ(report.refused.size(), 1u);
   EXPECT_NE(report.refused[0].find("socket cannot change while stokerd runs"),
             std::string::npos)
@@ -129,7 +136,8 @@ TEST(MetricsTest, ScrapeShowsDaemonAndPerJobSeries) {
   ASSERT_GT(port, 0);
   auto client = daemon.Connect();
   MakeDataset(daemon.dir() + "/data", 2, 6);
-  auto job = client->CreateJob(SmallSpec(daemon.dir() + "/data", "resnet \"a\""));
+  auto job =
+      client->CreateJob(SmallSpec(daemon.dir() + "/data", "resnet \"a\""));
   ASSERT_TRUE(job.ok()) << job.status();
   auto consumer = client->Attach(job->id);
   ASSERT_TRUE(consumer.ok()) << consumer.status();
@@ -155,15 +163,15 @@ TEST(MetricsTest, ScrapeShowsDaemonAndPerJobSeries) {
   EXPECT_GE(Sample(response, "stoker_job_batches_delivered_total" + labels)
                 .value_or(0),
             3.0);
-  EXPECT_GE(Sample(response, "stoker_job_samples_decoded_total" + labels)
-                .value_or(0),
-            12.0);
+  EXPECT_GE(
+      Sample(response, "stoker_job_samples_decoded_total" + labels).value_or(0),
+      12.0);
   EXPECT_EQ(Sample(response, "stoker_job_ring_slots" + labels), 2.0);
   EXPECT_EQ(Sample(response, "stoker_job_consumers" + labels), 1.0);
   // At least the pixels of 3 batches of 4 16x16 RGB images.
-  EXPECT_GT(Sample(response, "stoker_job_delivered_bytes_total" + labels)
-                .value_or(0),
-            3.0 * 4 * 16 * 16 * 3);
+  EXPECT_GT(
+      Sample(response, "stoker_job_delivered_bytes_total" + labels).value_or(0),
+      3.0 * 4 * 16 * 16 * 3);
   EXPECT_EQ(Sample(response, "stoker_decode_errors_total"), 0.0);
   EXPECT_TRUE(Sample(response, "stoker_shm_bytes").value_or(0) > 0);
 
@@ -193,14 +201,16 @@ TEST(HealthTest, TheStandardHealthServiceAnswersServing) {
   grpc::health::v1::HealthCheckRequest request;
   grpc::health::v1::HealthCheckResponse response;
   grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  context.set_deadline(std::chrono::system_clock::now() +
+                       std::chrono::seconds(5));
   const grpc::Status status = health->Check(&context, request, &response);
   ASSERT_TRUE(status.ok()) << status.error_message();
   EXPECT_EQ(response.status(), grpc::health::v1::HealthCheckResponse::SERVING);
 
   grpc::ClientContext unknown_context;
   request.set_service("no.such.Service");
-  const grpc::Status unknown = health->Check(&unknown_context, request, &response);
+  const grpc::Status unknown =
+      health->Check(&unknown_context, request, &response);
   EXPECT_EQ(unknown.error_code(), grpc::StatusCode::NOT_FOUND);
 }
 

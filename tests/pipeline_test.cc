@@ -7,8 +7,8 @@
 #include <set>
 #include <tuple>
 
-#include "daemon/spec/pipeline_proto.h"
 #include "daemon/image/sample_decoder.h"
+#include "daemon/spec/pipeline_proto.h"
 #include "gtest/gtest.h"
 
 namespace stoker {
@@ -110,7 +110,8 @@ TEST(ParsePipeline, RefusesBadOpsNamingOpAndField) {
                 "pipeline[1].center_crop.height");
   v1::Op flip = Flip();
   flip.mutable_random_horizontal_flip()->set_p(1.5f);
-  ExpectRefused(WithOps({Rrc(8), flip}), "pipeline[1].random_horizontal_flip.p");
+  ExpectRefused(WithOps({Rrc(8), flip}),
+                "pipeline[1].random_horizontal_flip.p");
   v1::Op norm = Norm();
   norm.mutable_normalize()->set_std(1, 0);
   v1::JobSpec with_norm = WithOps({Rrc(8), norm});
@@ -203,7 +204,8 @@ TEST(RandomResizedCropBox, SameKeySameBoxAcrossCalls) {
   const Region a = RandomResizedCropBox({640, 480}, p, SampleKey(7, 3, 12345));
   const Region b = RandomResizedCropBox({640, 480}, p, SampleKey(7, 3, 12345));
   EXPECT_EQ(a, b);
-  EXPECT_FALSE(a == RandomResizedCropBox({640, 480}, p, SampleKey(8, 3, 12345)));
+  EXPECT_FALSE(a ==
+               RandomResizedCropBox({640, 480}, p, SampleKey(8, 3, 12345)));
 }
 
 TEST(RandomResizedCropBox, FallsBackToTheCentreWithRatioClamped) {
@@ -266,8 +268,8 @@ TEST(FloatToHalf, MatchesIeeeBinary16) {
   EXPECT_EQ(FloatToHalf(65504.0f), 0x7bff);
   EXPECT_EQ(FloatToHalf(1.0f / 3.0f), 0x3555);
   EXPECT_EQ(FloatToHalf(-2.1179039f), 0xc03c);  // (0 - 0.485) / 0.229
-  EXPECT_EQ(FloatToHalf(1e-7f), 0x0002);         // subnormal
-  EXPECT_EQ(FloatToHalf(1e6f), 0x7c00);          // overflow to infinity
+  EXPECT_EQ(FloatToHalf(1e-7f), 0x0002);        // subnormal
+  EXPECT_EQ(FloatToHalf(1e6f), 0x7c00);         // overflow to infinity
 }
 
 }  // namespace

@@ -16,14 +16,14 @@ namespace stoker {
 namespace {
 
 // Encodes `samples` (host-endian for 16-bit) as a PNG of the given type.
-std::vector<uint8_t> EncodePng(const void* samples, size_t bytes, int width,
-                               int height, uint8_t color_type,
-                               uint8_t bit_depth,
-                               const std::vector<std::array<uint8_t, 3>>& palette = {}) {
+std::vector<uint8_t> EncodePng(
+    const void* samples, size_t bytes, int width, int height,
+    uint8_t color_type, uint8_t bit_depth,
+    const std::vector<std::array<uint8_t, 3>>& palette = {}) {
   spng_ctx* ctx = spng_ctx_new(SPNG_CTX_ENCODER);
   spng_set_option(ctx, SPNG_ENCODE_TO_BUFFER, 1);
-  spng_ihdr ihdr = {uint32_t(width), uint32_t(height), bit_depth, color_type,
-                    0, 0, 0};
+  spng_ihdr ihdr = {
+      uint32_t(width), uint32_t(height), bit_depth, color_type, 0, 0, 0};
   spng_set_ihdr(ctx, &ihdr);
   if (!palette.empty()) {
     spng_plte plte = {};
@@ -62,8 +62,8 @@ std::vector<uint8_t> Rgb() { return testdata::RenderImage(kW, kH, 77); }
 
 TEST(Png, Rgb8DecodesExactly) {
   const auto rgb = Rgb();
-  auto out = Decode(EncodePng(rgb.data(), rgb.size(), kW, kH,
-                              SPNG_COLOR_TYPE_TRUECOLOR, 8));
+  auto out = Decode(
+      EncodePng(rgb.data(), rgb.size(), kW, kH, SPNG_COLOR_TYPE_TRUECOLOR, 8));
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_EQ(*out, rgb);
 }
@@ -127,11 +127,12 @@ TEST(Png, TruncatedCorruptAndAnimatedFilesAreClearErrors) {
             absl::StatusCode::kInvalidArgument);
   std::vector<uint8_t> corrupt = png;
   corrupt[45] ^= 0xff;  // IDAT data (it starts at 41): the CRC fails
-  EXPECT_EQ(Decode(corrupt).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(Decode(corrupt).status().code(),
+            absl::StatusCode::kInvalidArgument);
   // An acTL chunk right after IHDR (8-byte signature + 25-byte IHDR).
   std::vector<uint8_t> animated(png.begin(), png.begin() + 33);
-  const uint8_t actl[] = {0, 0, 0, 8, 'a', 'c', 'T', 'L', 0, 0, 0, 2,
-                          0, 0, 0, 0, 0, 0, 0, 0};
+  const uint8_t actl[] = {0, 0, 0, 8, 'a', 'c', 'T', 'L', 0, 0,
+                          0, 2, 0, 0, 0,   0,   0,   0,   0, 0};
   animated.insert(animated.end(), actl, actl + sizeof(actl));
   animated.insert(animated.end(), png.begin() + 33, png.end());
   auto status = Decode(animated).status();
@@ -145,10 +146,10 @@ TEST(Png, ThePipelineTellsPngFromJpegByContent) {
   testdata::TempDir dir("stoker-png");
   const auto rgb = Rgb();
   const std::string path = dir.path() + "/image.png";
-  ASSERT_TRUE(testdata::WriteFile(path, EncodePng(rgb.data(), rgb.size(), kW,
-                                                  kH, SPNG_COLOR_TYPE_TRUECOLOR,
-                                                  8))
-                  .ok());
+  ASSERT_TRUE(
+      testdata::WriteFile(path, EncodePng(rgb.data(), rgb.size(), kW, kH,
+                                          SPNG_COLOR_TYPE_TRUECOLOR, 8))
+          .ok());
   SampleDecoder decoder({});
   std::vector<uint8_t> out(kW * kH * 3);
   ASSERT_TRUE(decoder.DecodeTo(path, {kW, kH}, out.data()).ok());

@@ -36,7 +36,8 @@ class ProcessTest : public ::testing::Test {
   std::unique_ptr<Subprocess> StartDaemon(const std::string& log) {
     auto daemon = std::make_unique<Subprocess>(
         STOKERD_PATH,
-        std::vector<std::string>{"--config=", "--socket=" + target_, "--workers=2"},
+        std::vector<std::string>{"--config=", "--socket=" + target_,
+                                 "--workers=2"},
         dir_.path() + "/" + log);
     EXPECT_TRUE(testdata::WaitForPath(socket_, std::chrono::seconds(10)))
         << testdata::ReadTextFile(dir_.path() + "/" + log);
@@ -44,8 +45,12 @@ class ProcessTest : public ::testing::Test {
   }
 
   JobSpec Spec(uint32_t epochs) {
-    return {.dataset_path = dir_.path() + "/data", .batch_size = 4,
-            .slots = 2, .height = 16, .width = 16, .epochs = epochs};
+    return {.dataset_path = dir_.path() + "/data",
+            .batch_size = 4,
+            .slots = 2,
+            .height = 16,
+            .width = 16,
+            .epochs = epochs};
   }
 
   TempDir dir_{"stoker-proc"};
@@ -71,8 +76,7 @@ TEST_F(ProcessTest, ServesThenDrainsOnSigterm) {
   EXPECT_EQ(samples, 12u);
   auto endless = (*client)->CreateJob(Spec(0));
   // No reconnecting: this consumer is to see the daemon go.
-  auto streaming =
-      (*client)->Attach(endless->id, {.reconnect_timeout = {}});
+  auto streaming = (*client)->Attach(endless->id, {.reconnect_timeout = {}});
   ASSERT_TRUE((*streaming)->Next().ok());
   EXPECT_FALSE(ListSegments(prefix_).empty());
 
@@ -158,8 +162,11 @@ TEST_F(ProcessTest, NotifiesReadyOnlyOnceListeningThenWatchdogThenStopping) {
   ASSERT_GE(notify, 0);
   sockaddr_un address{};
   address.sun_family = AF_UNIX;
-  std::strncpy(address.sun_path, notify_path.c_str(), sizeof(address.sun_path) - 1);
-  ASSERT_EQ(::bind(notify, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+  std::strncpy(address.sun_path, notify_path.c_str(),
+               sizeof(address.sun_path) - 1);
+  ASSERT_EQ(
+      ::bind(notify, reinterpret_cast<sockaddr*>(&address), sizeof(address)),
+      0);
   const timeval timeout{20, 0};
   ::setsockopt(notify, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
   auto receive = [&] {
@@ -170,7 +177,8 @@ TEST_F(ProcessTest, NotifiesReadyOnlyOnceListeningThenWatchdogThenStopping) {
   // The child inherits these (each test runs in a process of its own).
   ::setenv("NOTIFY_SOCKET", notify_path.c_str(), 1);
   ::setenv("WATCHDOG_USEC", "200000", 1);
-  Subprocess daemon(STOKERD_PATH, {"--config=", "--socket=" + target_, "--workers=1"},
+  Subprocess daemon(STOKERD_PATH,
+                    {"--config=", "--socket=" + target_, "--workers=1"},
                     dir_.path() + "/stokerd.log");
   ::unsetenv("NOTIFY_SOCKET");
   ::unsetenv("WATCHDOG_USEC");

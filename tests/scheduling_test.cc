@@ -35,8 +35,12 @@ class SchedulingTest : public ::testing::Test {
     client_ = daemon_.Connect();
   }
   JobSpec Spec(uint32_t weight = 1, uint32_t slots = 2) {
-    return {.dataset_path = daemon_.dir() + "/data", .batch_size = 4,
-            .slots = slots, .height = 64, .width = 64, .epochs = 0,
+    return {.dataset_path = daemon_.dir() + "/data",
+            .batch_size = 4,
+            .slots = slots,
+            .height = 64,
+            .width = 64,
+            .epochs = 0,
             .weight = weight};
   }
   // Consumes job `id` flat out until `stop`; counts batches.
@@ -44,13 +48,13 @@ class SchedulingTest : public ::testing::Test {
                       std::atomic<bool>* stop) {
     auto consumer = client_->Attach(id);
     EXPECT_TRUE(consumer.ok()) << consumer.status();
-    return std::thread([c = std::shared_ptr<Consumer>(*std::move(consumer)),
-                        count, stop] {
-      while (!stop->load()) {
-        if (!c->Next().ok()) return;
-        count->fetch_add(1);
-      }
-    });
+    return std::thread(
+        [c = std::shared_ptr<Consumer>(*std::move(consumer)), count, stop] {
+          while (!stop->load()) {
+            if (!c->Next().ok()) return;
+            count->fetch_add(1);
+          }
+        });
   }
   // Runs two jobs' consumers flat out until they received `total` batches
   // together; returns each one's count.
@@ -161,14 +165,16 @@ TEST_F(SchedulingTest, StallAccountingSeesAnInputBoundAndAComputeBoundTrainer) {
   {
     auto consumer = client_->Attach(job->id, {.name = "greedy"});
     ASSERT_TRUE(consumer.ok());
-    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(1500);
+    const auto until =
+        std::chrono::steady_clock::now() + std::chrono::milliseconds(1500);
     while (std::chrono::steady_clock::now() < until) {
       ASSERT_TRUE((*consumer)->Next().ok());
     }
     const InputStats input = (*consumer)->input_stats();
     EXPECT_GT(input.batches, 10u);
-    EXPECT_GT(input.input_bound_percent, 60) << input.wait_seconds << " s waiting, "
-                                             << input.step_seconds << " s stepping";
+    EXPECT_GT(input.input_bound_percent, 60)
+        << input.wait_seconds << " s waiting, " << input.step_seconds
+        << " s stepping";
     // The daemon heard about it (reports go about once a second).
     auto stats = JobStatsOf(*client_, job->id);
     ASSERT_TRUE(stats.has_value());

@@ -3,13 +3,12 @@
 // they should; requests are bounded; and a client running as another user
 // (a stoker_probe forked as uid 65534) sees only jobs shared with it.
 #include <grp.h>
+#include <grpcpp/grpcpp.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <sstream>
-
-#include <grpcpp/grpcpp.h>
 
 #include "common/naming.h"
 #include "gtest/gtest.h"
@@ -41,8 +40,12 @@ TEST(Security, DatasetPathsMustResolveInsideTheAllowedRoots) {
   TestDaemon daemon({.dataset_roots = {allowed}});
   auto client = daemon.Connect();
   auto create = [&](const std::string& path) {
-    return client->CreateJob({.dataset_path = path, .batch_size = 2,
-                              .slots = 2, .height = 8, .width = 8})
+    return client
+        ->CreateJob({.dataset_path = path,
+                     .batch_size = 2,
+                     .slots = 2,
+                     .height = 8,
+                     .width = 8})
         .status();
   };
   EXPECT_TRUE(create(allowed + "/imagenet").ok());
@@ -63,8 +66,11 @@ TEST(Security, PseudoFileSystemsAreRefusedEvenWithoutRoots) {
   auto client = daemon.Connect();
   for (const char* path : {"/proc/self", "/sys", "/dev"}) {
     EXPECT_EQ(client
-                  ->CreateJob({.dataset_path = path, .batch_size = 2,
-                               .slots = 2, .height = 8, .width = 8})
+                  ->CreateJob({.dataset_path = path,
+                               .batch_size = 2,
+                               .slots = 2,
+                               .height = 8,
+                               .width = 8})
                   .status()
                   .code(),
               absl::StatusCode::kPermissionDenied)
@@ -84,8 +90,11 @@ TEST(Security, ASampleSymlinkedOutsideTheRootsIsRefusedAndReplaced) {
   TestDaemon daemon({.dataset_roots = {allowed}});
   auto client = daemon.Connect();
   auto job = client->CreateJob({.dataset_path = allowed + "/data",
-                                .batch_size = 4, .slots = 2, .height = 8,
-                                .width = 8, .shuffle = false});
+                                .batch_size = 4,
+                                .slots = 2,
+                                .height = 8,
+                                .width = 8,
+                                .shuffle = false});
   ASSERT_TRUE(job.ok()) << job.status();
   auto consumer = client->Attach(job->id);
   auto batch = (*consumer)->Next();
@@ -108,15 +117,20 @@ TEST(Security, SocketsAre0660AndRingsAreOnlyTheDaemons) {
   auto client = daemon.Connect();
   testing::MakeDataset(daemon.dir() + "/data", 1, 2, 32, 24);
   auto job = client->CreateJob({.dataset_path = daemon.dir() + "/data",
-                                .batch_size = 2, .slots = 2, .height = 8,
+                                .batch_size = 2,
+                                .slots = 2,
+                                .height = 8,
                                 .width = 8});
   ASSERT_TRUE(job.ok());
   EXPECT_EQ(ModeOf("/dev/shm/" + job->segment_name), 0600u);
   EXPECT_EQ(job->owner_uid, ::geteuid());
   const absl::Status unknown_group =
       client
-          ->CreateJob({.dataset_path = daemon.dir() + "/data", .batch_size = 2,
-                       .slots = 2, .height = 8, .width = 8,
+          ->CreateJob({.dataset_path = daemon.dir() + "/data",
+                       .batch_size = 2,
+                       .slots = 2,
+                       .height = 8,
+                       .width = 8,
                        .access_group = "no-such-group-here"})
           .status();
   EXPECT_EQ(unknown_group.code(), absl::StatusCode::kInvalidArgument);
@@ -130,7 +144,8 @@ TEST(Security, OversizedRequestsAreRefusedBeforeValidation) {
       grpc::CreateChannel(daemon.target(), grpc::InsecureChannelCredentials()));
   grpc::ClientContext context;
   v1::CreateJobRequest request;
-  request.mutable_spec()->mutable_dataset()->set_path(std::string(1 << 20, 'a'));
+  request.mutable_spec()->mutable_dataset()->set_path(
+      std::string(1 << 20, 'a'));
   v1::Job job;
   const grpc::Status status = stub->CreateJob(&context, request, &job);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED)
@@ -163,26 +178,31 @@ TEST(Security, AnotherUserSeesOnlyJobsSharedWithItsGroup) {
   }
   TestDaemon daemon({.socket_group = std::to_string(kOtherGid)});
   ::chmod(daemon.dir().c_str(), 0755);
-  if (const std::string closed = testing::PathClosedToOthers(daemon.dir() + "/x");
+  if (const std::string closed =
+          testing::PathClosedToOthers(daemon.dir() + "/x");
       !closed.empty()) {
     GTEST_SKIP() << closed;
   }
   testing::MakeDataset(daemon.dir() + "/data", 2, 4, 32, 24);
   ::chmod((daemon.dir() + "/data").c_str(), 0755);
   auto client = daemon.Connect();
-  JobSpec spec{.dataset_path = daemon.dir() + "/data", .batch_size = 2,
-               .slots = 2, .height = 8, .width = 8, .shuffle = false};
+  JobSpec spec{.dataset_path = daemon.dir() + "/data",
+               .batch_size = 2,
+               .slots = 2,
+               .height = 8,
+               .width = 8,
+               .shuffle = false};
   auto private_job = client->CreateJob(spec);
   spec.access_group = std::to_string(kOtherGid);
   auto shared_job = client->CreateJob(spec);
   ASSERT_TRUE(private_job.ok() && shared_job.ok());
 
-  const std::string out = ProbeAsOtherUser(
-      daemon, {"probe", "--target=" + daemon.target(),
-               "--private_job=" + private_job->id,
-               "--shared_job=" + shared_job->id,
-               "--segment=" + private_job->segment_name,
-               "--dataset=" + daemon.dir() + "/data"});
+  const std::string out =
+      ProbeAsOtherUser(daemon, {"probe", "--target=" + daemon.target(),
+                                "--private_job=" + private_job->id,
+                                "--shared_job=" + shared_job->id,
+                                "--segment=" + private_job->segment_name,
+                                "--dataset=" + daemon.dir() + "/data"});
   auto has = [&](const std::string& line) {
     return out.find(line + "\n") != std::string::npos;
   };

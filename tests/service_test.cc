@@ -44,8 +44,12 @@ class ServiceTest : public ::testing::Test {
     });
   }
   JobSpec Spec() {
-    return {.dataset_path = dir_.path() + "/data", .batch_size = 2,
-            .slots = 2, .height = 8, .width = 8, .epochs = 0};
+    return {.dataset_path = dir_.path() + "/data",
+            .batch_size = 2,
+            .slots = 2,
+            .height = 8,
+            .width = 8,
+            .epochs = 0};
   }
   void StopCleanly(Subprocess& daemon) {
     daemon.Signal(SIGTERM);
@@ -106,8 +110,9 @@ TEST_F(ServiceTest, AnInvalidFileStopsTheStartNamingFileLineAndField) {
   ASSERT_TRUE(exit.has_value());
   EXPECT_TRUE(WIFEXITED(*exit) && WEXITSTATUS(*exit) == 2);
   const std::string log = testdata::ReadTextFile(log_);
-  EXPECT_NE(log.find(config_ + ":3: lease_timeout: 'a while' is not a duration"),
-            std::string::npos)
+  EXPECT_NE(
+      log.find(config_ + ":3: lease_timeout: 'a while' is not a duration"),
+      std::string::npos)
       << log;
   EXPECT_FALSE(std::filesystem::exists(socket_));
 
@@ -140,8 +145,11 @@ TEST_F(ServiceTest, LogLinesHaveJournalPrioritiesAndJobIdsAndNoneGoesPerBatch) {
   auto client = Client::Connect(target_);
   ASSERT_TRUE(client.ok()) << client.status();
   auto job = (*client)->CreateJob({.dataset_path = dir_.path() + "/logdata",
-                                   .batch_size = 2, .slots = 2, .height = 8,
-                                   .width = 8, .epochs = 3});
+                                   .batch_size = 2,
+                                   .slots = 2,
+                                   .height = 8,
+                                   .width = 8,
+                                   .epochs = 3});
   ASSERT_TRUE(job.ok()) << job.status();
   auto consumer = (*client)->Attach(job->id);
   ASSERT_TRUE(consumer.ok());
@@ -171,14 +179,16 @@ TEST_F(ServiceTest, LogLinesHaveJournalPrioritiesAndJobIdsAndNoneGoesPerBatch) {
   EXPECT_NE(log.find("<4>warning job " + job->id + ": " + data.paths[4] + ": "),
             std::string::npos)
       << log;
-  EXPECT_NE(log.find("<6>info job " + job->id + ": finished"), std::string::npos)
+  EXPECT_NE(log.find("<6>info job " + job->id + ": finished"),
+            std::string::npos)
       << log;
 }
 
 // systemd-socket-activate binds both sockets, waits for a first client and
 // execs stokerd with them (LISTEN_FDS), as stokerd.socket does.
 TEST_F(ServiceTest, SocketActivationServesOnTheInheritedSockets) {
-  std::vector<std::string> args = {"-l", socket_, "-l", RingSocketPath(socket_)};
+  std::vector<std::string> args = {"-l", socket_, "-l",
+                                   RingSocketPath(socket_)};
   // It starts stokerd with a clean environment: pass the sanitizers' on.
   for (const char* name : {"ASAN_OPTIONS", "UBSAN_OPTIONS", "TSAN_OPTIONS"}) {
     if (const char* value = std::getenv(name); value != nullptr) {
@@ -188,8 +198,8 @@ TEST_F(ServiceTest, SocketActivationServesOnTheInheritedSockets) {
   args.insert(args.end(), {STOKERD_PATH, "--config=", "--socket=" + target_,
                            "--workers=1"});
   Subprocess activator("/usr/bin/systemd-socket-activate", args, log_);
-  ASSERT_TRUE(testdata::WaitForPath(RingSocketPath(socket_),
-                                    std::chrono::seconds(10)));
+  ASSERT_TRUE(
+      testdata::WaitForPath(RingSocketPath(socket_), std::chrono::seconds(10)));
   auto client = Client::Connect(target_, std::chrono::seconds(10));
   ASSERT_TRUE(client.ok()) << client.status();
   auto job = (*client)->CreateJob(Spec());

@@ -55,8 +55,13 @@ class SharingTest : public ::testing::Test {
   }
   // 30 images in batches of 5: 6 batches per epoch.
   JobSpec Spec() {
-    return {.dataset_path = daemon_.dir() + "/data", .batch_size = 5,
-            .slots = 4, .height = 24, .width = 32, .seed = 3, .epochs = 2};
+    return {.dataset_path = daemon_.dir() + "/data",
+            .batch_size = 5,
+            .slots = 4,
+            .height = 24,
+            .width = 32,
+            .seed = 3,
+            .epochs = 2};
   }
 
   TestDaemon daemon_{DaemonOptions{.workers = 2}};
@@ -108,8 +113,10 @@ TEST_F(SharingTest, BroadcastDeliversEveryBatchToEveryConsumerDecodedOnce) {
 
 TEST_F(SharingTest, BroadcastLaggardIsDetachedAndTheOthersFinish) {
   JobSpec spec = Spec();
-  spec.sharing = {.mode = ConsumerMode::kBroadcast, .max_lag = 2,
-                  .on_lag = LagPolicy::kDetach, .min_consumers = 2};
+  spec.sharing = {.mode = ConsumerMode::kBroadcast,
+                  .max_lag = 2,
+                  .on_lag = LagPolicy::kDetach,
+                  .min_consumers = 2};
   auto job = client_->CreateJob(spec);
   ASSERT_TRUE(job.ok()) << job.status();
   auto fast = client_->Attach(job->id, {.name = "fast"});
@@ -123,8 +130,9 @@ TEST_F(SharingTest, BroadcastLaggardIsDetachedAndTheOthersFinish) {
   ASSERT_EQ(got.size(), 12u);
   for (size_t b = 0; b < got.size(); ++b) EXPECT_EQ(got[b].seq, b);
   absl::Status slow_status;
-  for (int i = 0; i < 5 && slow_status.code() !=
-                               absl::StatusCode::kResourceExhausted; ++i) {
+  for (int i = 0;
+       i < 5 && slow_status.code() != absl::StatusCode::kResourceExhausted;
+       ++i) {
     slow_status = (*slow)->Next().status();
   }
   EXPECT_EQ(slow_status.code(), absl::StatusCode::kResourceExhausted)
@@ -137,8 +145,10 @@ TEST_F(SharingTest, BroadcastLaggardIsDetachedAndTheOthersFinish) {
 TEST_F(SharingTest, BroadcastSkipMovesTheLaggardAheadWithoutHoldingOthers) {
   JobSpec spec = Spec();
   spec.slots = 6;
-  spec.sharing = {.mode = ConsumerMode::kBroadcast, .max_lag = 2,
-                  .on_lag = LagPolicy::kSkip, .min_consumers = 2};
+  spec.sharing = {.mode = ConsumerMode::kBroadcast,
+                  .max_lag = 2,
+                  .on_lag = LagPolicy::kSkip,
+                  .min_consumers = 2};
   auto job = client_->CreateJob(spec);
   ASSERT_TRUE(job.ok()) << job.status();
   auto fast = client_->Attach(job->id, {.name = "fast"});
@@ -168,8 +178,9 @@ TEST_F(SharingTest, BroadcastSkipMovesTheLaggardAheadWithoutHoldingOthers) {
   }
   auto end = JobStatsOf(*client_, job->id);
   ASSERT_TRUE(end.has_value());
-  EXPECT_EQ(end->consumer[1].batches_delivered + end->consumer[1].batches_skipped,
-            12u);
+  EXPECT_EQ(
+      end->consumer[1].batches_delivered + end->consumer[1].batches_skipped,
+      12u);
   EXPECT_EQ(end->consumer[1].batches_delivered, slow_got.size());
 }
 
@@ -199,8 +210,9 @@ TEST_F(SharingTest, BroadcastConsumerPinningTheRingIsDetached) {
   ASSERT_EQ(got.size(), 11u);
   for (size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i].seq, i + 1);
   absl::Status hoarder_status;
-  for (int i = 0; i < 6 && hoarder_status.code() !=
-                               absl::StatusCode::kResourceExhausted; ++i) {
+  for (int i = 0;
+       i < 6 && hoarder_status.code() != absl::StatusCode::kResourceExhausted;
+       ++i) {
     hoarder_status = (*hoarder)->Next().status();
   }
   EXPECT_EQ(hoarder_status.code(), absl::StatusCode::kResourceExhausted);
@@ -355,8 +367,12 @@ class LimitsTest : public ::testing::Test {
     MakeDataset(daemon_.dir() + "/data", 2, 4);
   }
   JobSpec Spec(uint32_t slots = 2) {
-    return {.dataset_path = daemon_.dir() + "/data", .batch_size = 4,
-            .slots = slots, .height = 64, .width = 64, .epochs = 0};
+    return {.dataset_path = daemon_.dir() + "/data",
+            .batch_size = 4,
+            .slots = slots,
+            .height = 64,
+            .width = 64,
+            .epochs = 0};
   }
   TestDaemon daemon_;
 };
@@ -445,12 +461,13 @@ TEST(DevShmTest, ARingLargerThanDevShmIsRefusedWithTheNumbers) {
   MakeDataset(daemon.dir() + "/data", 1, 2);
   auto client = daemon.Connect();
   // 3000 float32 images of 224x224 per slot (1.8 GB) x 256 slots.
-  JobSpec spec{.dataset_path = daemon.dir() + "/data", .batch_size = 3000,
-               .slots = 256, .dtype = DType::kFloat32};
+  JobSpec spec{.dataset_path = daemon.dir() + "/data",
+               .batch_size = 3000,
+               .slots = 256,
+               .dtype = DType::kFloat32};
   auto job = client->CreateJob(spec);
   EXPECT_EQ(job.status().code(), absl::StatusCode::kResourceExhausted);
-  EXPECT_NE(job.status().message().find("/dev/shm has only"),
-            std::string::npos)
+  EXPECT_NE(job.status().message().find("/dev/shm has only"), std::string::npos)
       << job.status();
   EXPECT_TRUE(daemon.Segments().empty());
 }
@@ -468,8 +485,7 @@ TEST_F(SharingTest, AJobTakesAtMost64Consumers) {
   }
   auto one_more = client_->Attach(job->id, {.prefetch = 1});
   EXPECT_EQ(one_more.status().code(), absl::StatusCode::kResourceExhausted);
-  EXPECT_NE(one_more.status().message().find("64 consumers"),
-            std::string::npos)
+  EXPECT_NE(one_more.status().message().find("64 consumers"), std::string::npos)
       << one_more.status();
   consumers.pop_back();
   EXPECT_TRUE(Eventually([&] {

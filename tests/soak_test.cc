@@ -80,8 +80,8 @@ TEST(Soak, TrainersAndTheDaemonKilledAtRandomLoseAndRepeatNothing) {
   auto start_daemon = [&] {
     auto daemon = std::make_unique<Subprocess>(
         STOKERD_PATH,
-        std::vector<std::string>{"--config=", "--socket=" + target, "--workers=2",
-                                 "--log_level=warn"},
+        std::vector<std::string>{"--config=", "--socket=" + target,
+                                 "--workers=2", "--log_level=warn"},
         dir.path() + "/stokerd." + std::to_string(daemon_starts++) + ".log");
     EXPECT_TRUE(testdata::WaitForPath(socket, std::chrono::seconds(10)));
     return daemon;
@@ -90,12 +90,11 @@ TEST(Soak, TrainersAndTheDaemonKilledAtRandomLoseAndRepeatNothing) {
     const std::string name = "trainer" + std::to_string(i);
     return std::make_unique<Subprocess>(
         STOKER_PROBE_PATH,
-        std::vector<std::string>{"train", "--target=" + target,
-                                 "--dataset=" + dir.path() + "/data",
-                                 "--log=" + dir.path() + "/" + name + ".log",
-                                 "--name=" + name, "--epochs=100000",
-                                 "--batch_size=" + std::to_string(kBatch),
-                                 "--seed=" + std::to_string(i + 1)},
+        std::vector<std::string>{
+            "train", "--target=" + target, "--dataset=" + dir.path() + "/data",
+            "--log=" + dir.path() + "/" + name + ".log", "--name=" + name,
+            "--epochs=100000", "--batch_size=" + std::to_string(kBatch),
+            "--seed=" + std::to_string(i + 1)},
         dir.path() + "/" + name + ".err");
   };
 
@@ -111,8 +110,8 @@ TEST(Soak, TrainersAndTheDaemonKilledAtRandomLoseAndRepeatNothing) {
   int kills = 0;
   std::vector<std::pair<int, long>> samples;  // daemon fds, RSS after restart
   while (std::chrono::steady_clock::now() < end) {
-    std::this_thread::sleep_for(
-        std::chrono::milliseconds(std::uniform_int_distribution(200, 800)(rng)));
+    std::this_thread::sleep_for(std::chrono::milliseconds(
+        std::uniform_int_distribution(200, 800)(rng)));
     if (!restarted && std::chrono::steady_clock::now() >= restart_at) {
       daemon->Signal(SIGKILL);
       ASSERT_TRUE(daemon->Wait(std::chrono::seconds(10)).has_value());
@@ -129,8 +128,8 @@ TEST(Soak, TrainersAndTheDaemonKilledAtRandomLoseAndRepeatNothing) {
     ASSERT_TRUE(trainers[i]->Wait(std::chrono::seconds(10)).has_value());
     ++kills;
     trainers[i] = start_trainer(i);
-    if (restarted) samples.emplace_back(CountFds(daemon->pid()),
-                                        RssAnonKb(daemon->pid()));
+    if (restarted)
+      samples.emplace_back(CountFds(daemon->pid()), RssAnonKb(daemon->pid()));
   }
   for (int i = 0; i < kTrainers; ++i) {
     auto& trainer = trainers[i];
@@ -162,8 +161,9 @@ TEST(Soak, TrainersAndTheDaemonKilledAtRandomLoseAndRepeatNothing) {
         dir.path() + "/trainer" + std::to_string(i) + ".log";
     const testing::ProbeLog log = testing::ReadProbeLog(log_path);
     batches += log.batches.size();
-    ASSERT_FALSE(log.batches.empty()) << "trainer " << i << " got nothing: "
-                                      << testdata::ReadTextFile(log_path);
+    ASSERT_FALSE(log.batches.empty())
+        << "trainer " << i
+        << " got nothing: " << testdata::ReadTextFile(log_path);
     std::map<uint64_t, std::map<int64_t, int>> seen;  // epoch -> sample -> n
     uint64_t expected = 0;
     for (const testing::LoggedBatch& b : log.batches) {

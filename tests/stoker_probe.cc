@@ -27,12 +27,12 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
-#include "common/cli.h"
 #include "absl/status/status.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "client/src/ring_mapping.h"
+#include "common/cli.h"
 #include "common/naming.h"
 #include "stoker/client.h"
 
@@ -56,8 +56,8 @@ using stoker::Client;
 
 void Append(const std::string& path, const std::string& line) {
   // One write per line: a SIGKILL leaves whole lines only.
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC,
-                        0644);
+  const int fd =
+      ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (fd < 0) return;
   const std::string text = line + "\n";
   (void)!::write(fd, text.data(), text.size());
@@ -71,12 +71,14 @@ std::string BatchLine(const stoker::Batch& batch) {
 }
 
 std::unique_ptr<Client> ConnectPatiently(const std::string& target) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::seconds(60);
   for (;;) {
     auto client = Client::Connect(target, std::chrono::seconds(2));
     if (client.ok()) return *std::move(client);
     if (std::chrono::steady_clock::now() > deadline) {
-      std::fprintf(stderr, "%s\n", std::string(client.status().message()).c_str());
+      std::fprintf(stderr, "%s\n",
+                   std::string(client.status().message()).c_str());
       std::exit(3);
     }
   }
@@ -152,7 +154,9 @@ int Train() {
   const TrainerLog log = ReadTrainerLog(log_path);
   stoker::JobSpec spec{.dataset_path = absl::GetFlag(FLAGS_dataset),
                        .batch_size = absl::GetFlag(FLAGS_batch_size),
-                       .slots = 3, .height = 16, .width = 16,
+                       .slots = 3,
+                       .height = 16,
+                       .width = 16,
                        .seed = absl::GetFlag(FLAGS_seed),
                        .epochs = absl::GetFlag(FLAGS_epochs),
                        .name = absl::GetFlag(FLAGS_name)};
@@ -177,8 +181,8 @@ int Train() {
     return 2;
   }
   Append(log_path, "job " + job->id);
-  auto consumer = client->Attach(job->id, {.prefetch = 2,
-                                           .name = absl::GetFlag(FLAGS_name)});
+  auto consumer = client->Attach(
+      job->id, {.prefetch = 2, .name = absl::GetFlag(FLAGS_name)});
   if (!consumer.ok()) {
     std::fprintf(stderr, "attach: %s\n", consumer.status().ToString().c_str());
     return 2;
@@ -204,7 +208,8 @@ int Train() {
 }
 
 void Print(const std::string& key, const absl::Status& status) {
-  std::printf("%s %s\n", key.c_str(), absl::StatusCodeToString(status.code()).c_str());
+  std::printf("%s %s\n", key.c_str(),
+              absl::StatusCodeToString(status.code()).c_str());
 }
 
 int Probe() {
@@ -224,12 +229,11 @@ int Probe() {
   Print("get_private", (*client)->GetJob(private_job).status());
   Print("attach_private", (*client)->Attach(private_job).status());
   Print("delete_private", (*client)->DeleteJob(private_job));
-  Print("ring_private",
-        stoker::internal::RingMapping::Open(
-            stoker::RingSocketPath(stoker::SocketPathFromTarget(
-                absl::GetFlag(FLAGS_target))),
-            private_job)
-            .status());
+  Print("ring_private", stoker::internal::RingMapping::Open(
+                            stoker::RingSocketPath(stoker::SocketPathFromTarget(
+                                absl::GetFlag(FLAGS_target))),
+                            private_job)
+                            .status());
   const std::string segment = "/dev/shm/" + absl::GetFlag(FLAGS_segment);
   const int fd = ::open(segment.c_str(), O_RDONLY);
   Print("open_segment_private",
@@ -246,15 +250,18 @@ int Probe() {
                   static_cast<long long>(batch->indices()[0]));
       // The mapping is read-only, and cannot be made writable.
       const uintptr_t page =
-          reinterpret_cast<uintptr_t>(batch->images().data()) & ~uintptr_t{4095};
+          reinterpret_cast<uintptr_t>(batch->images().data()) &
+          ~uintptr_t{4095};
       const int rc = ::mprotect(reinterpret_cast<void*>(page), 4096,
                                 PROT_READ | PROT_WRITE);
-      Print("mprotect_write",
-            rc == 0 ? absl::OkStatus() : absl::ErrnoToStatus(errno, "mprotect"));
+      Print("mprotect_write", rc == 0 ? absl::OkStatus()
+                                      : absl::ErrnoToStatus(errno, "mprotect"));
     }
   }
   auto own = (*client)->CreateJob({.dataset_path = absl::GetFlag(FLAGS_dataset),
-                                   .batch_size = 2, .slots = 2, .height = 8,
+                                   .batch_size = 2,
+                                   .slots = 2,
+                                   .height = 8,
                                    .width = 8});
   Print("create_own", own.status());
   if (own.ok()) std::printf("own_job %s\n", own->id.c_str());

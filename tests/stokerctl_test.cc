@@ -23,8 +23,8 @@ class StokerctlTest : public ::testing::Test {
   }
 
   Output Stokerctl(const std::string& args) {
-    return testing::RunCommand(std::string(STOKERCTL_PATH) + " --socket=" +
-                                   daemon_.target() + " " + args,
+    return testing::RunCommand(std::string(STOKERCTL_PATH) +
+                                   " --socket=" + daemon_.target() + " " + args,
                                daemon_.dir());
   }
 
@@ -49,8 +49,12 @@ TEST_F(StokerctlTest, StatusShowsVersionHealthAndWorkers) {
 }
 
 TEST_F(StokerctlTest, JobsListsEachJobAndTheFilesThatFailed) {
-  JobSpec spec{.dataset_path = daemon_.dir() + "/data", .batch_size = 13,
-               .slots = 2, .height = 8, .width = 8, .epochs = 0,
+  JobSpec spec{.dataset_path = daemon_.dir() + "/data",
+               .batch_size = 13,
+               .slots = 2,
+               .height = 8,
+               .width = 8,
+               .epochs = 0,
                .name = "resnet50"};
   auto job = client_->CreateJob(spec);
   ASSERT_TRUE(job.ok()) << job.status();
@@ -64,8 +68,7 @@ TEST_F(StokerctlTest, JobsListsEachJobAndTheFilesThatFailed) {
   EXPECT_NE(run.out.find(job->id + "  resnet50  running  exclusive  1 "),
             std::string::npos)
       << run.out;
-  EXPECT_NE(run.out.find(job->id + ": " + broken_ + ": "),
-            std::string::npos)
+  EXPECT_NE(run.out.find(job->id + ": " + broken_ + ": "), std::string::npos)
       << run.out;
 
   const Output json = Stokerctl("--json jobs");
@@ -86,8 +89,11 @@ TEST_F(StokerctlTest, JobsListsEachJobAndTheFilesThatFailed) {
 
 TEST_F(StokerctlTest, JobDeleteEndsTheJobAndExplainsAnUnknownOne) {
   auto job = client_->CreateJob({.dataset_path = daemon_.dir() + "/data",
-                                 .batch_size = 2, .slots = 2, .height = 8,
-                                 .width = 8, .epochs = 0});
+                                 .batch_size = 2,
+                                 .slots = 2,
+                                 .height = 8,
+                                 .width = 8,
+                                 .epochs = 0});
   ASSERT_TRUE(job.ok()) << job.status();
   const Output run = Stokerctl("job delete " + job->id);
   EXPECT_EQ(run.exit_code, 0) << run.err;
@@ -102,8 +108,9 @@ TEST_F(StokerctlTest, JobDeleteEndsTheJobAndExplainsAnUnknownOne) {
 }
 
 TEST_F(StokerctlTest, BenchReportsImagesPerSecondAndCleansUp) {
-  const Output run = Stokerctl("--json bench --batches=4 --batch_size=3 --size=16 " +
-                            daemon_.dir() + "/data");
+  const Output run =
+      Stokerctl("--json bench --batches=4 --batch_size=3 --size=16 " +
+                daemon_.dir() + "/data");
   EXPECT_EQ(run.exit_code, 0) << run.err;
   EXPECT_NE(run.out.find("\"images\":12,\"batches\":4"), std::string::npos)
       << run.out;
@@ -119,8 +126,8 @@ TEST_F(StokerctlTest, BenchReportsImagesPerSecondAndCleansUp) {
 }
 
 TEST_F(StokerctlTest, NoDaemonAndBadUsageAreSentences) {
-  const Output nobody = Stokerctl("--socket=unix://" + daemon_.dir() +
-                               "/absent.sock status");
+  const Output nobody =
+      Stokerctl("--socket=unix://" + daemon_.dir() + "/absent.sock status");
   EXPECT_EQ(nobody.exit_code, 1);
   EXPECT_NE(nobody.err.find("there is no socket at " + daemon_.dir() +
                             "/absent.sock: stokerd is not running there"),

@@ -1,6 +1,5 @@
 #include "tests/test_util.h"
 
-
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <turbojpeg.h>
@@ -71,13 +70,13 @@ std::vector<std::string> TestDaemon::Segments() const {
 testdata::GeneratedDataset MakeDataset(const std::string& root, int classes,
                                        int per_class, int width, int height,
                                        bool vary_size, bool smooth) {
-  auto dataset = testdata::GenerateImageFolder(
-      root, {.classes = classes,
-             .images_per_class = per_class,
-             .width = width,
-             .height = height,
-             .vary_size = vary_size,
-             .smooth = smooth});
+  auto dataset =
+      testdata::GenerateImageFolder(root, {.classes = classes,
+                                           .images_per_class = per_class,
+                                           .width = width,
+                                           .height = height,
+                                           .vary_size = vary_size,
+                                           .smooth = smooth});
   EXPECT_TRUE(dataset.ok()) << dataset.status();
   return dataset.ok() ? *std::move(dataset) : testdata::GeneratedDataset{};
 }
@@ -109,8 +108,8 @@ RgbImage ReferenceResize(const RgbImage& in, int width, int height) {
       // Average the source area [x*sx, (x+1)*sx) x [y*sy, (y+1)*sy).
       double sum[3] = {0, 0, 0}, weight = 0;
       for (int v = int(y * sy); v < std::ceil((y + 1) * sy); ++v) {
-        const double wy = std::min<double>(v + 1, (y + 1) * sy) -
-                          std::max<double>(v, y * sy);
+        const double wy =
+            std::min<double>(v + 1, (y + 1) * sy) - std::max<double>(v, y * sy);
         for (int u = int(x * sx); u < std::ceil((x + 1) * sx); ++u) {
           const double wx = std::min<double>(u + 1, (x + 1) * sx) -
                             std::max<double>(u, x * sx);

@@ -109,12 +109,14 @@ TEST(Torchvision, ColorJitterAdjustmentsAreExactlyPillows) {
     // HWC -> planes, adjust, planes -> HWC.
     std::vector<uint8_t> planes(kPixels * 3);
     for (size_t i = 0; i < kPixels; ++i) {
-      for (int ch = 0; ch < 3; ++ch) planes[ch * kPixels + i] = input[i * 3 + ch];
+      for (int ch = 0; ch < 3; ++ch)
+        planes[ch * kPixels + i] = input[i * 3 + ch];
     }
     c.adjust(planes.data(), kPixels, c.factor);
     std::string ours(kPixels * 3, '\0');
     for (size_t i = 0; i < kPixels; ++i) {
-      for (int ch = 0; ch < 3; ++ch) ours[i * 3 + ch] = planes[ch * kPixels + i];
+      for (int ch = 0; ch < 3; ++ch)
+        ours[i * 3 + ch] = planes[ch * kPixels + i];
     }
     const std::string theirs =
         testdata::ReadTextFile(dir + "jitter." + c.name + ".rgb");
@@ -133,17 +135,18 @@ TEST(Torchvision, CmykJpegReadsAsPillowReadsIt) {
   JpegDecoder decoder({});
   std::vector<uint8_t> ours;
   ImageSize size;
-  ASSERT_TRUE(testing::DecodeWhole(
-                  decoder,
-                  std::span<const uint8_t>(
-                      reinterpret_cast<const uint8_t*>(jpeg.data()), jpeg.size()),
-                  &ours, &size)
-                  .ok());
+  ASSERT_TRUE(
+      testing::DecodeWhole(
+          decoder,
+          std::span<const uint8_t>(
+              reinterpret_cast<const uint8_t*>(jpeg.data()), jpeg.size()),
+          &ours, &size)
+          .ok());
   ASSERT_EQ(size.width, 48);
   ASSERT_EQ(size.height, 40);
-  EXPECT_EQ(testing::MeanAbsDiff(ours.data(),
-                                 reinterpret_cast<const uint8_t*>(theirs.data()),
-                                 ours.size()),
+  EXPECT_EQ(testing::MeanAbsDiff(
+                ours.data(), reinterpret_cast<const uint8_t*>(theirs.data()),
+                ours.size()),
             0.0);
 }
 

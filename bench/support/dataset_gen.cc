@@ -28,7 +28,9 @@ class Rng {
   explicit Rng(uint64_t seed) : state_(Mix(seed)) {}
   uint64_t Next() { return Mix(state_ += 0x9e3779b97f4a7c15ull); }
   double Uniform() { return (Next() >> 11) * 0x1.0p-53; }
-  int Int(int lo, int hi) { return lo + static_cast<int>(Uniform() * (hi - lo + 1)); }
+  int Int(int lo, int hi) {
+    return lo + static_cast<int>(Uniform() * (hi - lo + 1));
+  }
 
  private:
   uint64_t state_;
@@ -74,7 +76,8 @@ std::vector<uint8_t> RenderImage(int width, int height, uint64_t seed,
   }
   std::vector<Ellipse> shapes(rng.Int(3, 8));
   for (Ellipse& e : shapes) {
-    e = {rng.Uniform() * width, rng.Uniform() * height,
+    e = {rng.Uniform() * width,
+         rng.Uniform() * height,
          (0.05 + rng.Uniform() * 0.3) * width,
          (0.05 + rng.Uniform() * 0.3) * height,
          {rng.Uniform() * 255, rng.Uniform() * 255, rng.Uniform() * 255}};
@@ -146,7 +149,8 @@ absl::StatusOr<GeneratedDataset> GenerateImageFolder(
     std::error_code ec;
     std::filesystem::create_directories(dir, ec);
     if (ec) {
-      return absl::InternalError(absl::StrCat("mkdir ", dir, ": ", ec.message()));
+      return absl::InternalError(
+          absl::StrCat("mkdir ", dir, ": ", ec.message()));
     }
     dataset.class_names.push_back(name);
     for (int i = 0; i < options.images_per_class; ++i) {

@@ -16,7 +16,7 @@ namespace stoker::testdata {
 struct DatasetOptions {
   int classes = 4;
   int images_per_class = 32;
-  int width = 500;   // nominal size; see vary_size
+  int width = 500;  // nominal size; see vary_size
   int height = 375;
   bool vary_size = true;  // each image 80%..100% of the nominal sides
   int quality = 90;

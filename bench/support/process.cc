@@ -36,7 +36,8 @@ Subprocess::Subprocess(const std::string& program,
                        std::optional<std::pair<uid_t, gid_t>> run_as) {
   std::vector<char*> argv;
   argv.push_back(const_cast<char*>(program.c_str()));
-  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  for (const std::string& a : args)
+    argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
   pid_ = ::fork();
   if (pid_ == 0) {
@@ -48,9 +49,9 @@ Subprocess::Subprocess(const std::string& program,
     }
     // Failures say why in the output file: an exec refused to another user
     // (a directory on the way closed to it) must not look like a crash.
-    if (run_as && (::setgroups(0, nullptr) != 0 ||
-                   ::setgid(run_as->second) != 0 ||
-                   ::setuid(run_as->first) != 0)) {
+    if (run_as &&
+        (::setgroups(0, nullptr) != 0 || ::setgid(run_as->second) != 0 ||
+         ::setuid(run_as->first) != 0)) {
       ::dprintf(STDERR_FILENO, "cannot switch to uid %d: %s\n",
                 static_cast<int>(run_as->first), std::strerror(errno));
       ::_exit(126);

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
-#include "common/cli.h"
 #include "absl/strings/str_format.h"
+#include "common/cli.h"
 #include "stoker/client.h"
 #include "stoker/cuda.h"
 
@@ -77,8 +77,8 @@ std::unique_ptr<GpuSink> MaybeGpu(stoker::Consumer& consumer,
   auto sink = std::make_unique<GpuSink>();
   sink->copier = *std::move(copier);
 #ifdef STOKER_HAVE_CUDA
-  cudaMalloc(&sink->images, size_t{spec.batch_size} * spec.height *
-                                spec.width * 3);
+  cudaMalloc(&sink->images,
+             size_t{spec.batch_size} * spec.height * spec.width * 3);
   cudaMalloc(&sink->labels, size_t{spec.batch_size} * sizeof(int64_t));
   cudaStreamCreateWithFlags(&sink->stream, cudaStreamNonBlocking);
 #endif
@@ -146,10 +146,11 @@ absl::Status Train(stoker::Consumer& consumer, uint64_t batches_per_epoch,
     if (index + 1 == batches_per_epoch) {
       const double seconds =
           std::chrono::duration<double>(Clock::now() - tally.start).count();
-      std::printf("epoch %lu: %lu samples (%zu distinct) in %.2f s, %.0f "
-                  "images/s\n",
-                  epoch, tally.samples, tally.distinct.size(), seconds,
-                  tally.samples / seconds);
+      std::printf(
+          "epoch %lu: %lu samples (%zu distinct) in %.2f s, %.0f "
+          "images/s\n",
+          epoch, tally.samples, tally.distinct.size(), seconds,
+          tally.samples / seconds);
       if (epoch + 1 < epochs->size()) (*epochs)[epoch + 1].start = Clock::now();
     }
   }
@@ -160,20 +161,22 @@ absl::Status Train(stoker::Consumer& consumer, uint64_t batches_per_epoch,
 // The totals: images/s, and how much of the time went to waiting for data
 // (near 0, the loader keeps up; high, the input pipeline limits training).
 void Report(stoker::Client& client, const stoker::Consumer& consumer,
-            const std::vector<EpochTally>& epochs, double seconds,
-            bool gpu, uint64_t checksum) {
+            const std::vector<EpochTally>& epochs, double seconds, bool gpu,
+            uint64_t checksum) {
   uint64_t total = 0;
   for (const EpochTally& t : epochs) total += t.samples;
   auto stats = client.GetStats();
-  std::printf("total: %lu samples in %.2f s: %.0f images/s (%s, checksum %lu, "
-              "decode errors %lu)\n",
-              total, seconds, total / seconds, gpu ? "GPU copy" : "CPU read",
-              checksum, stats.ok() ? stats->decode_errors : 0);
+  std::printf(
+      "total: %lu samples in %.2f s: %.0f images/s (%s, checksum %lu, "
+      "decode errors %lu)\n",
+      total, seconds, total / seconds, gpu ? "GPU copy" : "CPU read", checksum,
+      stats.ok() ? stats->decode_errors : 0);
   const stoker::InputStats input = consumer.input_stats();
-  std::printf("input-bound: %.0f%% (%.2f s waiting for batches, %.2f s in "
-              "training steps); daemon workers %.0f%% busy\n",
-              input.input_bound_percent, input.wait_seconds,
-              input.step_seconds, stats.ok() ? stats->worker_busy_percent : 0);
+  std::printf(
+      "input-bound: %.0f%% (%.2f s waiting for batches, %.2f s in "
+      "training steps); daemon workers %.0f%% busy\n",
+      input.input_bound_percent, input.wait_seconds, input.step_seconds,
+      stats.ok() ? stats->worker_busy_percent : 0);
 }
 
 }  // namespace
@@ -192,11 +195,12 @@ int main(int argc, char** argv) {
   if (!spec.ok()) return Fail(spec.status());
   auto job = (*client)->CreateJob(*spec);
   if (!job.ok()) return Fail(job.status());
-  std::printf("job %s: %lu samples in %zu classes, %lu batches per epoch, "
-              "%s pipeline to %ux%u\n",
-              job->id.c_str(), job->num_samples, job->class_names.size(),
-              job->batches_per_epoch, absl::GetFlag(FLAGS_pipeline).c_str(),
-              job->spec.height, job->spec.width);
+  std::printf(
+      "job %s: %lu samples in %zu classes, %lu batches per epoch, "
+      "%s pipeline to %ux%u\n",
+      job->id.c_str(), job->num_samples, job->class_names.size(),
+      job->batches_per_epoch, absl::GetFlag(FLAGS_pipeline).c_str(),
+      job->spec.height, job->spec.width);
   auto consumer = (*client)->Attach(job->id);
   if (!consumer.ok()) return Fail(consumer.status());
   auto gpu = MaybeGpu(**consumer, *spec);

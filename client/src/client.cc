@@ -161,8 +161,8 @@ absl::StatusOr<DaemonStats> Client::GetStats() {
 absl::StatusOr<std::unique_ptr<Consumer>> Client::Attach(
     std::string_view job_id, const ConsumerOptions& options) {
   auto core = internal::ConsumerCore::Open(impl_->stub(), impl_->client_id(),
-                                          impl_->ring_socket(),
-                                          std::string(job_id), options);
+                                           impl_->ring_socket(),
+                                           std::string(job_id), options);
   if (!core.ok()) return core.status();
   auto reconnector = std::make_unique<internal::Reconnector>(
       impl_->stub(), impl_->client_id(), impl_->ring_socket(), options,

@@ -1,4 +1,6 @@
 // Consumer: one attachment to a job, handing out its batches in order.
+#include "stoker/consumer.h"
+
 #include <atomic>
 #include <utility>
 
@@ -7,7 +9,6 @@
 #include "client/src/consumer_core.h"
 #include "common/batch_wire.h"
 #include "common/status_macros.h"
-#include "stoker/consumer.h"
 
 namespace stoker {
 namespace {
@@ -41,8 +42,8 @@ absl::StatusOr<Batch::ImageTensor> ImagesOf(const internal::RingMapping& ring,
                                             int64_t n) {
   const v1::TensorLayout* t = FindTensor(handle, kImagesTensor);
   const auto bad = [&](absl::string_view why) {
-    return absl::InternalError(absl::StrCat(
-        "the daemon sent a batch handle whose images ", why));
+    return absl::InternalError(
+        absl::StrCat("the daemon sent a batch handle whose images ", why));
   };
   if (t == nullptr) return bad("are missing");
   Batch::ImageTensor images;
@@ -107,10 +108,11 @@ absl::StatusOr<Position> ParsePosition(std::string_view text) {
       text.starts_with(kPrefix) ? text.substr(kPrefix.size()) : "";
   const size_t colon = rest.find(':');
   if (colon == std::string_view::npos ||
-      !absl::SimpleAtoi(absl::string_view(rest.data(), colon), &position.epoch) ||
-      !absl::SimpleAtoi(absl::string_view(rest.data() + colon + 1,
-                                          rest.size() - colon - 1),
-                        &position.batch)) {
+      !absl::SimpleAtoi(absl::string_view(rest.data(), colon),
+                        &position.epoch) ||
+      !absl::SimpleAtoi(
+          absl::string_view(rest.data() + colon + 1, rest.size() - colon - 1),
+          &position.batch)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "'", std::string(text),
         "' is not a stoker position (stoker-position:<epoch>:<batch>)"));
@@ -128,10 +130,9 @@ absl::StatusOr<Batch> Consumer::Next() {
 }
 
 absl::StatusOr<Batch> Consumer::Next(std::chrono::milliseconds timeout) {
-  const absl::Time deadline =
-      timeout == std::chrono::milliseconds::max()
-          ? absl::InfiniteFuture()
-          : absl::Now() + absl::FromChrono(timeout);
+  const absl::Time deadline = timeout == std::chrono::milliseconds::max()
+                                  ? absl::InfiniteFuture()
+                                  : absl::Now() + absl::FromChrono(timeout);
   std::shared_ptr<internal::ConsumerCore> core = this->core();
   absl::StatusOr<v1::BatchHandle> handle = core->NextHandle(deadline);
   while (!handle.ok() && absl::IsUnavailable(handle.status()) &&

@@ -28,8 +28,9 @@ uint64_t Micros(absl::Duration d) {
 
 double Percent(absl::Duration wait, absl::Duration step) {
   const absl::Duration total = wait + step;
-  return total <= absl::ZeroDuration() ? 0
-                                      : 100.0 * absl::FDivDuration(wait, total);
+  return total <= absl::ZeroDuration()
+             ? 0
+             : 100.0 * absl::FDivDuration(wait, total);
 }
 
 }  // namespace
@@ -78,8 +79,8 @@ absl::StatusOr<std::shared_ptr<ConsumerCore>> ConsumerCore::Open(
     return absl::InternalError("the daemon did not answer attach first");
   }
   core->job_ = FromProto(reply.attached().job());
-  auto ring = RingMapping::Open(ring_socket, core->job_.id,
-                                options.copy_on_write);
+  auto ring =
+      RingMapping::Open(ring_socket, core->job_.id, options.copy_on_write);
   if (!ring.ok()) {
     // The job may have ended right after attaching (its ring is unlinked
     // then): the daemon's status says why, and says it better.
@@ -90,13 +91,12 @@ absl::StatusOr<std::shared_ptr<ConsumerCore>> ConsumerCore::Open(
     return status.ok() ? ring.status() : FromGrpcStatus(status);
   }
   core->ring_ = *std::move(ring);
-  core->tracker_ =
-      tracker != nullptr
-          ? std::move(tracker)
-          : std::make_shared<PositionTracker>(
-                BatchSequence(reply.attached().position_epoch(),
-                              reply.attached().position_batch(),
-                              core->job_.batches_per_epoch));
+  core->tracker_ = tracker != nullptr
+                       ? std::move(tracker)
+                       : std::make_shared<PositionTracker>(
+                             BatchSequence(reply.attached().position_epoch(),
+                                           reply.attached().position_batch(),
+                                           core->job_.batches_per_epoch));
   core->reader_ = std::thread([c = core.get()] { c->ReadLoop(); });
   core->writer_ = std::thread([c = core.get()] { c->WriteLoop(); });
   return core;
@@ -297,7 +297,8 @@ absl::StatusOr<std::shared_ptr<ConsumerCore>> Reconnector::Resume(
     if (core.ok()) return core;
     last = core.status();
     const JobSpec& spec = broken.job().spec;
-    if (absl::IsNotFound(last) && spec.sharing.mode == ConsumerMode::kExclusive) {
+    if (absl::IsNotFound(last) &&
+        spec.sharing.mode == ConsumerMode::kExclusive) {
       // The daemon lost the job (it restarted): the same spec from where
       // this consumer stands serves exactly the batches not yet released.
       JobSpec again = spec;
@@ -318,19 +319,18 @@ absl::StatusOr<std::shared_ptr<ConsumerCore>> Reconnector::Resume(
     const bool transient =
         absl::IsUnavailable(last) || absl::IsFailedPrecondition(last);
     if (!transient) {
-      return absl::Status(last.code(),
-                          absl::StrCat("reconnecting to job ", job_id,
-                                       " after '", why.message(),
-                                       "': ", last.message()));
+      return absl::Status(
+          last.code(), absl::StrCat("reconnecting to job ", job_id, " after '",
+                                    why.message(), "': ", last.message()));
     }
     if (absl::Now() + backoff > deadline) {
       return absl::Status(
           last.code(),
-          absl::StrCat("gave up reconnecting to job ", job_id, " after ",
-                       absl::FormatDuration(
-                           absl::FromChrono(options_.reconnect_timeout)),
-                       " (ConsumerOptions::reconnect_timeout): ",
-                       last.message()));
+          absl::StrCat(
+              "gave up reconnecting to job ", job_id, " after ",
+              absl::FormatDuration(
+                  absl::FromChrono(options_.reconnect_timeout)),
+              " (ConsumerOptions::reconnect_timeout): ", last.message()));
     }
     absl::SleepFor(backoff);
     backoff = std::min(backoff * 2, kMaxBackoff);

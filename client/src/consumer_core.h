@@ -12,9 +12,9 @@
 
 #include <deque>
 #include <functional>
-#include <set>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 

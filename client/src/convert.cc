@@ -72,8 +72,12 @@ std::optional<Op> OpFrom(const v1::Op& op) {
   switch (op.kind_case()) {
     case v1::Op::kRandomResizedCrop: {
       const auto& p = op.random_resized_crop();
-      return RandomResizedCrop{p.height(),    p.width(),     p.scale_min(),
-                               p.scale_max(), p.ratio_min(), p.ratio_max(),
+      return RandomResizedCrop{p.height(),
+                               p.width(),
+                               p.scale_min(),
+                               p.scale_max(),
+                               p.ratio_min(),
+                               p.ratio_max(),
                                FromProto(p.interpolation())};
     }
     case v1::Op::kResize: {
@@ -158,7 +162,8 @@ JobSpec SpecFrom(const v1::JobSpec& p) {
   spec.sharing.on_lag = p.sharing().on_lag() == v1::LAG_POLICY_SKIP
                             ? LagPolicy::kSkip
                             : LagPolicy::kDetach;
-  spec.sharing.min_consumers = std::max<uint32_t>(p.sharing().min_consumers(), 1);
+  spec.sharing.min_consumers =
+      std::max<uint32_t>(p.sharing().min_consumers(), 1);
   spec.weight = std::max<uint32_t>(p.weight(), 1);
   spec.access_group = p.access_group();
   return spec;
@@ -178,14 +183,13 @@ v1::JobSpec ToProto(const JobSpec& spec) {
     p.mutable_output()->set_height(spec.height);
     p.mutable_output()->set_width(spec.width);
   }
-  p.mutable_output()->set_dtype(spec.dtype == DType::kFloat32 ? v1::DTYPE_FLOAT32
-                                : spec.dtype == DType::kFloat16
-                                    ? v1::DTYPE_FLOAT16
-                                    : v1::DTYPE_UINT8);
+  p.mutable_output()->set_dtype(
+      spec.dtype == DType::kFloat32   ? v1::DTYPE_FLOAT32
+      : spec.dtype == DType::kFloat16 ? v1::DTYPE_FLOAT16
+                                      : v1::DTYPE_UINT8);
   if (spec.layout) {
-    p.mutable_output()->set_layout(*spec.layout == Layout::kNHWC
-                                       ? v1::LAYOUT_NHWC
-                                       : v1::LAYOUT_NCHW);
+    p.mutable_output()->set_layout(
+        *spec.layout == Layout::kNHWC ? v1::LAYOUT_NHWC : v1::LAYOUT_NCHW);
   }
   p.set_seed(spec.seed);
   p.set_shuffle(spec.shuffle);
@@ -267,11 +271,10 @@ DaemonStats FromProto(const v1::Stats& stats) {
     js.worker_busy_us = j.worker_busy_us();
     js.consumers = j.consumers();
     for (const v1::ConsumerStats& c : j.consumer()) {
-      js.consumer.push_back({c.id(), c.name(), c.client(),
-                             c.batches_delivered(), c.batches_released(),
-                             c.batches_skipped(), c.leased(), c.lag(),
-                             c.input_bound_percent(),
-                             c.recent_input_bound_percent()});
+      js.consumer.push_back(
+          {c.id(), c.name(), c.client(), c.batches_delivered(),
+           c.batches_released(), c.batches_skipped(), c.leased(), c.lag(),
+           c.input_bound_percent(), c.recent_input_bound_percent()});
     }
     out.jobs.push_back(std::move(js));
   }

@@ -140,9 +140,8 @@ class STOKER_LOCAL CudaCopier::Impl {
   absl::Status Drain() {
     absl::MutexLock lock(&mu_);
     mu_.Await(absl::Condition(
-        +[](Impl* self) ABSL_NO_THREAD_SAFETY_ANALYSIS {
-          return self->in_flight_ == 0;
-        },
+        +[](Impl* self)
+             ABSL_NO_THREAD_SAFETY_ANALYSIS { return self->in_flight_ == 0; },
         this));
     return std::exchange(error_, absl::OkStatus());
   }
@@ -197,9 +196,9 @@ absl::StatusOr<std::unique_ptr<CudaCopier>> CudaCopier::Create(
   int devices = 0;
   if (const cudaError_t error = cudaGetDeviceCount(&devices);
       error != cudaSuccess || devices == 0) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "no CUDA device is available: ", NoDeviceReason(error),
-        "; read batches on the CPU with Batch::images() instead"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("no CUDA device is available: ", NoDeviceReason(error),
+                     "; read batches on the CPU with Batch::images() instead"));
   }
   if (device >= devices) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -208,9 +207,9 @@ absl::StatusOr<std::unique_ptr<CudaCopier>> CudaCopier::Create(
   if (device < 0) cudaGetDevice(&device);
   const DeviceScope scope(device);
   if (scope.error() != cudaSuccess) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "cannot use CUDA device ", device, ": ",
-        cudaGetErrorString(scope.error())));
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot use CUDA device ", device, ": ",
+                     cudaGetErrorString(scope.error())));
   }
   int read_only_ok = 0;
   cudaDeviceGetAttribute(&read_only_ok,

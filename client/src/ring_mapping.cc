@@ -7,9 +7,9 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <algorithm>
 #include <iterator>
 
 #include "absl/strings/str_cat.h"
@@ -30,16 +30,17 @@ absl::StatusOr<UniqueFd> FetchRingFd(const std::string& ring_socket,
   std::memcpy(address.sun_path, ring_socket.c_str(), ring_socket.size() + 1);
   const UniqueFd sock(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
   if (!sock) {
-    return absl::UnavailableError(absl::StrCat("socket: ", std::strerror(errno)));
+    return absl::UnavailableError(
+        absl::StrCat("socket: ", std::strerror(errno)));
   }
   const timeval timeout{5, 0};
   ::setsockopt(sock.get(), SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
   ::setsockopt(sock.get(), SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof(timeout));
   if (::connect(sock.get(), reinterpret_cast<sockaddr*>(&address),
                 sizeof(address)) != 0) {
-    return absl::UnavailableError(absl::StrCat(
-        "cannot reach stokerd's ring socket ", ring_socket, ": ",
-        std::strerror(errno)));
+    return absl::UnavailableError(
+        absl::StrCat("cannot reach stokerd's ring socket ", ring_socket, ": ",
+                     std::strerror(errno)));
   }
   const std::string request = job_id + "\n";
   std::string reply;
@@ -86,8 +87,8 @@ absl::StatusOr<std::unique_ptr<RingMapping>> RingMapping::FromFd(
     if (page_bytes <= 0 || h.slot_bytes % page_bytes != 0 ||
         h.slots_offset % page_bytes != 0) {
       valid = absl::FailedPreconditionError(absl::StrCat(
-          "the job's ring slots are not aligned to this machine's ",
-          page_bytes, "-byte pages: no copy-on-write view"));
+          "the job's ring slots are not aligned to this machine's ", page_bytes,
+          "-byte pages: no copy-on-write view"));
     } else {
       // The geometry as validated now (the header is the daemon's to write).
       mapping->page_bytes_ = static_cast<uint64_t>(page_bytes);
@@ -131,8 +132,7 @@ bool RingMapping::DiscardPrivateCopies(uint32_t slot) const {
   constexpr uint64_t kPresent = uint64_t{1} << 63, kSwapped = uint64_t{1} << 62,
                      kFilePage = uint64_t{1} << 61;
   const uint64_t pages = slot_bytes_ / page_bytes_;
-  const uint64_t first_entry =
-      reinterpret_cast<uintptr_t>(begin) / page_bytes_;
+  const uint64_t first_entry = reinterpret_cast<uintptr_t>(begin) / page_bytes_;
   uint64_t entries[512];  // read in chunks: no allocation on release
   uint64_t run = 0;       // first page of the current run of copied pages
   bool ok = true;
@@ -146,8 +146,7 @@ bool RingMapping::DiscardPrivateCopies(uint32_t slot) const {
     }
     for (uint64_t i = 0; i <= n; ++i) {
       const uint64_t page = chunk + i;
-      const bool copied = i < n &&
-                          (entries[i] & (kPresent | kSwapped)) != 0 &&
+      const bool copied = i < n && (entries[i] & (kPresent | kSwapped)) != 0 &&
                           (entries[i] & kFilePage) == 0;
       if (copied) continue;
       if (page > run) {

@@ -24,10 +24,10 @@ class RingMapping {
  public:
   // Asks the ring socket at `ring_socket` for job `job_id`'s ring and maps
   // it: PERMISSION_DENIED if this user may not read the job, the job's own
-  // error if it failed (NOT_FOUND if it ended otherwise), FAILED_PRECONDITION if it is not a ring this SDK
-  // understands, UNAVAILABLE if the daemon cannot be reached.
-  // With `private_view`, slot data is also mapped copy-on-write (see
-  // view()).
+  // error if it failed (NOT_FOUND if it ended otherwise), FAILED_PRECONDITION
+  // if it is not a ring this SDK understands, UNAVAILABLE if the daemon cannot
+  // be reached. With `private_view`, slot data is also mapped copy-on-write
+  // (see view()).
   static absl::StatusOr<std::unique_ptr<RingMapping>> Open(
       const std::string& ring_socket, const std::string& job_id,
       bool private_view = false);
@@ -48,7 +48,9 @@ class RingMapping {
   // /proc/self/pagemap which pages were copied and drops only those, so an
   // untouched slot keeps its page-table entries (no faults on its next
   // read); without pagemap it drops the whole slot.
-  uint8_t* view() const { return view_ != nullptr ? view_ : const_cast<uint8_t*>(data_); }
+  uint8_t* view() const {
+    return view_ != nullptr ? view_ : const_cast<uint8_t*>(data_);
+  }
   bool private_view() const { return view_ != nullptr; }
   // False if the copies could not be dropped (locked memory): the slot must
   // then not go back to the daemon.

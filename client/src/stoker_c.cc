@@ -40,9 +40,7 @@ int Fail(const absl::Status& status) {
   return static_cast<int>(status.code());
 }
 
-int Check(const absl::Status& status) {
-  return status.ok() ? 0 : Fail(status);
-}
+int Check(const absl::Status& status) { return status.ok() ? 0 : Fail(status); }
 
 int NullArgument(const char* what) {
   return Fail(absl::InvalidArgumentError(absl::StrCat(what, " is NULL")));
@@ -79,7 +77,8 @@ int WriteJson(const google::protobuf::Message& message, char** out) {
         absl::StrCat("cannot write JSON: ", std::string(status.message()))));
   }
   *out = CopyOut(json);
-  return *out != nullptr ? 0 : Fail(absl::ResourceExhaustedError("out of memory"));
+  return *out != nullptr ? 0
+                         : Fail(absl::ResourceExhaustedError("out of memory"));
 }
 
 // A call's wire message as JSON in *out, or its error.
@@ -138,16 +137,15 @@ int stoker_create_job(stoker_client* client, const char* spec_json,
     const auto parsed =
         google::protobuf::util::JsonStringToMessage(spec_json, &spec, options);
     if (!parsed.ok()) {
-      return Fail(absl::InvalidArgumentError(absl::StrCat(
-          "job spec JSON: ", std::string(parsed.message()))));
+      return Fail(absl::InvalidArgumentError(
+          absl::StrCat("job spec JSON: ", std::string(parsed.message()))));
     }
     return WriteResult(client->client->impl().CreateJob(std::move(spec)),
                        job_json);
   });
 }
 
-int stoker_get_job(stoker_client* client, const char* job_id,
-                   char** job_json) {
+int stoker_get_job(stoker_client* client, const char* job_id, char** job_json) {
   return Guard([&]() -> int {
     if (client == nullptr || job_id == nullptr || job_json == nullptr) {
       return NullArgument("client, job_id or job_json");
@@ -222,7 +220,8 @@ int stoker_consumer_job(stoker_consumer* consumer, char** job_json) {
     *message.mutable_spec() = stoker::internal::ToProto(job.spec);
     message.set_num_samples(job.num_samples);
     message.set_batches_per_epoch(job.batches_per_epoch);
-    for (const std::string& name : job.class_names) message.add_class_names(name);
+    for (const std::string& name : job.class_names)
+      message.add_class_names(name);
     message.set_owner_uid(job.owner_uid);
     return WriteJson(message, job_json);
   });
@@ -330,9 +329,9 @@ int stoker_cuda_copy_async(stoker_cuda_copier* copier, stoker_batch* batch,
     if (copier == nullptr || batch == nullptr || device_images == nullptr) {
       return NullArgument("copier, batch or device_images");
     }
-    return Check(copier->copier->CopyAsync(
-        std::move(owned->batch), device_images, device_labels,
-        static_cast<CUstream_st*>(stream)));
+    return Check(copier->copier->CopyAsync(std::move(owned->batch),
+                                           device_images, device_labels,
+                                           static_cast<CUstream_st*>(stream)));
   });
 }
 

@@ -83,12 +83,11 @@ BenchResult ReadBatches(Consumer& consumer, const BenchOptions& bench,
     const double now = seconds_since();
     if (terminal && now - last_draw >= 0.2) {
       last_draw = now;
-      const double done =
-          bench.max_batches > 0
-              ? double(result.batches) / double(bench.max_batches)
-              : now / limit;
-      absl::FPrintF(stderr, "\r%s %5.1fs %8.0f images/s",
-                    ProgressBar(done, 30), now, result.images / now);
+      const double done = bench.max_batches > 0 ? double(result.batches) /
+                                                      double(bench.max_batches)
+                                                : now / limit;
+      absl::FPrintF(stderr, "\r%s %5.1fs %8.0f images/s", ProgressBar(done, 30),
+                    now, result.images / now);
     }
   }
   result.seconds = seconds_since();
@@ -106,10 +105,11 @@ void PrintResult(const BenchOptions& bench, const BenchResult& r, bool json) {
         JsonString(bench.dataset), r.images, r.batches, r.seconds, rate,
         bench.batch_size, bench.size, bench.pipeline);
   } else {
-    absl::PrintF("%d images in %d batches of %d (%dx%d, %s) in %.1f s: %.0f "
-                 "images/s\n",
-                 r.images, r.batches, bench.batch_size, bench.size, bench.size,
-                 bench.pipeline, r.seconds, rate);
+    absl::PrintF(
+        "%d images in %d batches of %d (%dx%d, %s) in %.1f s: %.0f "
+        "images/s\n",
+        r.images, r.batches, bench.batch_size, bench.size, bench.size,
+        bench.pipeline, r.seconds, rate);
   }
 }
 

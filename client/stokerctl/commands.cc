@@ -51,17 +51,17 @@ std::string HealthOf(Connection& connection) {
 std::string StatusText(const v1::Stats& stats, const std::string& health,
                        const std::string& target) {
   const v1::DaemonStats& d = stats.daemon();
-  const std::string budget = d.shm_budget_bytes() > 0
-                                 ? absl::StrCat(" of a ", Bytes(d.shm_budget_bytes()),
-                                                " budget")
-                                 : std::string(" (no budget)");
+  const std::string budget =
+      d.shm_budget_bytes() > 0
+          ? absl::StrCat(" of a ", Bytes(d.shm_budget_bytes()), " budget")
+          : std::string(" (no budget)");
   return Table({
       {"stokerd", absl::StrCat(d.version(), " at ", target, ", up ",
                                Duration(d.uptime_ms()), ", ", health)},
-      {"workers", absl::StrCat(d.workers(), ", ",
-                               Percent(d.worker_busy_percent()), " busy, ",
-                               Rate(d.decoded_per_second()),
-                               " images/s decoded")},
+      {"workers",
+       absl::StrCat(d.workers(), ", ", Percent(d.worker_busy_percent()),
+                    " busy, ", Rate(d.decoded_per_second()),
+                    " images/s decoded")},
       {"jobs", absl::StrCat(stats.jobs_size(), " visible to you")},
       {"memory", absl::StrCat(Bytes(d.rss_bytes()), " resident; rings ",
                               Bytes(d.shm_bytes()), budget, ", ",
@@ -90,13 +90,13 @@ std::string JobsText(const v1::Stats& stats) {
     std::string mode = v1::ConsumerMode_Name(job.mode());
     if (mode.starts_with("CONSUMER_MODE_")) mode = mode.substr(14);
     if (mode == "UNSPECIFIED") mode = "EXCLUSIVE";
-    rows.push_back({job.job_id(), job.name().empty() ? "-" : job.name(),
-                    absl::AsciiStrToLower(state), absl::AsciiStrToLower(mode),
-                    absl::StrCat(job.consumers()),
-                    Rate(job.delivered_per_second()),
-                    absl::StrCat(Percent(job.ring_occupancy_percent()), " of ",
-                                 job.slots()),
-                    Percent(InputBound(job)), absl::StrCat(job.decode_errors())});
+    rows.push_back(
+        {job.job_id(), job.name().empty() ? "-" : job.name(),
+         absl::AsciiStrToLower(state), absl::AsciiStrToLower(mode),
+         absl::StrCat(job.consumers()), Rate(job.delivered_per_second()),
+         absl::StrCat(Percent(job.ring_occupancy_percent()), " of ",
+                      job.slots()),
+         Percent(InputBound(job)), absl::StrCat(job.decode_errors())});
   }
   std::string out = Table(rows);
   for (const v1::JobStats& job : stats.jobs()) {
@@ -149,9 +149,10 @@ int Top(const Options& options) {
       std::printf("%s\n", Json(stats).c_str());  // one object per line
     } else {
       // Home and clear on a terminal; plain frames one after another else.
-      std::printf("%s%s\n%s", terminal ? "\033[H\033[2J" : "",
-                  StatusText(stats, HealthOf(connection), options.target).c_str(),
-                  JobsText(stats).c_str());
+      std::printf(
+          "%s%s\n%s", terminal ? "\033[H\033[2J" : "",
+          StatusText(stats, HealthOf(connection), options.target).c_str(),
+          JobsText(stats).c_str());
       if (!terminal) std::printf("\n");
     }
     std::fflush(stdout);

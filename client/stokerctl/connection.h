@@ -23,7 +23,8 @@ class Connection {
   // A context with a 5 s deadline.
   static std::unique_ptr<grpc::ClientContext> Context();
   // "cannot <doing>: <why, in words>" for a failed call.
-  std::string Explain(const grpc::Status& status, const std::string& doing) const;
+  std::string Explain(const grpc::Status& status,
+                      const std::string& doing) const;
 
  private:
   const std::string target_;

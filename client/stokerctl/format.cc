@@ -77,8 +77,7 @@ std::string JsonString(const std::string& text) {
 }
 
 std::string ProgressBar(double done, int width) {
-  const int filled =
-      static_cast<int>(std::clamp(done, 0.0, 1.0) * width + 0.5);
+  const int filled = static_cast<int>(std::clamp(done, 0.0, 1.0) * width + 0.5);
   return absl::StrCat("[", std::string(filled, '#'),
                       std::string(width - filled, '.'), "]");
 }

@@ -13,10 +13,10 @@ namespace stoker::ctl {
 // the header.
 std::string Table(const std::vector<std::vector<std::string>>& rows);
 
-std::string Bytes(uint64_t bytes);        // "1.5G", "512M", "800"
-std::string Duration(uint64_t millis);    // "3d4h", "2h03m", "4m05s", "12s"
-std::string Rate(double per_second);      // "1234", "12.5"
-std::string Percent(double percent);      // "42%", "-" when negative
+std::string Bytes(uint64_t bytes);      // "1.5G", "512M", "800"
+std::string Duration(uint64_t millis);  // "3d4h", "2h03m", "4m05s", "12s"
+std::string Rate(double per_second);    // "1234", "12.5"
+std::string Percent(double percent);    // "42%", "-" when negative
 
 // `text` as a JSON string, quotes included.
 std::string JsonString(const std::string& text);

@@ -13,7 +13,8 @@
 ABSL_FLAG(std::string, socket, std::string(stoker::kDaemonDefaultTarget),
           "stokerd's socket: a path, unix:PATH or unix://PATH");
 ABSL_FLAG(bool, json, false, "print JSON instead of tables");
-ABSL_FLAG(absl::Duration, interval, absl::Seconds(1), "top: time between frames");
+ABSL_FLAG(absl::Duration, interval, absl::Seconds(1),
+          "top: time between frames");
 ABSL_FLAG(int, iterations, 0, "top: frames to show; 0 until interrupted");
 ABSL_FLAG(uint32_t, batch_size, 256, "bench: images per batch");
 ABSL_FLAG(uint32_t, size, 224, "bench: output height and width");
@@ -21,8 +22,10 @@ ABSL_FLAG(uint32_t, slots, 8, "bench: ring slots");
 ABSL_FLAG(std::string, pipeline, "train",
           "bench: train (random resized crop and flip), eval (resize and "
           "center crop) or resize");
-ABSL_FLAG(absl::Duration, duration, absl::Seconds(30), "bench: how long to run");
-ABSL_FLAG(uint64_t, batches, 0, "bench: stop after this many batches; 0: "
+ABSL_FLAG(absl::Duration, duration, absl::Seconds(30),
+          "bench: how long to run");
+ABSL_FLAG(uint64_t, batches, 0,
+          "bench: stop after this many batches; 0: "
           "run for --duration");
 
 namespace {
@@ -79,14 +82,14 @@ int main(int argc, char** argv) {
   }
   if (command == "bench") {
     if (args.size() != 2) return Usage("expected `bench DATASET_DIRECTORY`");
-    return stoker::ctl::Bench(
-        options, {.dataset = args[1],
-                  .batch_size = absl::GetFlag(FLAGS_batch_size),
-                  .size = absl::GetFlag(FLAGS_size),
-                  .slots = absl::GetFlag(FLAGS_slots),
-                  .pipeline = absl::GetFlag(FLAGS_pipeline),
-                  .duration = absl::GetFlag(FLAGS_duration),
-                  .max_batches = absl::GetFlag(FLAGS_batches)});
+    return stoker::ctl::Bench(options,
+                              {.dataset = args[1],
+                               .batch_size = absl::GetFlag(FLAGS_batch_size),
+                               .size = absl::GetFlag(FLAGS_size),
+                               .slots = absl::GetFlag(FLAGS_slots),
+                               .pipeline = absl::GetFlag(FLAGS_pipeline),
+                               .duration = absl::GetFlag(FLAGS_duration),
+                               .max_batches = absl::GetFlag(FLAGS_batches)});
   }
   return Usage("unknown command '" + command + "' (or wrong arguments)");
 }

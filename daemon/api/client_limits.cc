@@ -33,7 +33,8 @@ absl::Status ClientLimits::Reserve(const std::string& client, uint64_t n) {
     return absl::ResourceExhaustedError(absl::StrCat(
         "client ", client, " would have ", before + n,
         " batches outstanding (credits plus unreleased leases, over all its "
-        "streams); stokerd allows ", max_outstanding_,
+        "streams); stokerd allows ",
+        max_outstanding_,
         " per client (--max_leases_per_client): lower the prefetch or release "
         "batches sooner"));
   }
@@ -44,9 +45,8 @@ absl::Status ClientLimits::Reserve(const std::string& client, uint64_t n) {
 uint64_t ClientLimits::ReserveUpTo(const std::string& client, uint64_t n) {
   absl::MutexLock lock(&mu_);
   uint64_t& held = outstanding_[client];
-  const uint64_t granted =
-      std::min<uint64_t>(n, max_outstanding_ - std::min<uint64_t>(
-                                                   held, max_outstanding_));
+  const uint64_t granted = std::min<uint64_t>(
+      n, max_outstanding_ - std::min<uint64_t>(held, max_outstanding_));
   held += granted;
   if (held == 0) outstanding_.erase(client);
   return granted;

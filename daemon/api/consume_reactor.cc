@@ -2,9 +2,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/grpc_status.h"
+#include "common/log.h"
 #include "common/status_macros.h"
 #include "daemon/api/proto_convert.h"
-#include "common/log.h"
 
 namespace stoker {
 namespace {
@@ -116,15 +116,14 @@ absl::Status ConsumeReactor::Handle(const v1::ConsumeRequest& request) {
       const uint64_t asked = request.credit().credits();
       const uint64_t granted = limits_->ReserveUpTo(client_, asked);
       outstanding_ += granted;
-      deferred_credits_ = std::min<uint64_t>(deferred_credits_ + asked - granted,
-                                             kMaxDeferredCredits);
+      deferred_credits_ = std::min<uint64_t>(
+          deferred_credits_ + asked - granted, kMaxDeferredCredits);
       job->AddCredit(link_.get(), static_cast<uint32_t>(granted));
       Pump();
       return absl::OkStatus();
     }
     case v1::ConsumeRequest::kRelease:
-      STOKER_RETURN_IF_ERROR(job->Release(link_.get(),
-                                          request.release().slot(),
+      STOKER_RETURN_IF_ERROR(job->Release(link_.get(), request.release().slot(),
                                           request.release().generation()));
       if (deferred_credits_ > 0) {
         // The lease's place goes to a credit that waited for room.
@@ -153,9 +152,9 @@ absl::Status ConsumeReactor::HandleAttach(const v1::Attach& attach) {
   if (!job.ok()) return job.status();
   STOKER_RETURN_IF_ERROR(CheckAccess((*job)->access(), peer_, (*job)->id()));
   if (attach.name().size() > kMaxConsumerNameBytes) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "attach.name is ", attach.name().size(), " bytes, more than ",
-        kMaxConsumerNameBytes));
+    return absl::InvalidArgumentError(
+        absl::StrCat("attach.name is ", attach.name().size(),
+                     " bytes, more than ", kMaxConsumerNameBytes));
   }
   STOKER_RETURN_IF_ERROR(limits_->Reserve(client_, attach.credits()));
   outstanding_ = attach.credits();
@@ -165,9 +164,8 @@ absl::Status ConsumeReactor::HandleAttach(const v1::Attach& attach) {
     writing_ = true;
   }
   uint64_t first_unreleased = 0;
-  if (absl::Status attached =
-          (*job)->Attach(link_, {attach.name(), client_}, attach.credits(),
-                         &first_unreleased);
+  if (absl::Status attached = (*job)->Attach(
+          link_, {attach.name(), client_}, attach.credits(), &first_unreleased);
       !attached.ok()) {
     limits_->Return(client_, outstanding_);
     outstanding_ = 0;
@@ -178,8 +176,10 @@ absl::Status ConsumeReactor::HandleAttach(const v1::Attach& attach) {
   }
   JobToProto(**job, response_.mutable_attached()->mutable_job());
   const uint64_t per_epoch = (*job)->batches_per_epoch();
-  response_.mutable_attached()->set_position_epoch(first_unreleased / per_epoch);
-  response_.mutable_attached()->set_position_batch(first_unreleased % per_epoch);
+  response_.mutable_attached()->set_position_epoch(first_unreleased /
+                                                   per_epoch);
+  response_.mutable_attached()->set_position_batch(first_unreleased %
+                                                   per_epoch);
   {
     absl::MutexLock lock(&mu_);
     job_ = *job;

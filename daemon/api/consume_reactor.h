@@ -20,9 +20,9 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "daemon/api/client_limits.h"
+#include "daemon/api/peer.h"
 #include "daemon/jobs/job.h"
 #include "daemon/jobs/job_registry.h"
-#include "daemon/api/peer.h"
 #include "stoker/v1/loader.grpc.pb.h"
 
 namespace stoker {

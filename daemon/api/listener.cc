@@ -1,6 +1,7 @@
 #include "daemon/api/listener.h"
 
 #include <fcntl.h>
+#include <grpcpp/server_posix.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -9,8 +10,6 @@
 
 #include <cerrno>
 #include <cstring>
-
-#include <grpcpp/server_posix.h>
 
 #include "absl/strings/str_cat.h"
 #include "common/log.h"
@@ -26,7 +25,7 @@ absl::Status Errno(const char* what, const std::string& path) {
 }  // namespace
 
 absl::StatusOr<UniqueFd> ListenUnix(const std::string& path, mode_t mode,
-                               std::optional<gid_t> group) {
+                                    std::optional<gid_t> group) {
   const std::string staging = path + ".new";
   sockaddr_un address{};
   address.sun_family = AF_UNIX;
@@ -145,10 +144,11 @@ void Listener::Run(grpc::Server* server, PeerTable* peers,
       }
     }
     if (fds[2].revents & POLLIN) {
-      const UniqueFd fd(::accept4(ring_fd_.get(), nullptr, nullptr,
-                                  SOCK_CLOEXEC));
+      const UniqueFd fd(
+          ::accept4(ring_fd_.get(), nullptr, nullptr, SOCK_CLOEXEC));
       if (fd) {
-        if (auto credentials = ReadPeerCredentials(fd.get()); credentials.ok()) {
+        if (auto credentials = ReadPeerCredentials(fd.get());
+            credentials.ok()) {
           on_ring(fd.get(), *credentials);
         }
       } else if (errno == EMFILE || errno == ENFILE) {

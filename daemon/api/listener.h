@@ -28,8 +28,8 @@
 #include <string>
 #include <thread>
 
-#include "common/unique_fd.h"
 #include "absl/status/statusor.h"
+#include "common/unique_fd.h"
 #include "daemon/api/peer.h"
 
 namespace stoker {
@@ -47,8 +47,8 @@ class Listener {
   // `inherited`: listening sockets passed by systemd, by path (see
   // TakeListenFds); either both paths are in it or neither.
   static absl::StatusOr<std::unique_ptr<Listener>> Open(
-      const std::string& socket_path, const std::string& ring_path,
-      mode_t mode, std::optional<gid_t> group,
+      const std::string& socket_path, const std::string& ring_path, mode_t mode,
+      std::optional<gid_t> group,
       const std::map<std::string, int>& inherited = {});
   ~Listener();  // Stop()
 

@@ -1,13 +1,12 @@
 #include "daemon/api/loader_service.h"
 
-#include "daemon/api/stats.h"
-
 #include "absl/strings/str_cat.h"
 #include "common/grpc_status.h"
-#include "daemon/spec/job_spec.h"
-#include "daemon/api/proto_convert.h"
-#include "common/version.h"
 #include "common/log.h"
+#include "common/version.h"
+#include "daemon/api/proto_convert.h"
+#include "daemon/api/stats.h"
+#include "daemon/spec/job_spec.h"
 
 namespace stoker {
 
@@ -66,8 +65,7 @@ grpc::ServerUnaryReactor* LoaderService::CreateJob(
   }
   const Peer peer = PeerOf(*context, peers_);
   if (!peer.credentials) {
-    reactor->Finish(ToGrpcStatus(
-        CheckAccess(JobAccess{}, peer, "(new)")));
+    reactor->Finish(ToGrpcStatus(CheckAccess(JobAccess{}, peer, "(new)")));
     return reactor;
   }
   config->owner = peer.client;
@@ -102,8 +100,8 @@ grpc::ServerUnaryReactor* LoaderService::GetJob(
   auto job = registry_->Get(request->job_id());
   absl::Status status = job.status();
   if (job.ok()) {
-    status = CheckAccess((*job)->access(), PeerOf(*context, peers_),
-                         (*job)->id());
+    status =
+        CheckAccess((*job)->access(), PeerOf(*context, peers_), (*job)->id());
   }
   if (status.ok()) JobToProto(**job, response);
   reactor->Finish(ToGrpcStatus(status));
@@ -130,8 +128,8 @@ grpc::ServerUnaryReactor* LoaderService::DeleteJob(
   auto job = registry_->Get(request->job_id());
   absl::Status status = job.status();
   if (job.ok()) {
-    status = CheckAccess((*job)->access(), PeerOf(*context, peers_),
-                         (*job)->id());
+    status =
+        CheckAccess((*job)->access(), PeerOf(*context, peers_), (*job)->id());
   }
   if (status.ok()) status = registry_->Delete(request->job_id());
   reactor->Finish(ToGrpcStatus(status));
@@ -144,9 +142,10 @@ grpc::ServerUnaryReactor* LoaderService::GetStats(
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   // Per-job figures only for the jobs the caller may use.
   const Peer peer = PeerOf(*context, peers_);
-  CollectStats(*pool_, *registry_, started_,
-               [&peer](const Job& job) { return MayAccess(job.access(), peer); },
-               response);
+  CollectStats(
+      *pool_, *registry_, started_,
+      [&peer](const Job& job) { return MayAccess(job.access(), peer); },
+      response);
   reactor->Finish(grpc::Status::OK);
   return reactor;
 }

@@ -15,8 +15,8 @@
 #include "absl/synchronization/mutex.h"
 #include "daemon/api/client_limits.h"
 #include "daemon/api/consume_reactor.h"
-#include "daemon/jobs/job_registry.h"
 #include "daemon/api/peer.h"
+#include "daemon/jobs/job_registry.h"
 #include "daemon/jobs/worker_pool.h"
 #include "stoker/v1/loader.grpc.pb.h"
 
@@ -42,9 +42,8 @@ class LoaderService final : public v1::Loader::CallbackService {
  public:
   // `peers` knows each connection's user; every job call is checked
   // against the job's owner and access group.
-  LoaderService(JobRegistry* registry, WorkerPool* pool,
-                ConsumerSet* consumers, ClientLimits* limits,
-                const PeerTable* peers);
+  LoaderService(JobRegistry* registry, WorkerPool* pool, ConsumerSet* consumers,
+                ClientLimits* limits, const PeerTable* peers);
 
   grpc::ServerUnaryReactor* CreateJob(grpc::CallbackServerContext* context,
                                       const v1::CreateJobRequest* request,

@@ -66,7 +66,8 @@ struct JobSeries {
 };
 
 constexpr JobSeries kJobSeries[] = {
-    {"stoker_job_samples_decoded_total", "counter", "Images decoded for the job.",
+    {"stoker_job_samples_decoded_total", "counter",
+     "Images decoded for the job.",
      [](const v1::JobStats& j) { return double(j.samples_decoded()); }},
     {"stoker_job_batches_delivered_total", "counter",
      "Batches handed to the job's consumers (k per batch in broadcast to k).",
@@ -137,8 +138,8 @@ std::string RenderMetrics(const v1::Stats& stats) {
   w.One("stoker_decoded_images_per_second", "gauge",
         "Images decoded per second over the last seconds, all jobs.",
         d.decoded_per_second());
-  w.One("stoker_shm_bytes", "gauge",
-        "Shared memory reserved by all job rings.", double(d.shm_bytes()));
+  w.One("stoker_shm_bytes", "gauge", "Shared memory reserved by all job rings.",
+        double(d.shm_bytes()));
   w.One("stoker_shm_budget_bytes", "gauge",
         "Shared memory the rings may reserve (0: no budget but /dev/shm).",
         double(d.shm_budget_bytes()));
@@ -160,11 +161,11 @@ std::string RenderMetrics(const v1::Stats& stats) {
     for (const v1::ConsumerStats& consumer : job.consumer()) {
       if (consumer.recent_input_bound_percent() < 0) continue;
       w.Sample("stoker_consumer_input_bound_ratio",
-               absl::StrCat(JobLabels(job), ",consumer=\"",
-                            Escape(consumer.name().empty()
-                                       ? absl::StrCat(consumer.id())
-                                       : consumer.name()),
-                            "\""),
+               absl::StrCat(
+                   JobLabels(job), ",consumer=\"",
+                   Escape(consumer.name().empty() ? absl::StrCat(consumer.id())
+                                                  : consumer.name()),
+                   "\""),
                consumer.recent_input_bound_percent() / 100);
     }
   }
@@ -176,10 +177,9 @@ absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(
   static std::once_flag initialized;
   std::call_once(initialized, [] { mg_init_library(0); });
   std::unique_ptr<MetricsServer> server(new MetricsServer(std::move(collect)));
-  const char* options[] = {"listening_ports", address.c_str(),
-                           "num_threads",     "2",
-                           "request_timeout_ms", "10000",
-                           nullptr};
+  const char* options[] = {
+      "listening_ports",    address.c_str(), "num_threads", "2",
+      "request_timeout_ms", "10000",         nullptr};
   mg_callbacks callbacks = {};
   mg_init_data init = {.callbacks = &callbacks,
                        .user_data = nullptr,

@@ -98,8 +98,8 @@ absl::Status CheckAccess(const JobAccess& access, const Peer& peer,
         "stokerd cannot tell who is calling (no peer credentials)");
   }
   return absl::PermissionDeniedError(absl::StrCat(
-      "job ", std::string(job_id), " belongs to uid ", access.owner_uid, "; uid ",
-      peer.credentials->uid,
+      "job ", std::string(job_id), " belongs to uid ", access.owner_uid,
+      "; uid ", peer.credentials->uid,
       " may use it only if its owner shares it with a group this user is in "
       "(JobSpec.access_group)"));
 }
@@ -113,8 +113,8 @@ absl::StatusOr<gid_t> ResolveGroup(std::string_view name) {
   group entry;
   group* found = nullptr;
   const std::string key(name);
-  if (::getgrnam_r(key.c_str(), &entry, buffer.data(), buffer.size(),
-                   &found) != 0 ||
+  if (::getgrnam_r(key.c_str(), &entry, buffer.data(), buffer.size(), &found) !=
+          0 ||
       found == nullptr) {
     return absl::InvalidArgumentError(
         absl::StrCat("group '", key, "' does not exist on this node"));

@@ -57,8 +57,7 @@ class PeerTable {
 
 // The caller of a request. `peers` may be null (then credentials are
 // unknown and access checks fail closed).
-Peer PeerOf(const grpc::CallbackServerContext& context,
-            const PeerTable* peers);
+Peer PeerOf(const grpc::CallbackServerContext& context, const PeerTable* peers);
 
 bool MayAccess(const JobAccess& access, const Peer& peer);
 

@@ -105,7 +105,8 @@ void CountersToProto(const Job& job, const JobCounters& c, v1::JobStats* out) {
     s->set_wait_us(k.report.wait_us);
     s->set_step_us(k.report.step_us);
     s->set_input_bound_percent(
-        k.reported ? InputBoundPercent(k.report.wait_us, k.report.step_us) : -1);
+        k.reported ? InputBoundPercent(k.report.wait_us, k.report.step_us)
+                   : -1);
     s->set_recent_input_bound_percent(
         k.reported ? InputBoundPercent(k.report.recent_wait_us,
                                        k.report.recent_step_us)
@@ -140,8 +141,8 @@ void DeliveredToHandle(const Job& job, const Delivered& batch,
   }
   AddTensor(kLabelsTensor, v1::DTYPE_INT64, {n}, base + g.slot.labels_offset,
             n * DTypeBytes(v1::DTYPE_INT64), out);
-  AddTensor(kIndicesTensor, v1::DTYPE_INT64, {n},
-            base + g.slot.indices_offset, n * DTypeBytes(v1::DTYPE_INT64), out);
+  AddTensor(kIndicesTensor, v1::DTYPE_INT64, {n}, base + g.slot.indices_offset,
+            n * DTypeBytes(v1::DTYPE_INT64), out);
 }
 
 }  // namespace stoker

@@ -28,9 +28,9 @@ absl::StatusOr<std::string> ReadJobId(int fd) {
     }
     line.append(buffer, static_cast<size_t>(n));
     if (line.size() > kMaxJobIdBytes + 1) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "a ring request is a job id of at most ", kMaxJobIdBytes,
-          " bytes and a newline"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("a ring request is a job id of at most ", kMaxJobIdBytes,
+                       " bytes and a newline"));
     }
   }
   line.resize(line.find('\n'));
@@ -53,8 +53,8 @@ absl::StatusOr<UniqueFd> OpenRing(const std::string& job_id,
     // The job ended (its ring is unlinked then): say why, as its stream
     // would (a failed job's DATA_LOSS naming the file).
     if (absl::Status ended = (*job)->error(); !ended.ok()) return ended;
-    return absl::NotFoundError(absl::StrCat(
-        "the ring of job ", job_id, " is gone (the job has ended)"));
+    return absl::NotFoundError(absl::StrCat("the ring of job ", job_id,
+                                            " is gone (the job has ended)"));
   }
   return ring;
 }

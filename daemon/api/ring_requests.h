@@ -6,8 +6,8 @@
 #ifndef STOKER_DAEMON_API_RING_REQUESTS_H_
 #define STOKER_DAEMON_API_RING_REQUESTS_H_
 
-#include "daemon/jobs/job_registry.h"
 #include "daemon/api/peer.h"
+#include "daemon/jobs/job_registry.h"
 
 namespace stoker {
 

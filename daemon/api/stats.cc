@@ -5,8 +5,8 @@
 #include <fstream>
 #include <string>
 
-#include "daemon/api/proto_convert.h"
 #include "common/version.h"
+#include "daemon/api/proto_convert.h"
 
 namespace stoker {
 namespace {

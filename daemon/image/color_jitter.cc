@@ -56,13 +56,15 @@ void ApplyJitter(uint8_t* planes, size_t n, const JitterParams& params) {
   for (int op : params.order) {
     switch (op) {
       case 0:
-        if (params.brightness != 1.0f) AdjustBrightness(planes, n, params.brightness);
+        if (params.brightness != 1.0f)
+          AdjustBrightness(planes, n, params.brightness);
         break;
       case 1:
         if (params.contrast != 1.0f) AdjustContrast(planes, n, params.contrast);
         break;
       case 2:
-        if (params.saturation != 1.0f) AdjustSaturation(planes, n, params.saturation);
+        if (params.saturation != 1.0f)
+          AdjustSaturation(planes, n, params.saturation);
         break;
     }
   }

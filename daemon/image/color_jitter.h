@@ -30,7 +30,8 @@ void ApplyJitter(uint8_t* planes, size_t n, const JitterParams& params);
 
 // Pillow's RGB -> L: (19595 R + 38470 G + 7471 B + 0x8000) >> 16.
 inline uint8_t Luma(uint8_t r, uint8_t g, uint8_t b) {
-  return static_cast<uint8_t>((r * 19595 + g * 38470 + b * 7471 + 0x8000) >> 16);
+  return static_cast<uint8_t>((r * 19595 + g * 38470 + b * 7471 + 0x8000) >>
+                              16);
 }
 
 }  // namespace stoker

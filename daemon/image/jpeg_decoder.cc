@@ -77,7 +77,8 @@ void CmykToRgb(const uint8_t* cmyk, int width, bool inverted, uint8_t* rgb) {
 // 5/8, ...) cost about as much as a full decode, so only powers of two.
 int ChooseScale(const Region& region, const ImageSize& target) {
   for (int d : {8, 4, 2}) {
-    if (region.width >= d * target.width && region.height >= d * target.height) {
+    if (region.width >= d * target.width &&
+        region.height >= d * target.height) {
       return d;
     }
   }
@@ -98,8 +99,10 @@ ScaledRegion ReadRegion(jpeg_decompress_struct* cinfo, const Region& r, int d,
                         bool cmyk, std::vector<uint8_t>* buffer) {
   // The region in scaled pixels.
   const int x0 = r.x / d, y0 = r.y / d;
-  const int x1 = std::min<int>((r.x + r.width + d - 1) / d, cinfo->output_width);
-  const int y1 = std::min<int>((r.y + r.height + d - 1) / d, cinfo->output_height);
+  const int x1 =
+      std::min<int>((r.x + r.width + d - 1) / d, cinfo->output_width);
+  const int y1 =
+      std::min<int>((r.y + r.height + d - 1) / d, cinfo->output_height);
   JDIMENSION crop_x = x0, crop_width = x1 - x0;
   if (crop_width < cinfo->output_width) {
     // Widens to block boundaries: crop_x moves left, crop_width grows.
@@ -118,8 +121,8 @@ ScaledRegion ReadRegion(jpeg_decompress_struct* cinfo, const Region& r, int d,
                 buffer->data() + row * stride);
     }
   }
-  return {size_t(x0 - crop_x) * 3, static_cast<int>(stride),
-          {x1 - x0, y1 - y0}};
+  return {
+      size_t(x0 - crop_x) * 3, static_cast<int>(stride), {x1 - x0, y1 - y0}};
 }
 
 }  // namespace

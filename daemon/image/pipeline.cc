@@ -27,7 +27,8 @@ Region RandomResizedCropBox(ImageSize image, const Pipeline& p, uint64_t key) {
   const double log_min = std::log(p.ratio_min), log_max = std::log(p.ratio_max);
   uint64_t k = 0;
   for (int attempt = 0; attempt < 10; ++attempt) {
-    const double target_area = area * Uniform(key, &k, p.scale_min, p.scale_max);
+    const double target_area =
+        area * Uniform(key, &k, p.scale_min, p.scale_max);
     const double aspect = std::exp(Uniform(key, &k, log_min, log_max));
     const int w = RoundHalfEven(std::sqrt(target_area * aspect));
     const int h = RoundHalfEven(std::sqrt(target_area / aspect));
@@ -70,8 +71,8 @@ Region ResizeCenterCropBox(ImageSize image, const Pipeline& p) {
   Region box;
   box.x = int(std::lround(left * sx));
   box.y = int(std::lround(top * sy));
-  box.width = std::clamp(int(std::lround(p.output.width * sx)), 1,
-                         image.width - box.x);
+  box.width =
+      std::clamp(int(std::lround(p.output.width * sx)), 1, image.width - box.x);
   box.height = std::clamp(int(std::lround(p.output.height * sy)), 1,
                           image.height - box.y);
   return box;

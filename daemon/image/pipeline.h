@@ -38,15 +38,18 @@ struct Pipeline {
   float brightness = 0;
   float contrast = 0;
   float saturation = 0;
-  bool jitter() const { return brightness > 0 || contrast > 0 || saturation > 0; }
+  bool jitter() const {
+    return brightness > 0 || contrast > 0 || saturation > 0;
+  }
   bool normalize = false;
   std::array<float, 3> mean = {0, 0, 0};
   std::array<float, 3> std = {1, 1, 1};
   DType dtype = DType::kUInt8;
   Layout layout = Layout::kNHWC;
 
-  int BytesPerValue() const { return dtype == DType::kUInt8 ? 1
-                                     : dtype == DType::kFloat16 ? 2 : 4; }
+  int BytesPerValue() const {
+    return dtype == DType::kUInt8 ? 1 : dtype == DType::kFloat16 ? 2 : 4;
+  }
   uint64_t BytesPerImage() const {
     return output.Pixels() * 3 * BytesPerValue();
   }
@@ -65,7 +68,7 @@ struct SampleParams {
 // uniformly; else the centre crop with the ratio clamped into range.
 // Randoms come from the stream keyed by `key`.
 Region RandomResizedCropBox(ImageSize image, const Pipeline& pipeline,
-                         uint64_t key);
+                            uint64_t key);
 
 // torchvision's Resize (shorter side, or exact) + CenterCrop mapped back to
 // the source image: the box that becomes the output.

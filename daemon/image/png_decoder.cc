@@ -11,14 +11,16 @@
 namespace stoker {
 namespace {
 
-constexpr uint8_t kPngSignature[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+constexpr uint8_t kPngSignature[8] = {0x89, 'P',  'N',  'G',
+                                      '\r', '\n', 0x1a, '\n'};
 
 struct ContextDeleter {
   void operator()(spng_ctx* ctx) const { spng_ctx_free(ctx); }
 };
 
 uint32_t BigEndian32(const uint8_t* p) {
-  return uint32_t(p[0]) << 24 | uint32_t(p[1]) << 16 | uint32_t(p[2]) << 8 | p[3];
+  return uint32_t(p[0]) << 24 | uint32_t(p[1]) << 16 | uint32_t(p[2]) << 8 |
+         p[3];
 }
 
 // Walks the chunk headers up to the first IDAT: an acTL chunk there makes
@@ -72,10 +74,10 @@ absl::Status PngDecoder::DecodeRegion(
   const ImageSize size{int(ihdr.width), int(ihdr.height)};
   if (uint64_t(ihdr.width) * ihdr.height > limits_.max_pixels ||
       ihdr.width > (1u << 30) || ihdr.height > (1u << 30)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "image is ", ihdr.width, "x", ihdr.height, " = ",
-        uint64_t(ihdr.width) * ihdr.height, " pixels, above the limit of ",
-        limits_.max_pixels));
+    return absl::InvalidArgumentError(
+        absl::StrCat("image is ", ihdr.width, "x", ihdr.height, " = ",
+                     uint64_t(ihdr.width) * ihdr.height,
+                     " pixels, above the limit of ", limits_.max_pixels));
   }
   const Region r = ClampRegion(plan(size).region, size);
   size_t bytes = 0;
@@ -84,8 +86,8 @@ absl::Status PngDecoder::DecodeRegion(
     return PngError(rc);
   }
   buffer->resize(bytes);
-  if (const int rc = spng_decode_image(ctx.get(), buffer->data(), bytes,
-                                       SPNG_FMT_RGB8, 0);
+  if (const int rc =
+          spng_decode_image(ctx.get(), buffer->data(), bytes, SPNG_FMT_RGB8, 0);
       rc != 0) {
     return PngError(rc);
   }

@@ -64,12 +64,12 @@ uint8_t* ResampleToPlanes(const uint8_t* src, int stride, ImageSize src_size,
   libyuv::SplitRGBPlane(src, stride, s, src_size.width, s + src_plane,
                         src_size.width, s + 2 * src_plane, src_size.width,
                         src_size.width, src_size.height);
-  const bool shrinking = dst_size.width < src_size.width ||
-                         dst_size.height < src_size.height;
-  const libyuv::FilterMode filter =
-      interpolation == Interpolation::kNearest ? libyuv::kFilterNone
-      : shrinking                              ? libyuv::kFilterBox
-                                               : libyuv::kFilterBilinear;
+  const bool shrinking =
+      dst_size.width < src_size.width || dst_size.height < src_size.height;
+  const libyuv::FilterMode filter = interpolation == Interpolation::kNearest
+                                        ? libyuv::kFilterNone
+                                    : shrinking ? libyuv::kFilterBox
+                                                : libyuv::kFilterBilinear;
   for (int c = 0; c < 3; ++c) {
     libyuv::ScalePlane(s + c * src_plane, src_size.width, src_size.width,
                        src_size.height, d + c * dst_plane, dst_size.width,
@@ -112,7 +112,8 @@ void BuildValueTable(const Pipeline& pipeline, ValueTable* table) {
 absl::Status SampleDecoder::Process(const std::string& path,
                                     const Pipeline& pipeline, uint64_t key,
                                     uint8_t* out) {
-  if (absl::Status read = ReadFile(path, &file_, policy_); !read.ok()) return read;
+  if (absl::Status read = ReadFile(path, &file_, policy_); !read.ok())
+    return read;
   return ProcessBytes(file_, pipeline, key, out);
 }
 
@@ -135,8 +136,8 @@ absl::Status SampleDecoder::ProcessBytes(std::span<const uint8_t> file,
   }
   if (!decoded.ok()) return decoded;
   uint8_t* planes =
-      ResampleToPlanes(region.data, region.stride, region.size,
-                       pipeline.output, pipeline.interpolation, &planes_);
+      ResampleToPlanes(region.data, region.stride, region.size, pipeline.output,
+                       pipeline.interpolation, &planes_);
   if (params_.flip) {
     const ImageSize o = pipeline.output;
     uint8_t* spare = planes + 3 * o.Pixels();
@@ -162,8 +163,8 @@ void SampleDecoder::WriteOutput(const uint8_t* planes, const Pipeline& p,
       std::memcpy(out, planes, 3 * n);
     } else {
       libyuv::MergeRGBPlane(planes, o.width, planes + n, o.width,
-                            planes + 2 * n, o.width, out, o.width * 3,
-                            o.width, o.height);
+                            planes + 2 * n, o.width, out, o.width * 3, o.width,
+                            o.height);
     }
     return;
   }

@@ -17,9 +17,9 @@
 
 #include "absl/status/status.h"
 #include "daemon/image/jpeg_decoder.h"
-#include "daemon/os/path_policy.h"
 #include "daemon/image/pipeline.h"
 #include "daemon/image/png_decoder.h"
+#include "daemon/os/path_policy.h"
 
 namespace stoker {
 

@@ -52,8 +52,7 @@ class BroadcastPolicy : public DeliveryPolicy {
   // `starving` has credit but its next batch cannot be decoded because
   // every slot holds an older batch: the consumer holding the oldest one
   // skips (SKIP, if it has unsent batches) or is evicted.
-  void RelievePinnedRing(const ConsumerState& starving,
-                         PolicyEffects* effects);
+  void RelievePinnedRing(const ConsumerState& starving, PolicyEffects* effects);
   // Frees every batch no active consumer still needs.
   void FreeUnneeded(PolicyEffects* effects);
   absl::Status LagError(const ConsumerState& c, uint64_t lag,

@@ -46,9 +46,9 @@ absl::StatusOr<uint64_t> DeliveryPolicy::Attach(
     uint32_t credits, PolicyEffects* effects) {
   if (absl::Status status = CheckAttach(); !status.ok()) return status;
   if (consumers_.size() >= kMaxConsumersPerJob) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "job ", params_.job_id, " already has ", consumers_.size(),
-        " consumers, the most a job can have"));
+    return absl::ResourceExhaustedError(
+        absl::StrCat("job ", params_.job_id, " already has ", consumers_.size(),
+                     " consumers, the most a job can have"));
   }
   ConsumerState c;
   c.listener = listener;
@@ -118,8 +118,8 @@ bool DeliveryPolicy::IsActive(const JobListener* listener) const {
   return it != consumers_.end() && it->second.active();
 }
 
-absl::Status DeliveryPolicy::Release(const JobListener* listener,
-                                     uint32_t slot, uint64_t generation,
+absl::Status DeliveryPolicy::Release(const JobListener* listener, uint32_t slot,
+                                     uint64_t generation,
                                      PolicyEffects* effects) {
   ConsumerState* c = Find(listener);
   auto lease = c == nullptr ? std::map<uint32_t, uint64_t>::iterator()

@@ -88,8 +88,8 @@ class DeliveryPolicy {
   // (exclusive and partition: the first batch nobody has released;
   // broadcast: where it joins).
   absl::StatusOr<uint64_t> Attach(std::shared_ptr<JobListener> listener,
-                                  const ConsumerIdentity& who,
-                                  uint32_t credits, PolicyEffects* effects);
+                                  const ConsumerIdentity& who, uint32_t credits,
+                                  PolicyEffects* effects);
   // False if it was not attached.
   bool Detach(const JobListener* listener, PolicyEffects* effects);
   void AddCredit(const JobListener* listener, uint32_t credits);

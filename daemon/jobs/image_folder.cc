@@ -23,8 +23,9 @@ std::vector<std::string> ScanClass(const fs::path& class_dir) {
   std::vector<std::pair<std::string, std::string>> found;
   std::error_code ec;
   fs::recursive_directory_iterator it(
-      class_dir, fs::directory_options::follow_directory_symlink |
-                     fs::directory_options::skip_permission_denied,
+      class_dir,
+      fs::directory_options::follow_directory_symlink |
+          fs::directory_options::skip_permission_denied,
       ec);
   for (; !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
     if (IsHidden(it->path())) {
@@ -87,9 +88,9 @@ absl::StatusOr<Dataset> ScanImageFolder(const std::string& root) {
     }
   }
   if (dataset.samples.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "dataset.path '", root,
-        "' holds no images: expected <root>/<class>/<image>.jpg"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("dataset.path '", root,
+                     "' holds no images: expected <root>/<class>/<image>.jpg"));
   }
   return dataset;
 }

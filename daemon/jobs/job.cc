@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <limits>
-#include <set>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -13,9 +12,8 @@
 namespace stoker {
 
 absl::StatusOr<std::shared_ptr<Job>> Job::Create(
-    std::string id, JobConfig config, Dataset dataset,
-    std::string segment_name, mode_t segment_mode,
-    std::function<void()> on_work) {
+    std::string id, JobConfig config, Dataset dataset, std::string segment_name,
+    mode_t segment_mode, std::function<void()> on_work) {
   const uint64_t per_rank = ShardSize(dataset.samples.size(), config.sharding);
   const uint64_t per_epoch =
       BatchPlan(per_rank, config.batch_size, config.drop_last)
@@ -28,14 +26,14 @@ absl::StatusOr<std::shared_ptr<Job>> Job::Create(
         config.batch_size, " and drop_last"));
   }
   if (config.start_batch >= per_epoch) {
-    return absl::OutOfRangeError(absl::StrCat(
-        "start_batch ", config.start_batch, " is past an epoch of ", per_epoch,
-        " batches"));
+    return absl::OutOfRangeError(
+        absl::StrCat("start_batch ", config.start_batch,
+                     " is past an epoch of ", per_epoch, " batches"));
   }
   if (config.epochs > 0 && config.start_epoch >= config.epochs) {
-    return absl::OutOfRangeError(absl::StrCat(
-        "start_epoch ", config.start_epoch, " is past the job's ",
-        config.epochs, " epochs"));
+    return absl::OutOfRangeError(
+        absl::StrCat("start_epoch ", config.start_epoch, " is past the job's ",
+                     config.epochs, " epochs"));
   }
   STOKER_ASSIGN_OR_RETURN(
       auto ring, Ring::Create(std::move(segment_name), RingGeometryFor(config),
@@ -61,13 +59,13 @@ Job::Job(std::string id, JobConfig config, Dataset dataset,
       segment_name_(ring->name()),
       on_work_(std::move(on_work)),
       ring_(std::move(ring)),
-      policy_(DeliveryPolicy::Create({.job_id = id_,
-                                      .sharing = config_.sharing,
-                                      .slots = config_.slots,
-                                      .batches_per_epoch =
-                                          plan_.batches_per_epoch(),
-                                      .start_seq = start_seq_,
-                                      .total_batches = total_batches_})),
+      policy_(DeliveryPolicy::Create(
+          {.job_id = id_,
+           .sharing = config_.sharing,
+           .slots = config_.slots,
+           .batches_per_epoch = plan_.batches_per_epoch(),
+           .start_seq = start_seq_,
+           .total_batches = total_batches_})),
       // A resumed job starts where its predecessor's consumer stopped.
       next_fill_seq_(start_seq_) {}
 
@@ -82,12 +80,11 @@ const std::vector<uint32_t>& Job::Order(uint64_t epoch) {
   orders_.erase(orders_.begin(), orders_.lower_bound(oldest));
   // Every rank draws the same order and takes its DistributedSampler share.
   return orders_
-      .emplace(epoch,
-               Shard(EpochPermutation(
-                         config_.seed, epoch,
-                         static_cast<uint32_t>(dataset_.samples.size()),
-                         config_.shuffle),
-                     config_.sharding))
+      .emplace(epoch, Shard(EpochPermutation(
+                                config_.seed, epoch,
+                                static_cast<uint32_t>(dataset_.samples.size()),
+                                config_.shuffle),
+                            config_.sharding))
       .first->second;
 }
 
@@ -148,9 +145,10 @@ void Job::RecordError(uint32_t sample, std::string reason) {
   if (log == JobTally::ErrorLog::kCountOnly) return;
   spdlog::warn("job {}: {}: {}", id_, path, reason);
   if (log == JobTally::ErrorLog::kLogLast) {
-    spdlog::warn("job {}: {} files failed; further failures are counted "
-                 "(stokerctl jobs), not logged",
-                 id_, JobTally::kMaxErrorRecords);
+    spdlog::warn(
+        "job {}: {} files failed; further failures are counted "
+        "(stokerctl jobs), not logged",
+        id_, JobTally::kMaxErrorRecords);
   }
 }
 
@@ -169,8 +167,9 @@ void Job::FinishTask(const SampleTask& task, const absl::Status& status) {
       wake.listeners = policy_->Listeners();
     } else {
       tally_.Decoded();
-      auto it = std::find_if(filling_.begin(), filling_.end(),
-                             [&](const Filling& f) { return f.seq == task.seq; });
+      auto it =
+          std::find_if(filling_.begin(), filling_.end(),
+                       [&](const Filling& f) { return f.seq == task.seq; });
       if (it != filling_.end() && ++it->done_rows == it->count) {
         ring_->Publish(it->slot);
         policy_->Published(it->seq, it->slot);
@@ -262,8 +261,8 @@ Delivery Job::NextDelivery(const JobListener* listener, Delivered* out,
     }
     Lease lease;
     PolicyEffects effects;
-    result = policy_->Next(listener, state_ == JobState::kFinished,
-                           absl::Now(), &lease, ended, &effects);
+    result = policy_->Next(listener, state_ == JobState::kFinished, absl::Now(),
+                           &lease, ended, &effects);
     if (result == Delivery::kBatch) {
       out->slot = lease.slot;
       out->generation = ring_->generation(lease.slot);
@@ -289,15 +288,15 @@ absl::Status Job::Release(const JobListener* listener, uint32_t slot,
     // consumer's fault.
     if (!running() || !policy_->IsActive(listener)) return absl::OkStatus();
     if (slot >= ring_->slot_count()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "release.slot ", slot, " is out of range: the ring has ",
-          ring_->slot_count(), " slots"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("release.slot ", slot, " is out of range: the ring has ",
+                       ring_->slot_count(), " slots"));
     }
     const uint64_t current = ring_->generation(slot);
     if (generation != current) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "release of slot ", slot, " generation ", generation,
-          " is stale: the slot is at generation ", current));
+      return absl::FailedPreconditionError(
+          absl::StrCat("release of slot ", slot, " generation ", generation,
+                       " is stale: the slot is at generation ", current));
     }
     PolicyEffects effects;
     STOKER_RETURN_IF_ERROR(
@@ -380,32 +379,14 @@ JobCounters Job::Counters() const {
   c.state = state_;
   tally_.Fill(&c);
   c.worker_busy_ns = worker_busy_ns_.load();
-  const auto& consumers = policy_->consumers();
+  FillConsumerCounters(*policy_, &c);
   if (ring_ != nullptr) {
     c.filling_slots = ring_->CountInState(SlotState::kFilling);
-    std::set<uint32_t> leased;
-    for (const auto& [key, consumer] : consumers) {
-      for (const auto& [slot, seq] : consumer.leased) leased.insert(slot);
-    }
-    c.leased_slots = static_cast<uint32_t>(leased.size());
     c.ready_slots =
         static_cast<uint32_t>(policy_->published_count()) - c.leased_slots;
+  } else {
+    c.leased_slots = 0;
   }
-  for (const auto& [key, consumer] : consumers) {
-    ConsumerCounters& out = c.consumers.emplace_back();
-    out.id = consumer.id;
-    out.name = consumer.who.name;
-    out.client = consumer.who.client;
-    out.delivered = consumer.delivered;
-    out.released = consumer.released;
-    out.skipped = consumer.skipped;
-    out.leased = static_cast<uint32_t>(consumer.leased.size());
-    out.lag = policy_->Lag(consumer);
-    out.reported = consumer.reported;
-    out.report = consumer.report;
-  }
-  std::sort(c.consumers.begin(), c.consumers.end(),
-            [](const auto& a, const auto& b) { return a.id < b.id; });
   return c;
 }
 

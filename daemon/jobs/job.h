@@ -72,9 +72,7 @@ class Job {
   // Constant after construction.
   const std::string& id() const { return id_; }
   const JobConfig& config() const { return config_; }
-  JobAccess access() const {
-    return {config_.owner_uid, config_.access_gid};
-  }
+  JobAccess access() const { return {config_.owner_uid, config_.access_gid}; }
   const Dataset& dataset() const { return dataset_; }
   const RingGeometry& geometry() const { return geometry_; }
   const std::string& segment_name() const { return segment_name_; }

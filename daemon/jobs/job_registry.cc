@@ -67,9 +67,9 @@ absl::Status JobRegistry::CheckLimits(const JobConfig& config) const {
   const uint64_t budget = options_.shm_budget_bytes;
   if (budget > 0 && reserved + bytes > budget) {
     return absl::ResourceExhaustedError(absl::StrCat(
-        "the job's ring needs ", bytes, " bytes of shared memory (", config.slots,
-        " slots x ", bytes / config.slots, "); ", live, " running jobs hold ",
-        reserved, " of the daemon's budget of ", budget,
+        "the job's ring needs ", bytes, " bytes of shared memory (",
+        config.slots, " slots x ", bytes / config.slots, "); ", live,
+        " running jobs hold ", reserved, " of the daemon's budget of ", budget,
         " bytes (--shm_budget), leaving ", budget - std::min(budget, reserved),
         ": use fewer slots or a smaller batch, or delete a job"));
   }
@@ -84,11 +84,11 @@ absl::Status JobRegistry::CheckLimits(const JobConfig& config) const {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::shared_ptr<Job>> JobRegistry::Create(
-    JobConfig config) {
+absl::StatusOr<std::shared_ptr<Job>> JobRegistry::Create(JobConfig config) {
   if (options_.dataset_paths != nullptr) {
-    STOKER_ASSIGN_OR_RETURN(config.dataset_path,
-                            options_.dataset_paths->Resolve(config.dataset_path));
+    STOKER_ASSIGN_OR_RETURN(
+        config.dataset_path,
+        options_.dataset_paths->Resolve(config.dataset_path));
   }
   {
     absl::MutexLock lock(&mu_);
@@ -102,29 +102,29 @@ absl::StatusOr<std::shared_ptr<Job>> JobRegistry::Create(
   const std::string id = NewJobId();
   STOKER_ASSIGN_OR_RETURN(
       std::shared_ptr<Job> job,
-      Job::Create(id, config, std::move(dataset),
-                  options_.segment_prefix + id, options_.segment_mode,
-                  [pool = pool_] { pool->Notify(); }));
+      Job::Create(id, config, std::move(dataset), options_.segment_prefix + id,
+                  options_.segment_mode, [pool = pool_] { pool->Notify(); }));
   {
     absl::MutexLock lock(&mu_);
     if (closed_) return absl::UnavailableError("stokerd is shutting down");
     jobs_.emplace(id, job);
   }
   pool_->Add(job);
-  spdlog::info("job {}: created '{}' for client {} on {} ({} samples, {} "
-               "classes, {} slots of {} bytes, weight {})",
-               id, config.name, config.owner, config.dataset_path,
-               job->dataset().samples.size(), job->dataset().class_names.size(),
-               config.slots, job->geometry().slot.slot_bytes, config.weight);
+  spdlog::info(
+      "job {}: created '{}' for client {} on {} ({} samples, {} "
+      "classes, {} slots of {} bytes, weight {})",
+      id, config.name, config.owner, config.dataset_path,
+      job->dataset().samples.size(), job->dataset().class_names.size(),
+      config.slots, job->geometry().slot.slot_bytes, config.weight);
   return job;
 }
 
 absl::StatusOr<std::shared_ptr<Job>> JobRegistry::Get(
     const std::string& id) const {
   if (id.size() > kMaxJobIdBytes) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "job_id is ", id.size(), " bytes; job ids are at most ",
-        kMaxJobIdBytes));
+    return absl::InvalidArgumentError(
+        absl::StrCat("job_id is ", id.size(), " bytes; job ids are at most ",
+                     kMaxJobIdBytes));
   }
   absl::MutexLock lock(&mu_);
   auto it = jobs_.find(id);

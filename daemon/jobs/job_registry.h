@@ -16,8 +16,8 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "daemon/jobs/job.h"
-#include "daemon/os/path_policy.h"
 #include "daemon/jobs/worker_pool.h"
+#include "daemon/os/path_policy.h"
 
 namespace stoker {
 

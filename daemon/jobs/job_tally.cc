@@ -1,5 +1,10 @@
 #include "daemon/jobs/job_tally.h"
 
+#include <algorithm>
+#include <set>
+
+#include "daemon/jobs/delivery_policy.h"
+
 namespace stoker {
 
 JobTally::ErrorLog JobTally::RecordError(uint32_t sample,
@@ -28,6 +33,27 @@ void JobTally::Fill(JobCounters* out) const {
   out->errors = errors_;
   out->decoded_per_second = decoded_rate_.PerSecond();
   out->delivered_per_second = delivered_rate_.PerSecond();
+}
+
+void FillConsumerCounters(const DeliveryPolicy& policy, JobCounters* out) {
+  std::set<uint32_t> leased;
+  for (const auto& [key, consumer] : policy.consumers()) {
+    for (const auto& [slot, seq] : consumer.leased) leased.insert(slot);
+    ConsumerCounters& c = out->consumers.emplace_back();
+    c.id = consumer.id;
+    c.name = consumer.who.name;
+    c.client = consumer.who.client;
+    c.delivered = consumer.delivered;
+    c.released = consumer.released;
+    c.skipped = consumer.skipped;
+    c.leased = static_cast<uint32_t>(consumer.leased.size());
+    c.lag = policy.Lag(consumer);
+    c.reported = consumer.reported;
+    c.report = consumer.report;
+  }
+  out->leased_slots = static_cast<uint32_t>(leased.size());
+  std::sort(out->consumers.begin(), out->consumers.end(),
+            [](const auto& a, const auto& b) { return a.id < b.id; });
 }
 
 }  // namespace stoker

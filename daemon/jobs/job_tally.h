@@ -51,6 +51,11 @@ struct JobCounters {
   std::vector<ConsumerCounters> consumers;
 };
 
+class DeliveryPolicy;
+
+// The consumers' counters, in attach order, and the slots they hold.
+void FillConsumerCounters(const DeliveryPolicy& policy, JobCounters* out);
+
 class JobTally {
  public:
   // The most distinct failures a job remembers (and logs).

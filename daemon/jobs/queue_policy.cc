@@ -30,8 +30,7 @@ uint64_t QueuePolicy::JoinPoint() const {
   return first;
 }
 
-std::optional<uint64_t> QueuePolicy::Deliverable(
-    const ConsumerState& c) const {
+std::optional<uint64_t> QueuePolicy::Deliverable(const ConsumerState& c) const {
   if (ready_.empty() || *ready_.begin() > next_send_) return std::nullopt;
   return *ready_.begin();
 }

@@ -61,9 +61,10 @@ void WorkerPool::Add(std::shared_ptr<Job> job) {
 
 void WorkerPool::Remove(const Job* job) {
   absl::MutexLock lock(&mu_);
-  jobs_.erase(std::remove_if(jobs_.begin(), jobs_.end(),
-                             [job](const Entry& e) { return e.job.get() == job; }),
-              jobs_.end());
+  jobs_.erase(
+      std::remove_if(jobs_.begin(), jobs_.end(),
+                     [job](const Entry& e) { return e.job.get() == job; }),
+      jobs_.end());
 }
 
 void WorkerPool::Notify() {
@@ -87,8 +88,9 @@ bool WorkerPool::NextTask(std::shared_ptr<Job>* job, SampleTask* task) {
     candidates.push_back(
         {e.account - (demand == Demand::kWaiting ? kWaitingBonus : 0), &e});
   }
-  std::sort(candidates.begin(), candidates.end(),
-            [](const Candidate& a, const Candidate& b) { return a.key < b.key; });
+  std::sort(
+      candidates.begin(), candidates.end(),
+      [](const Candidate& a, const Candidate& b) { return a.key < b.key; });
   for (const Candidate& c : candidates) {
     if (c.entry->job->TakeTask(task)) {
       *job = c.entry->job;
@@ -160,9 +162,9 @@ void WorkerPool::Process(Job& job, const SampleTask& task,
   absl::Status status;
   for (int attempt = 0;; ++attempt) {
     const Sample& s = dataset.samples[sample];
-    status = decoder.Process(s.path, config.pipeline,
-                             SampleKey(config.seed, task.epoch, sample),
-                             task.image);
+    status =
+        decoder.Process(s.path, config.pipeline,
+                        SampleKey(config.seed, task.epoch, sample), task.image);
     if (status.ok()) {
       *task.label = s.label;
       *task.index = sample;
@@ -171,8 +173,7 @@ void WorkerPool::Process(Job& job, const SampleTask& task,
     }
     decode_errors_.fetch_add(1, std::memory_order_relaxed);
     job.RecordError(sample, std::string(status.message()));
-    if (config.on_error == OnError::kFail ||
-        attempt + 1 >= kMaxReplacements) {
+    if (config.on_error == OnError::kFail || attempt + 1 >= kMaxReplacements) {
       status = absl::DataLossError(absl::StrCat(
           "cannot decode sample ", sample, " '", s.path,
           "': ", status.message(),

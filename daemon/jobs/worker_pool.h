@@ -25,9 +25,9 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "daemon/image/sample_decoder.h"
 #include "daemon/jobs/job.h"
 #include "daemon/jobs/rate_meter.h"
-#include "daemon/image/sample_decoder.h"
 
 namespace stoker {
 

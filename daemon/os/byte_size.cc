@@ -44,7 +44,8 @@ std::string FormatByteSize(uint64_t bytes) {
     bytes /= 1024;
     ++unit;
   }
-  return unit < 0 ? absl::StrCat(bytes) : absl::StrCat(bytes, std::string(1, kUnits[unit]));
+  return unit < 0 ? absl::StrCat(bytes)
+                  : absl::StrCat(bytes, std::string(1, kUnits[unit]));
 }
 
 }  // namespace stoker

@@ -5,8 +5,8 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstring>
 #include <chrono>
+#include <cstring>
 #include <string>
 #include <thread>
 
@@ -46,14 +46,14 @@ absl::StatusOr<InstanceLock> InstanceLock::Acquire(
     const int err = errno;
     const std::string holder = err == EWOULDBLOCK ? HolderPid(fd.get()) : "";
     if (err == EWOULDBLOCK && holder.empty()) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "another stokerd is starting on ", socket_path,
-          " at this moment; refusing to take it over"));
+      return absl::FailedPreconditionError(
+          absl::StrCat("another stokerd is starting on ", socket_path,
+                       " at this moment; refusing to take it over"));
     }
     if (err == EWOULDBLOCK) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "another stokerd (pid ", holder, ") is already serving ",
-          socket_path, "; refusing to take it over"));
+      return absl::FailedPreconditionError(
+          absl::StrCat("another stokerd (pid ", holder, ") is already serving ",
+                       socket_path, "; refusing to take it over"));
     }
     return absl::InternalError(
         absl::StrCat("flock ", path, ": ", std::strerror(err)));

@@ -18,9 +18,8 @@ constexpr std::string_view kNeverAllowed[] = {"/proc", "/sys", "/dev"};
 
 bool Under(std::string_view path, std::string_view dir) {
   if (dir == "/") return true;
-  return path == dir ||
-         (path.starts_with(dir) && path.size() > dir.size() &&
-          path[dir.size()] == '/');
+  return path == dir || (path.starts_with(dir) && path.size() > dir.size() &&
+                         path[dir.size()] == '/');
 }
 
 }  // namespace
@@ -32,8 +31,8 @@ absl::StatusOr<PathPolicy> PathPolicy::Create(
   for (const std::string& root : roots) {
     char buffer[PATH_MAX];
     if (::realpath(root.c_str(), buffer) == nullptr) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "dataset root '", root, "': ", std::strerror(errno)));
+      return absl::InvalidArgumentError(
+          absl::StrCat("dataset root '", root, "': ", std::strerror(errno)));
     }
     resolved.emplace_back(buffer);
   }
@@ -78,16 +77,17 @@ absl::StatusOr<std::string> PathPolicy::Resolve(const std::string& path) const {
       return absl::NotFoundError(
           absl::StrCat("dataset.path '", path, "' does not exist"));
     }
-    return absl::PermissionDeniedError(absl::StrCat(
-        "dataset.path '", path, "' cannot be resolved: ", std::strerror(errno)));
+    return absl::PermissionDeniedError(
+        absl::StrCat("dataset.path '", path,
+                     "' cannot be resolved: ", std::strerror(errno)));
   }
   std::string resolved(buffer);
   if (!Allowed(resolved)) {
-    return absl::PermissionDeniedError(absl::StrCat(
-        "dataset.path '", path, "' resolves to '", resolved,
-        "', outside the dataset roots stokerd allows (",
-        absl::StrJoin(roots(), ", "),
-        "; never /proc, /sys or /dev): see --dataset_roots"));
+    return absl::PermissionDeniedError(
+        absl::StrCat("dataset.path '", path, "' resolves to '", resolved,
+                     "', outside the dataset roots stokerd allows (",
+                     absl::StrJoin(roots(), ", "),
+                     "; never /proc, /sys or /dev): see --dataset_roots"));
   }
   return resolved;
 }

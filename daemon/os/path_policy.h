@@ -23,7 +23,8 @@ namespace stoker {
 class PathPolicy {
  public:
   // Every root must exist; they are resolved now.
-  static absl::StatusOr<PathPolicy> Create(const std::vector<std::string>& roots);
+  static absl::StatusOr<PathPolicy> Create(
+      const std::vector<std::string>& roots);
   // Allows everything but the pseudo file systems.
   PathPolicy() : roots_{"/"} {}
   PathPolicy(PathPolicy&& other);

@@ -21,7 +21,8 @@ absl::Status SdNotify(std::string_view state) {
   sockaddr_un address{};
   address.sun_family = AF_UNIX;
   const size_t length = std::strlen(path);
-  if ((path[0] != '/' && path[0] != '@') || length >= sizeof(address.sun_path)) {
+  if ((path[0] != '/' && path[0] != '@') ||
+      length >= sizeof(address.sun_path)) {
     return absl::InvalidArgumentError(
         absl::StrCat("NOTIFY_SOCKET '", path, "' is not a usable socket"));
   }
@@ -31,10 +32,10 @@ absl::Status SdNotify(std::string_view state) {
   if (!fd) {
     return absl::InternalError(absl::StrCat("socket: ", std::strerror(errno)));
   }
-  const ssize_t sent =
-      ::sendto(fd.get(), state.data(), state.size(), MSG_NOSIGNAL,
-               reinterpret_cast<const sockaddr*>(&address),
-               static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + length));
+  const ssize_t sent = ::sendto(
+      fd.get(), state.data(), state.size(), MSG_NOSIGNAL,
+      reinterpret_cast<const sockaddr*>(&address),
+      static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + length));
   const int err = errno;
   if (sent != static_cast<ssize_t>(state.size())) {
     return absl::UnavailableError(

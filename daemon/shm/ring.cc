@@ -8,8 +8,9 @@
 
 namespace stoker {
 
-absl::StatusOr<std::unique_ptr<Ring>> Ring::Create(
-    std::string name, const RingGeometry& geometry, mode_t mode) {
+absl::StatusOr<std::unique_ptr<Ring>> Ring::Create(std::string name,
+                                                   const RingGeometry& geometry,
+                                                   mode_t mode) {
   STOKER_ASSIGN_OR_RETURN(
       auto segment,
       SharedSegment::Create(std::move(name), geometry.segment_bytes, mode));

@@ -20,12 +20,11 @@ namespace bip = boost::interprocess;
 absl::Status ReserveError(const std::string& name, uint64_t bytes, int err) {
   if (err == ENOSPC || err == ENOMEM || err == EFBIG) {
     return absl::ResourceExhaustedError(absl::StrCat(
-        "cannot reserve ", bytes, " bytes of shared memory for '", name,
-        "': ", std::strerror(err),
-        " (is /dev/shm too small? see `df -h /dev/shm`)"));
+        "cannot reserve ", bytes, " bytes of shared memory for '", name, "': ",
+        std::strerror(err), " (is /dev/shm too small? see `df -h /dev/shm`)"));
   }
-  return absl::InternalError(absl::StrCat("posix_fallocate on '", name,
-                                          "': ", std::strerror(err)));
+  return absl::InternalError(
+      absl::StrCat("posix_fallocate on '", name, "': ", std::strerror(err)));
 }
 
 }  // namespace

@@ -31,16 +31,15 @@ class SharedSegment {
   // and permission bits `mode` (applied regardless of the umask), reserves
   // its pages with posix_fallocate and maps it. RESOURCE_EXHAUSTED when
   // /dev/shm cannot hold it, ALREADY_EXISTS when the name is taken.
-  static absl::StatusOr<std::unique_ptr<SharedSegment>> Create(
-      std::string name, uint64_t bytes, mode_t mode);
+  static absl::StatusOr<std::unique_ptr<SharedSegment>> Create(std::string name,
+                                                               uint64_t bytes,
+                                                               mode_t mode);
 
   SharedSegment(const SharedSegment&) = delete;
   SharedSegment& operator=(const SharedSegment&) = delete;
   ~SharedSegment();
 
-  uint8_t* data() const {
-    return static_cast<uint8_t*>(region_.get_address());
-  }
+  uint8_t* data() const { return static_cast<uint8_t*>(region_.get_address()); }
   uint64_t size() const { return region_.get_size(); }
   const std::string& name() const { return name_; }
 

@@ -4,8 +4,8 @@ namespace stoker {
 
 RingGeometry RingGeometryFor(const JobConfig& config) {
   return ComputeRingGeometry(
-      config.slots, ComputeSlotLayout(config.batch_size,
-                                      config.pipeline.BytesPerImage()));
+      config.slots,
+      ComputeSlotLayout(config.batch_size, config.pipeline.BytesPerImage()));
 }
 
 }  // namespace stoker

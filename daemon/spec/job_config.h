@@ -50,8 +50,8 @@ struct JobConfig {
   uint64_t start_epoch = 0;  // resume position
   uint64_t start_batch = 0;
   SharingConfig sharing;
-  uint32_t weight = 1;  // share of the worker pool
-  std::string owner;    // the client that created the job
+  uint32_t weight = 1;                       // share of the worker pool
+  std::string owner;                         // the client that created the job
   uid_t owner_uid = static_cast<uid_t>(-1);  // its user, from the socket
   std::string access_group;  // as asked for; resolved to access_gid
   std::optional<gid_t> access_gid;

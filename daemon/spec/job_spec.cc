@@ -11,8 +11,8 @@ namespace {
 
 absl::Status OutOfRange(absl::string_view field, uint64_t value, uint64_t lo,
                         uint64_t hi) {
-  return absl::InvalidArgumentError(absl::StrCat(
-      field, " must be in [", lo, ", ", hi, "], got ", value));
+  return absl::InvalidArgumentError(
+      absl::StrCat(field, " must be in [", lo, ", ", hi, "], got ", value));
 }
 
 absl::StatusOr<OnError> ParseOnError(int value) {
@@ -23,9 +23,9 @@ absl::StatusOr<OnError> ParseOnError(int value) {
     case v1::ON_ERROR_FAIL:
       return OnError::kFail;
     default:
-      return absl::InvalidArgumentError(absl::StrCat(
-          "on_error: unknown value ", value,
-          " (expected ON_ERROR_REPLACE or ON_ERROR_FAIL)"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("on_error: unknown value ", value,
+                       " (expected ON_ERROR_REPLACE or ON_ERROR_FAIL)"));
   }
 }
 
@@ -44,9 +44,9 @@ absl::StatusOr<SharingConfig> ParseSharing(const v1::SharingSpec& spec,
       sharing.mode = ConsumerMode::kPartition;
       break;
     default:
-      return absl::InvalidArgumentError(absl::StrCat(
-          "sharing.mode: unknown value ", spec.mode(),
-          " (expected EXCLUSIVE, BROADCAST or PARTITION)"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("sharing.mode: unknown value ", spec.mode(),
+                       " (expected EXCLUSIVE, BROADCAST or PARTITION)"));
   }
   switch (spec.on_lag()) {
     case v1::LAG_POLICY_UNSPECIFIED:
@@ -57,9 +57,9 @@ absl::StatusOr<SharingConfig> ParseSharing(const v1::SharingSpec& spec,
       sharing.on_lag = LagPolicy::kSkip;
       break;
     default:
-      return absl::InvalidArgumentError(absl::StrCat(
-          "sharing.on_lag: unknown value ", spec.on_lag(),
-          " (expected DETACH or SKIP)"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("sharing.on_lag: unknown value ", spec.on_lag(),
+                       " (expected DETACH or SKIP)"));
   }
   if (sharing.mode != ConsumerMode::kBroadcast) {
     if (spec.max_lag() != 0 || spec.min_consumers() > 1 ||
@@ -140,9 +140,9 @@ absl::StatusOr<JobConfig> ValidateJobSpec(const v1::JobSpec& spec) {
       ComputeSlotLayout(config.batch_size, config.pipeline.BytesPerImage())
           .slot_bytes;
   if (slot_bytes > kMaxSlotBytes) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "batch_size x image size x 3 x dtype size = ", slot_bytes,
-        " bytes per slot, above the limit of ", kMaxSlotBytes));
+    return absl::InvalidArgumentError(
+        absl::StrCat("batch_size x image size x 3 x dtype size = ", slot_bytes,
+                     " bytes per slot, above the limit of ", kMaxSlotBytes));
   }
   auto on_error = ParseOnError(spec.on_error());
   if (!on_error.ok()) return on_error.status();
@@ -181,9 +181,8 @@ v1::JobSpec EffectiveSpec(const JobConfig& config) {
   spec.set_shuffle(config.shuffle);
   spec.set_drop_last(config.drop_last);
   spec.set_epochs(config.epochs);
-  spec.set_on_error(config.on_error == OnError::kFail
-                        ? v1::ON_ERROR_FAIL
-                        : v1::ON_ERROR_REPLACE);
+  spec.set_on_error(config.on_error == OnError::kFail ? v1::ON_ERROR_FAIL
+                                                      : v1::ON_ERROR_REPLACE);
   spec.set_name(config.name);
   spec.set_rank(config.sharding.rank);
   spec.set_world_size(config.sharding.world_size);

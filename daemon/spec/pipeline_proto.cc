@@ -12,9 +12,11 @@ constexpr uint32_t kMaxSide = 8192;
 
 class OpError {
  public:
-  OpError(int index, const char* op) : prefix_(absl::StrCat("pipeline[", index, "].", op)) {}
+  OpError(int index, const char* op)
+      : prefix_(absl::StrCat("pipeline[", index, "].", op)) {}
   absl::Status Bad(const std::string& field, const std::string& why) const {
-    return absl::InvalidArgumentError(absl::StrCat(prefix_, ".", field, " ", why));
+    return absl::InvalidArgumentError(
+        absl::StrCat(prefix_, ".", field, " ", why));
   }
   absl::Status Side(const std::string& field, uint32_t v) const {
     if (v >= 1 && v <= kMaxSide) return absl::OkStatus();
@@ -48,16 +50,20 @@ absl::Status ParseCrop(const OpError& e, const v1::RandomResizedCrop& op,
   p->ratio_min = op.has_ratio_min() ? op.ratio_min() : 3.0 / 4.0;
   p->ratio_max = op.has_ratio_max() ? op.ratio_max() : 4.0 / 3.0;
   if (!(p->scale_min > 0 && p->scale_min <= 1)) {
-    return e.Bad("scale_min", absl::StrCat("must be in (0, 1], got ", p->scale_min));
+    return e.Bad("scale_min",
+                 absl::StrCat("must be in (0, 1], got ", p->scale_min));
   }
   if (!(p->scale_max >= p->scale_min && p->scale_max <= 1)) {
-    return e.Bad("scale_max", absl::StrCat("must be in [scale_min, 1], got ", p->scale_max));
+    return e.Bad("scale_max",
+                 absl::StrCat("must be in [scale_min, 1], got ", p->scale_max));
   }
   if (!(p->ratio_min > 0 && p->ratio_min <= 100)) {
-    return e.Bad("ratio_min", absl::StrCat("must be in (0, 100], got ", p->ratio_min));
+    return e.Bad("ratio_min",
+                 absl::StrCat("must be in (0, 100], got ", p->ratio_min));
   }
   if (!(p->ratio_max >= p->ratio_min && p->ratio_max <= 100)) {
-    return e.Bad("ratio_max", absl::StrCat("must be in [ratio_min, 100], got ", p->ratio_max));
+    return e.Bad("ratio_max", absl::StrCat("must be in [ratio_min, 100], got ",
+                                           p->ratio_max));
   }
   auto interpolation = ParseInterpolation(e, op.interpolation());
   if (!interpolation.ok()) return interpolation.status();
@@ -68,7 +74,8 @@ absl::Status ParseCrop(const OpError& e, const v1::RandomResizedCrop& op,
 absl::Status ParseResize(const OpError& e, const v1::Resize& op, Pipeline* p) {
   const bool by_side = op.shorter_side() != 0;
   if (by_side == (op.height() != 0 || op.width() != 0)) {
-    return e.Bad("shorter_side", "or height and width: set exactly one of them");
+    return e.Bad("shorter_side",
+                 "or height and width: set exactly one of them");
   }
   if (by_side) {
     if (auto s = e.Side("shorter_side", op.shorter_side()); !s.ok()) return s;
@@ -125,13 +132,15 @@ absl::Status ParseJitter(const OpError& e, const v1::ColorJitter& op,
   const char* names[3] = {"brightness", "contrast", "saturation"};
   for (int i = 0; i < 3; ++i) {
     if (!(values[i] >= 0 && values[i] <= 100)) {
-      return e.Bad(names[i], absl::StrCat("must be in [0, 100], got ", values[i]));
+      return e.Bad(names[i],
+                   absl::StrCat("must be in [0, 100], got ", values[i]));
     }
   }
   p->brightness = values[0];
   p->contrast = values[1];
   p->saturation = values[2];
-  if (!p->jitter()) return e.Bad("brightness", "contrast and saturation are all 0");
+  if (!p->jitter())
+    return e.Bad("brightness", "contrast and saturation are all 0");
   return absl::OkStatus();
 }
 
@@ -166,7 +175,8 @@ absl::Status ParseOps(const v1::JobSpec& spec, Pipeline* p) {
     if (rank <= last_rank || (i == 0) != (rank == 0) ||
         (op.has_center_crop() && spec.pipeline(0).has_random_resized_crop())) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "pipeline[", i, "]: impossible order; accepted: random_resized_crop "
+          "pipeline[", i,
+          "]: impossible order; accepted: random_resized_crop "
           "[random_horizontal_flip] [color_jitter] [normalize], or resize "
           "[center_crop] [random_horizontal_flip] [color_jitter] [normalize]"));
     }
@@ -174,7 +184,8 @@ absl::Status ParseOps(const v1::JobSpec& spec, Pipeline* p) {
     absl::Status status;
     switch (op.kind_case()) {
       case v1::Op::kRandomResizedCrop:
-        status = ParseCrop({i, "random_resized_crop"}, op.random_resized_crop(), p);
+        status =
+            ParseCrop({i, "random_resized_crop"}, op.random_resized_crop(), p);
         break;
       case v1::Op::kResize:
         status = ParseResize({i, "resize"}, op.resize(), p);
@@ -185,9 +196,11 @@ absl::Status ParseOps(const v1::JobSpec& spec, Pipeline* p) {
       case v1::Op::kRandomHorizontalFlip: {
         const OpError e(i, "random_horizontal_flip");
         p->flip_p = op.random_horizontal_flip().has_p()
-                        ? op.random_horizontal_flip().p() : 0.5;
+                        ? op.random_horizontal_flip().p()
+                        : 0.5;
         if (!(p->flip_p >= 0 && p->flip_p <= 1)) {
-          status = e.Bad("p", absl::StrCat("must be in [0, 1], got ", p->flip_p));
+          status =
+              e.Bad("p", absl::StrCat("must be in [0, 1], got ", p->flip_p));
         }
         break;
       }
@@ -213,8 +226,8 @@ absl::Status ParseOps(const v1::JobSpec& spec, Pipeline* p) {
 absl::Status ParseOutput(const v1::OutputSpec& out, Pipeline* p,
                          bool have_ops) {
   if (!have_ops) {
-    if (out.height() < 1 || out.height() > kMaxSide ||
-        out.width() < 1 || out.width() > kMaxSide) {
+    if (out.height() < 1 || out.height() > kMaxSide || out.width() < 1 ||
+        out.width() > kMaxSide) {
       return absl::InvalidArgumentError(absl::StrCat(
           "output.height and output.width must be in [1, ", kMaxSide,
           "] when there is no pipeline, got ", out.height(), "x", out.width()));
@@ -224,8 +237,8 @@ absl::Status ParseOutput(const v1::OutputSpec& out, Pipeline* p,
              (out.width() != 0 && int(out.width()) != p->output.width)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "output.height x output.width ", out.height(), "x", out.width(),
-        " differs from the pipeline's ", p->output.height, "x",
-        p->output.width, " (leave them 0)"));
+        " differs from the pipeline's ", p->output.height, "x", p->output.width,
+        " (leave them 0)"));
   }
   switch (out.dtype()) {
     case v1::DTYPE_UNSPECIFIED:
@@ -247,8 +260,7 @@ absl::Status ParseOutput(const v1::OutputSpec& out, Pipeline* p,
   }
   switch (out.layout()) {
     case v1::LAYOUT_UNSPECIFIED:
-      p->layout = p->dtype == DType::kUInt8 ? Layout::kNHWC
-                                                  : Layout::kNCHW;
+      p->layout = p->dtype == DType::kUInt8 ? Layout::kNHWC : Layout::kNCHW;
       break;
     case v1::LAYOUT_NHWC:
       p->layout = Layout::kNHWC;
@@ -269,7 +281,6 @@ absl::Status ParseOutput(const v1::OutputSpec& out, Pipeline* p,
 }
 
 }  // namespace
-
 
 absl::StatusOr<Pipeline> ParsePipeline(const v1::JobSpec& spec) {
   Pipeline p;
@@ -343,7 +354,7 @@ void PipelineToProto(const Pipeline& p, v1::JobSpec* spec) {
   out->set_width(p.output.width);
   out->set_dtype(ImageDTypeToProto(p.dtype));
   out->set_layout(p.layout == Layout::kNHWC ? v1::LAYOUT_NHWC
-                                                  : v1::LAYOUT_NCHW);
+                                            : v1::LAYOUT_NCHW);
 }
 
 }  // namespace stoker

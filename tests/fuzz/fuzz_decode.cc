@@ -28,16 +28,14 @@ stoker::Pipeline PipelineFrom(const uint8_t* h) {
   p.flip_p = (select & 4) ? 0.5 : 0.0;
   if (select & 8) p.brightness = p.contrast = p.saturation = 0.4f;
   if (select & 16) {
-    p.dtype = (select & 32) ? stoker::DType::kFloat16
-                            : stoker::DType::kFloat32;
+    p.dtype = (select & 32) ? stoker::DType::kFloat16 : stoker::DType::kFloat32;
     p.normalize = true;
     p.mean = {0.485f, 0.456f, 0.406f};
     p.std = {0.229f, 0.224f, 0.225f};
   }
-  p.layout = (select & 64) ? stoker::Layout::kNCHW
-                           : stoker::Layout::kNHWC;
-  p.interpolation =
-      (select & 128) ? stoker::Interpolation::kNearest : stoker::Interpolation::kBilinear;
+  p.layout = (select & 64) ? stoker::Layout::kNCHW : stoker::Layout::kNHWC;
+  p.interpolation = (select & 128) ? stoker::Interpolation::kNearest
+                                   : stoker::Interpolation::kBilinear;
   return p;
 }
 

@@ -16,7 +16,8 @@ ABSL_FLAG(std::string, out, "", "file to write");
 ABSL_FLAG(int, batches, 2, "batches to write");
 ABSL_FLAG(int, batch_size, 8, "samples per batch");
 ABSL_FLAG(int, size, 64, "output side");
-ABSL_FLAG(std::string, pipeline, "train", "train (RandomResizedCrop + flip) "
+ABSL_FLAG(std::string, pipeline, "train",
+          "train (RandomResizedCrop + flip) "
           "or eval (Resize(size * 8 / 7) + CenterCrop)");
 ABSL_FLAG(std::string, dtype, "uint8", "uint8, float32 or float16");
 ABSL_FLAG(std::string, layout, "NHWC", "NHWC or NCHW");
@@ -25,8 +26,9 @@ ABSL_FLAG(bool, jitter, false, "append ColorJitter(0.4, 0.4, 0.4)");
 ABSL_FLAG(uint64_t, seed, 0, "job seed");
 
 int main(int argc, char** argv) {
-  stoker::ParseCommandLine(argc, argv, "dump_batches --socket=S --dataset=D "
-                                       "--out=F [--batches=2] ...");
+  stoker::ParseCommandLine(argc, argv,
+                           "dump_batches --socket=S --dataset=D "
+                           "--out=F [--batches=2] ...");
   stoker::JobSpec spec;
   spec.dataset_path = absl::GetFlag(FLAGS_dataset);
   spec.batch_size = absl::GetFlag(FLAGS_batch_size);
@@ -37,8 +39,10 @@ int main(int argc, char** argv) {
   spec.pipeline = absl::GetFlag(FLAGS_pipeline) == "eval"
                       ? stoker::EvalPipeline(size * 8 / 7, size)
                       : stoker::TrainPipeline(size);
-  if (absl::GetFlag(FLAGS_jitter)) spec.pipeline.push_back(stoker::ColorJitter{});
-  if (absl::GetFlag(FLAGS_normalize)) spec.pipeline.push_back(stoker::Normalize{});
+  if (absl::GetFlag(FLAGS_jitter))
+    spec.pipeline.push_back(stoker::ColorJitter{});
+  if (absl::GetFlag(FLAGS_normalize))
+    spec.pipeline.push_back(stoker::Normalize{});
   const std::string dtype = absl::GetFlag(FLAGS_dtype);
   spec.dtype = dtype == "float32"   ? stoker::DType::kFloat32
                : dtype == "float16" ? stoker::DType::kFloat16

@@ -57,7 +57,7 @@ class STOKER_API Client {
   absl::StatusOr<std::unique_ptr<Consumer>> Attach(
       std::string_view job_id, const ConsumerOptions& options = {});
 
-  class STOKER_LOCAL Impl;  // internal
+  class STOKER_LOCAL Impl;                      // internal
   STOKER_LOCAL Impl& impl() { return *impl_; }  // internal (the C ABI)
 
  private:

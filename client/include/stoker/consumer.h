@@ -179,7 +179,7 @@ class STOKER_API Consumer {
   friend class Client;
   friend class CudaCopier;
   STOKER_LOCAL Consumer(std::shared_ptr<internal::ConsumerCore> core,
-           std::unique_ptr<internal::Reconnector> reconnector);
+                        std::unique_ptr<internal::Reconnector> reconnector);
   std::shared_ptr<internal::ConsumerCore> core() const;
 
   // The current stream; replaced by Next() when it reconnects.

@@ -40,8 +40,8 @@ class STOKER_API CudaCopier {
   // Registers `consumer`'s ring with CUDA on `device`; -1: the current
   // device of the SDK's CUDA runtime (libstoker.so links its own, so a
   // trainer using another device than 0 names it here).
-  static absl::StatusOr<std::unique_ptr<CudaCopier>> Create(
-      Consumer& consumer, int device = -1);
+  static absl::StatusOr<std::unique_ptr<CudaCopier>> Create(Consumer& consumer,
+                                                            int device = -1);
   // True when this SDK was built with CUDA support.
   static bool Available();
 
@@ -51,10 +51,10 @@ class STOKER_API CudaCopier {
   CudaCopier& operator=(const CudaCopier&) = delete;
 
   // Enqueues on `stream` the copy of the batch's images
-  // (image_tensor().bytes bytes) to `device_images` and, unless null, of its labels (size() x
-  // int64) to `device_labels`. Returns at once; the batch is released after
-  // the copy completes. An error found then (the slot was reclaimed during
-  // the copy) is returned by the next CopyAsync() or Drain().
+  // (image_tensor().bytes bytes) to `device_images` and, unless null, of its
+  // labels (size() x int64) to `device_labels`. Returns at once; the batch is
+  // released after the copy completes. An error found then (the slot was
+  // reclaimed during the copy) is returned by the next CopyAsync() or Drain().
   absl::Status CopyAsync(Batch batch, void* device_images, void* device_labels,
                          CUstream_st* stream);
 

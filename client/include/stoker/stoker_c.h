@@ -64,10 +64,10 @@ STOKER_API int stoker_get_stats(stoker_client* client, char** stats_json);
 
 /* Consumer: an attachment to a job (see stoker::ConsumerOptions). */
 typedef struct stoker_consumer_options {
-  uint32_t prefetch;             /* 0: the SDK's default */
-  const char* name;              /* may be NULL */
-  int64_t reconnect_timeout_ms;  /* < 0: the SDK's default; 0: none */
-  int copy_on_write;             /* nonzero: writable private views */
+  uint32_t prefetch;            /* 0: the SDK's default */
+  const char* name;             /* may be NULL */
+  int64_t reconnect_timeout_ms; /* < 0: the SDK's default; 0: none */
+  int copy_on_write;            /* nonzero: writable private views */
 } stoker_consumer_options;
 
 STOKER_API int stoker_attach(stoker_client* client, const char* job_id,
@@ -113,8 +113,8 @@ typedef struct stoker_batch_info {
 
 /* The next batch, waiting at most timeout_ms (< 0: no limit):
  * STOKER_NEXT_TIMED_OUT when none came in time (call again; nothing is
- * lost), OUT_OF_RANGE after the job's last batch. `images` is writable only for a
- * copy_on_write consumer. */
+ * lost), OUT_OF_RANGE after the job's last batch. `images` is writable only for
+ * a copy_on_write consumer. */
 STOKER_API int stoker_next(stoker_consumer* consumer, int64_t timeout_ms,
                            stoker_batch** out, stoker_batch_info* info);
 /* OK if the slot still holds the batch; DATA_LOSS if it was reclaimed. */
@@ -137,7 +137,7 @@ STOKER_API int stoker_cuda_drain(stoker_cuda_copier* copier);
 STOKER_API void stoker_cuda_copier_destroy(stoker_cuda_copier* copier);
 
 #ifdef __cplusplus
-}  /* extern "C" */
+} /* extern "C" */
 #endif
 
-#endif  /* STOKER_STOKER_C_H_ */
+#endif /* STOKER_STOKER_C_H_ */

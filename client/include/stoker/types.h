@@ -57,7 +57,8 @@ using Op = std::variant<RandomResizedCrop, Resize, CenterCrop,
 // pipeline (add Normalize() for float output).
 STOKER_API std::vector<Op> TrainPipeline(uint32_t size = 224);
 // Resize(shorter side) + CenterCrop(crop): the usual evaluation pipeline.
-STOKER_API std::vector<Op> EvalPipeline(uint32_t resize = 256, uint32_t crop = 224);
+STOKER_API std::vector<Op> EvalPipeline(uint32_t resize = 256,
+                                        uint32_t crop = 224);
 
 // A place in a job's stream of batches: batch `batch` of epoch `epoch`.
 struct Position {
@@ -87,16 +88,16 @@ struct JobSpec {
   // [Normalize]. Each sample's
   // random parameters depend only on (seed, epoch, sample index).
   std::vector<Op> pipeline;
-  uint32_t height = 224;     // with an empty pipeline: resize to height x width
+  uint32_t height = 224;  // with an empty pipeline: resize to height x width
   uint32_t width = 224;
   DType dtype = DType::kUInt8;
   std::optional<Layout> layout;  // default NHWC for uint8, NCHW for floats
-  uint64_t seed = 0;         // same seed, same order
+  uint64_t seed = 0;             // same seed, same order
   bool shuffle = true;
   bool drop_last = false;
-  uint32_t epochs = 1;       // 0: until the job is deleted
+  uint32_t epochs = 1;  // 0: until the job is deleted
   OnError on_error = OnError::kReplace;
-  std::string name;          // a label for humans
+  std::string name;  // a label for humans
   // Data-parallel sharding, exactly torch's DistributedSampler: this job
   // serves rank `rank` of `world_size` ranks (same seed on every rank);
   // shard_drop_last is DistributedSampler's drop_last.
