@@ -3,6 +3,7 @@
 #include <array>
 #include <cstdint>
 #include <limits>
+#include <type_traits>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -20,51 +21,44 @@ absl::Status Invalid(absl::string_view text, absl::string_view what) {
   return absl::InvalidArgumentError(absl::StrCat("'", text, "' ", what));
 }
 
-// A whole number in [min, max] into *out. (The file's parser and the
-// flags have already checked that it is a number of the field's type.)
-template <typename T>
-absl::Status ParseNumber(absl::string_view text, uint64_t min, uint64_t max,
-                         absl::string_view range, T* out) {
+// Value parsers: a setting's text to its value, or what is wrong with it.
+// (For numbers, the file's parser and the flags have already checked that
+// the text is a number of the field's type.)
+template <uint64_t kMin, uint64_t kMax>
+absl::StatusOr<uint64_t> Number(absl::string_view text) {
   uint64_t value = 0;
-  if (!absl::SimpleAtoi(text, &value) || value < min || value > max) {
-    return Invalid(text, absl::StrCat("is not ", range));
+  if (!absl::SimpleAtoi(text, &value) || value < kMin || value > kMax) {
+    return Invalid(
+        text, absl::StrCat("is not a whole number from ", kMin, " to ", kMax));
   }
-  *out = static_cast<T>(value);
-  return absl::OkStatus();
+  return value;
 }
 
-absl::Status ReadDuration(absl::string_view text, absl::Duration* out) {
-  if (!absl::ParseDuration(text, out) || *out < absl::ZeroDuration()) {
+absl::StatusOr<absl::Duration> Duration(absl::string_view text) {
+  absl::Duration value;
+  if (!absl::ParseDuration(text, &value) || value < absl::ZeroDuration()) {
     return Invalid(text, "is not a duration such as \"90s\", \"10m\" or \"0\"");
   }
-  return absl::OkStatus();
+  return value;
 }
 
-absl::Status ParseSocket(absl::string_view text, DaemonOptions* o) {
-  absl::StatusOr<std::string> target = NormalizeSocketTarget(std::string(text));
-  if (!target.ok())
-    return absl::InvalidArgumentError(target.status().message());
-  o->target = *std::move(target);
-  return absl::OkStatus();
+absl::StatusOr<std::string> Text(absl::string_view text) {
+  return std::string(text);
 }
 
-absl::Status ParseRoots(absl::string_view text, DaemonOptions* o) {
+absl::StatusOr<std::string> Socket(absl::string_view text) {
+  return NormalizeSocketTarget(std::string(text));
+}
+
+absl::StatusOr<std::vector<std::string>> Roots(absl::string_view text) {
   std::vector<std::string> roots = absl::StrSplit(text, ',', absl::SkipEmpty());
   for (const std::string& root : roots) {
     if (!root.starts_with('/')) return Invalid(root, "is not an absolute path");
   }
-  o->dataset_roots = std::move(roots);
-  return absl::OkStatus();
+  return roots;
 }
 
-absl::Status ParseBudget(absl::string_view text, DaemonOptions* o) {
-  absl::StatusOr<uint64_t> bytes = ParseByteSize(text);
-  if (!bytes.ok()) return absl::InvalidArgumentError(bytes.status().message());
-  o->shm_budget_bytes = *bytes;
-  return absl::OkStatus();
-}
-
-absl::Status ParseMetricsAddress(absl::string_view text, DaemonOptions* o) {
+absl::StatusOr<std::string> HostPort(absl::string_view text) {
   const size_t colon = text.rfind(':');
   int port = 0;
   if (!text.empty() && (colon == absl::string_view::npos ||
@@ -72,109 +66,99 @@ absl::Status ParseMetricsAddress(absl::string_view text, DaemonOptions* o) {
                         port < 0 || port > 65535)) {
     return Invalid(text, "is not host:port such as \"127.0.0.1:9464\"");
   }
-  o->metrics_address = std::string(text);
-  return absl::OkStatus();
+  return std::string(text);
 }
 
-absl::Status ParseLogLevel(absl::string_view text, DaemonOptions* o) {
+absl::StatusOr<std::string> LogLevel(absl::string_view text) {
   static constexpr absl::string_view kLevels[] = {"trace", "debug", "info",
                                                   "warn",  "error", "off"};
   for (absl::string_view level : kLevels) {
-    if (text == level) {
-      o->log_level = std::string(text);
-      return absl::OkStatus();
-    }
+    if (text == level) return std::string(text);
   }
   return Invalid(text, "is not one of trace, debug, info, warn, error, off");
 }
 
+// A row's reader: member `kMember` set to the value `kParse` reads.
+template <auto kMember, auto kParse>
+absl::Status Read(absl::string_view text, DaemonOptions* o) {
+  auto value = kParse(text);
+  if (!value.ok()) return value.status();
+  using Member = std::remove_reference_t<decltype(o->*kMember)>;
+  o->*kMember = static_cast<Member>(*std::move(value));
+  return absl::OkStatus();
+}
+
+template <auto kMember>
+std::string ShowNumber(const DaemonOptions& o) {
+  return absl::StrCat(o.*kMember);
+}
+
+template <auto kMember>
+std::string ShowDuration(const DaemonOptions& o) {
+  return absl::FormatDuration(o.*kMember);
+}
+
+template <auto kMember>
+std::string ShowText(const DaemonOptions& o) {
+  return o.*kMember;
+}
+
 constexpr uint64_t kUint32Max = std::numeric_limits<uint32_t>::max();
+constexpr uint64_t kUint64Max = std::numeric_limits<uint64_t>::max();
+using O = DaemonOptions;
 
 const std::array<Setting, 13> kSettings = {{
     {"socket", false,
      "the Unix socket to serve: a path, unix:PATH or unix://PATH; the ring "
      "socket is PATH.ring beside it",
-     ParseSocket, [](const DaemonOptions& o) { return o.target; }},
+     Read<&O::target, Socket>, ShowText<&O::target>},
     {"socket_group", false,
      "group given to the sockets (mode 0660): the users allowed to connect",
-     [](absl::string_view text, DaemonOptions* o) {
-       o->socket_group = std::string(text);
-       return absl::OkStatus();
-     },
-     [](const DaemonOptions& o) { return o.socket_group; },
+     Read<&O::socket_group, Text>, ShowText<&O::socket_group>,
      "stokerd's own group"},
     {"workers", false, "decode worker threads",
-     [](absl::string_view text, DaemonOptions* o) {
-       return ParseNumber(text, 0, 1024,
-                          "between 0 (one per core but one) and 1024",
-                          &o->workers);
-     },
-     [](const DaemonOptions& o) { return absl::StrCat(o.workers); },
+     Read<&O::workers, Number<0, 1024>>, ShowNumber<&O::workers>,
      "one per core but one"},
     {"max_image_pixels", false,
      "images with more pixels are refused as corrupt (decompression bomb "
      "guard)",
-     [](absl::string_view text, DaemonOptions* o) {
-       return ParseNumber(text, 1, std::numeric_limits<uint64_t>::max(),
-                          "above 0", &o->max_image_pixels);
-     },
-     [](const DaemonOptions& o) { return absl::StrCat(o.max_image_pixels); }},
+     Read<&O::max_image_pixels, Number<1, kUint64Max>>,
+     ShowNumber<&O::max_image_pixels>},
     {"dataset_roots", true,
      "comma-separated directories datasets must resolve into (after "
      "symlinks and ..)",
-     ParseRoots,
-     [](const DaemonOptions& o) { return absl::StrJoin(o.dataset_roots, ","); },
+     Read<&O::dataset_roots, Roots>,
+     [](const O& o) { return absl::StrJoin(o.dataset_roots, ","); },
      "any path but /proc, /sys and /dev"},
     {"shm_budget", true,
-     "shared memory all job rings together may reserve, e.g. 16G", ParseBudget,
-     [](const DaemonOptions& o) { return FormatByteSize(o.shm_budget_bytes); },
+     "shared memory all job rings together may reserve, e.g. 16G",
+     Read<&O::shm_budget_bytes, ParseByteSize>,
+     [](const O& o) { return FormatByteSize(o.shm_budget_bytes); },
      "only /dev/shm's free space limits it"},
     {"max_jobs", true, "most jobs running at once",
-     [](absl::string_view text, DaemonOptions* o) {
-       return ParseNumber(text, 1, kUint32Max, "above 0", &o->max_jobs);
-     },
-     [](const DaemonOptions& o) { return absl::StrCat(o.max_jobs); }},
+     Read<&O::max_jobs, Number<1, kUint32Max>>, ShowNumber<&O::max_jobs>},
     {"max_jobs_per_client", true, "most jobs one client may run at once",
-     [](absl::string_view text, DaemonOptions* o) {
-       return ParseNumber(text, 1, kUint32Max, "above 0",
-                          &o->max_jobs_per_client);
-     },
-     [](const DaemonOptions& o) {
-       return absl::StrCat(o.max_jobs_per_client);
-     }},
+     Read<&O::max_jobs_per_client, Number<1, kUint32Max>>,
+     ShowNumber<&O::max_jobs_per_client>},
     {"max_leases_per_client", true,
      "most batches one client may have outstanding (credits plus unreleased "
      "leases, over all its consumers)",
-     [](absl::string_view text, DaemonOptions* o) {
-       return ParseNumber(text, 1, kUint32Max, "above 0",
-                          &o->max_leases_per_client);
-     },
-     [](const DaemonOptions& o) {
-       return absl::StrCat(o.max_leases_per_client);
-     }},
+     Read<&O::max_leases_per_client, Number<1, kUint32Max>>,
+     ShowNumber<&O::max_leases_per_client>},
     {"lease_timeout", true,
      "a consumer holding one batch longer than this is ended and its batches "
      "go to the next consumer; 0 disables",
-     [](absl::string_view text, DaemonOptions* o) {
-       return ReadDuration(text, &o->lease_timeout);
-     },
-     [](const DaemonOptions& o) {
-       return absl::FormatDuration(o.lease_timeout);
-     }},
+     Read<&O::lease_timeout, Duration>, ShowDuration<&O::lease_timeout>},
     {"keepalive", false,
      "ping interval and timeout that detect a frozen or vanished client; 0 "
      "disables",
-     [](absl::string_view text, DaemonOptions* o) {
-       return ReadDuration(text, &o->keepalive);
-     },
-     [](const DaemonOptions& o) { return absl::FormatDuration(o.keepalive); }},
+     Read<&O::keepalive, Duration>, ShowDuration<&O::keepalive>},
     {"metrics_address", false,
      "serve Prometheus metrics over HTTP at host:port (GET /metrics), e.g. "
      "127.0.0.1:9464",
-     ParseMetricsAddress,
-     [](const DaemonOptions& o) { return o.metrics_address; }, "off"},
-    {"log_level", true, "trace, debug, info, warn, error or off", ParseLogLevel,
-     [](const DaemonOptions& o) { return o.log_level; }},
+     Read<&O::metrics_address, HostPort>, ShowText<&O::metrics_address>, "off"},
+    {"log_level", true, "trace, debug, info, warn, error or off",
+     Read<&O::log_level, LogLevel>, ShowText<&O::log_level>},
 }};
 
 }  // namespace

@@ -83,20 +83,23 @@ TEST_F(ConfigTest, ASyntaxErrorNamesFileLineAndColumn) {
       << options.status();
 }
 
-TEST_F(ConfigTest, AnUnknownFieldIsNamed) {
-  auto options = Load("workers: 2\n\nworker_threads: 4\n");
-  ASSERT_FALSE(options.ok());
-  const std::string message(options.status().message());
-  EXPECT_NE(message.find("stokerd.conf:3:"), std::string::npos) << message;
-  EXPECT_NE(message.find("worker_threads"), std::string::npos) << message;
-}
-
-TEST_F(ConfigTest, AWrongTypeIsNamed) {
-  auto options = Load("workers: \"four\"\n");
-  ASSERT_FALSE(options.ok());
-  const std::string message(options.status().message());
-  EXPECT_NE(message.find("stokerd.conf:1:"), std::string::npos) << message;
-  EXPECT_NE(message.find("workers"), std::string::npos) << message;
+TEST_F(ConfigTest, AnUnknownFieldOrAWrongTypeIsNamedWithItsLine) {
+  const struct {
+    const char* text;
+    const char* line;
+    const char* field;
+  } cases[] = {
+      {"workers: 2\n\nworker_threads: 4\n",
+       "stokerd.conf:3:", "worker_threads"},
+      {"workers: \"four\"\n", "stokerd.conf:1:", "workers"},
+  };
+  for (const auto& c : cases) {
+    auto options = Load(c.text);
+    ASSERT_FALSE(options.ok()) << c.text;
+    const std::string message(options.status().message());
+    EXPECT_NE(message.find(c.line), std::string::npos) << message;
+    EXPECT_NE(message.find(c.field), std::string::npos) << message;
+  }
 }
 
 TEST_F(ConfigTest, ABadValueNamesFileLineAndField) {

@@ -15,13 +15,9 @@
 #include "gtest/gtest.h"
 #include "tests/test_util.h"
 
-namespace stoker {
+// The test utilities (tests/test_util.h) are in this namespace.
+namespace stoker::testing {
 namespace {
-
-using testing::Eventually;
-using testing::JobStatsOf;
-using testing::MakeDataset;
-using testing::TestDaemon;
 
 struct Seen {
   uint64_t epoch;
@@ -491,9 +487,9 @@ TEST_F(DaemonTest, ShutdownEndsStreamsWithUnavailableAndLeavesNothing) {
 }
 
 }  // namespace
-}  // namespace stoker
+}  // namespace stoker::testing
 
-namespace stoker {
+namespace stoker::testing {
 namespace {
 
 // Two consumers of one broadcast job (delivery starts once both attached).
@@ -563,4 +559,4 @@ TEST_F(ConsumerOptionsTest, CopyOnWriteViewsKeepWritesInTheProcess) {
 }
 
 }  // namespace
-}  // namespace stoker
+}  // namespace stoker::testing

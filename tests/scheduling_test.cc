@@ -9,13 +9,9 @@
 #include "gtest/gtest.h"
 #include "tests/test_util.h"
 
-namespace stoker {
+// The test utilities (tests/test_util.h) are in this namespace.
+namespace stoker::testing {
 namespace {
-
-using testing::Eventually;
-using testing::JobStatsOf;
-using testing::MakeDataset;
-using testing::TestDaemon;
 
 // Shares of the pool can only be compared when the consumers keep up with
 // it. Under ThreadSanitizer our code (the consumers, the reactor) runs many
@@ -207,4 +203,4 @@ TEST_F(SchedulingTest, StallAccountingSeesAnInputBoundAndAComputeBoundTrainer) {
 }
 
 }  // namespace
-}  // namespace stoker
+}  // namespace stoker::testing

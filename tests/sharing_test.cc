@@ -12,13 +12,9 @@
 #include "gtest/gtest.h"
 #include "tests/test_util.h"
 
-namespace stoker {
+// The test utilities (tests/test_util.h) are in this namespace.
+namespace stoker::testing {
 namespace {
-
-using testing::Eventually;
-using testing::JobStatsOf;
-using testing::MakeDataset;
-using testing::TestDaemon;
 
 struct Got {
   uint64_t seq;
@@ -52,6 +48,20 @@ class SharingTest : public ::testing::Test {
   void SetUp() override {
     MakeDataset(daemon_.dir() + "/data", 3, 10);  // 30 images
     client_ = daemon_.Connect();
+  }
+  // Broadcast to two consumers, one of which will lag.
+  static Sharing Laggard(LagPolicy on_lag) {
+    return {.mode = ConsumerMode::kBroadcast,
+            .max_lag = 2,
+            .on_lag = on_lag,
+            .min_consumers = 2};
+  }
+  // A consumer that reads at once, and one that prefetches a single batch.
+  std::pair<absl::StatusOr<std::unique_ptr<Consumer>>,
+            absl::StatusOr<std::unique_ptr<Consumer>>>
+  FastAndSlow(const std::string& job_id) {
+    return {client_->Attach(job_id, {.name = "fast"}),
+            client_->Attach(job_id, {.prefetch = 1, .name = "slow"})};
   }
   // 30 images in batches of 5: 6 batches per epoch.
   JobSpec Spec() {
@@ -113,14 +123,10 @@ TEST_F(SharingTest, BroadcastDeliversEveryBatchToEveryConsumerDecodedOnce) {
 
 TEST_F(SharingTest, BroadcastLaggardIsDetachedAndTheOthersFinish) {
   JobSpec spec = Spec();
-  spec.sharing = {.mode = ConsumerMode::kBroadcast,
-                  .max_lag = 2,
-                  .on_lag = LagPolicy::kDetach,
-                  .min_consumers = 2};
+  spec.sharing = Laggard(LagPolicy::kDetach);
   auto job = client_->CreateJob(spec);
   ASSERT_TRUE(job.ok()) << job.status();
-  auto fast = client_->Attach(job->id, {.name = "fast"});
-  auto slow = client_->Attach(job->id, {.prefetch = 1, .name = "slow"});
+  auto [fast, slow] = FastAndSlow(job->id);
   ASSERT_TRUE(fast.ok() && slow.ok());
   // The slow consumer never asks for a batch: the fast one must still get
   // every batch, and the slow one is told why it was dropped.
@@ -145,14 +151,10 @@ TEST_F(SharingTest, BroadcastLaggardIsDetachedAndTheOthersFinish) {
 TEST_F(SharingTest, BroadcastSkipMovesTheLaggardAheadWithoutHoldingOthers) {
   JobSpec spec = Spec();
   spec.slots = 6;
-  spec.sharing = {.mode = ConsumerMode::kBroadcast,
-                  .max_lag = 2,
-                  .on_lag = LagPolicy::kSkip,
-                  .min_consumers = 2};
+  spec.sharing = Laggard(LagPolicy::kSkip);
   auto job = client_->CreateJob(spec);
   ASSERT_TRUE(job.ok()) << job.status();
-  auto fast = client_->Attach(job->id, {.name = "fast"});
-  auto slow = client_->Attach(job->id, {.prefetch = 1, .name = "slow"});
+  auto [fast, slow] = FastAndSlow(job->id);
   ASSERT_TRUE(fast.ok() && slow.ok());
   std::vector<Got> slow_got;
   ASSERT_TRUE(Drain(**slow, job->batches_per_epoch, &slow_got, 1).ok());
@@ -494,4 +496,4 @@ TEST_F(SharingTest, AJobTakesAtMost64Consumers) {
 }
 
 }  // namespace
-}  // namespace stoker
+}  // namespace stoker::testing

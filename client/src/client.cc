@@ -68,8 +68,6 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Connect(
 }
 
 absl::StatusOr<v1::Job> Client::Impl::CreateJob(v1::JobSpec spec) {
-  grpc::ClientContext context;
-  Prepare(&context);
   // The daemon resolves paths in its own directory, not the caller's.
   const std::string& path = spec.dataset().path();
   if (!path.empty() && !path.starts_with('/')) {
@@ -83,50 +81,40 @@ absl::StatusOr<v1::Job> Client::Impl::CreateJob(v1::JobSpec spec) {
   }
   v1::CreateJobRequest request;
   *request.mutable_spec() = std::move(spec);
-  v1::Job job;
-  grpc::Status status = stub()->CreateJob(&context, request, &job);
-  if (!status.ok()) return FromGrpcStatus(status);
-  return job;
+  return Unary<v1::Job>([&](auto& stub, auto* context, auto* job) {
+    return stub.CreateJob(context, request, job);
+  });
 }
 
 absl::StatusOr<v1::Job> Client::Impl::GetJob(std::string_view job_id) {
-  grpc::ClientContext context;
-  Prepare(&context);
   v1::GetJobRequest request;
   request.set_job_id(std::string(job_id));
-  v1::Job job;
-  grpc::Status status = stub()->GetJob(&context, request, &job);
-  if (!status.ok()) return FromGrpcStatus(status);
-  return job;
+  return Unary<v1::Job>([&](auto& stub, auto* context, auto* job) {
+    return stub.GetJob(context, request, job);
+  });
 }
 
 absl::StatusOr<v1::ListJobsResponse> Client::Impl::ListJobs() {
-  grpc::ClientContext context;
-  Prepare(&context);
-  v1::ListJobsResponse response;
-  grpc::Status status =
-      stub()->ListJobs(&context, v1::ListJobsRequest(), &response);
-  if (!status.ok()) return FromGrpcStatus(status);
-  return response;
+  return Unary<v1::ListJobsResponse>(
+      [](auto& stub, auto* context, auto* response) {
+        return stub.ListJobs(context, v1::ListJobsRequest(), response);
+      });
 }
 
 absl::Status Client::Impl::DeleteJob(std::string_view job_id) {
-  grpc::ClientContext context;
-  Prepare(&context);
   v1::DeleteJobRequest request;
   request.set_job_id(std::string(job_id));
-  v1::DeleteJobResponse response;
-  return FromGrpcStatus(stub()->DeleteJob(&context, request, &response));
+  return Unary<v1::DeleteJobResponse>(
+             [&](auto& stub, auto* context, auto* response) {
+               return stub.DeleteJob(context, request, response);
+             })
+      .status();
 }
 
 absl::StatusOr<v1::Stats> Client::Impl::GetStats() {
-  grpc::ClientContext context;
-  Prepare(&context);
-  v1::Stats stats;
-  grpc::Status status =
-      stub()->GetStats(&context, v1::GetStatsRequest(), &stats);
-  if (!status.ok()) return FromGrpcStatus(status);
-  return stats;
+  return Unary<v1::Stats>([](auto& stub, auto* context, auto* stats) {
+    return stub.GetStats(context, v1::GetStatsRequest(), stats);
+  });
 }
 
 absl::StatusOr<JobInfo> Client::CreateJob(const JobSpec& spec) {

@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 
+#include "common/grpc_status.h"
 #include "stoker/client.h"
 #include "stoker/v1/loader.grpc.pb.h"
 
@@ -35,6 +36,18 @@ class STOKER_LOCAL Client::Impl {
   absl::StatusOr<v1::Stats> GetStats();
 
  private:
+  // One unary call: `call(stub, context, response)` with the context
+  // prepared; the response, or the call's error.
+  template <typename Response, typename Call>
+  absl::StatusOr<Response> Unary(Call call) {
+    grpc::ClientContext context;
+    Prepare(&context);
+    Response response;
+    const grpc::Status status = call(*stub(), &context, &response);
+    if (!status.ok()) return FromGrpcStatus(status);
+    return response;
+  }
+
   std::unique_ptr<v1::Loader::StubInterface> stub_;
   const std::string client_id_;
   const std::string ring_socket_;

@@ -9,6 +9,7 @@
 #include "client/src/consumer_core.h"
 #include "common/batch_wire.h"
 #include "common/status_macros.h"
+#include "common/vocabulary_wire.h"
 
 namespace stoker {
 namespace {
@@ -47,13 +48,12 @@ absl::StatusOr<Batch::ImageTensor> ImagesOf(const internal::RingMapping& ring,
   };
   if (t == nullptr) return bad("are missing");
   Batch::ImageTensor images;
-  if (t->dtype() != v1::DTYPE_UINT8 && t->dtype() != v1::DTYPE_FLOAT32 &&
-      t->dtype() != v1::DTYPE_FLOAT16) {
+  // A handle names its dtype (UNSPECIFIED is not one).
+  const std::optional<DType> dtype = FromWire(t->dtype());
+  if (t->dtype() == v1::DTYPE_UNSPECIFIED || !dtype) {
     return bad(absl::StrCat("have dtype ", t->dtype()));
   }
-  images.dtype = t->dtype() == v1::DTYPE_FLOAT32   ? DType::kFloat32
-                 : t->dtype() == v1::DTYPE_FLOAT16 ? DType::kFloat16
-                                                   : DType::kUInt8;
+  images.dtype = *dtype;
   if (t->shape_size() != 4) return bad("are not a 4-d tensor");
   // A daemon older than the layout field: the channels' place says it.
   const bool nhwc = t->layout() == v1::LAYOUT_UNSPECIFIED

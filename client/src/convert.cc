@@ -2,29 +2,10 @@
 
 #include <algorithm>
 
+#include "common/vocabulary_wire.h"
+
 namespace stoker::internal {
 namespace {
-
-JobState StateFrom(v1::JobState state) {
-  switch (state) {
-    case v1::JOB_STATE_FINISHED:
-      return JobState::kFinished;
-    case v1::JOB_STATE_FAILED:
-      return JobState::kFailed;
-    default:
-      return JobState::kRunning;
-  }
-}
-
-v1::Interpolation ToProto(Interpolation i) {
-  return i == Interpolation::kNearest ? v1::INTERPOLATION_NEAREST
-                                      : v1::INTERPOLATION_BILINEAR;
-}
-
-Interpolation FromProto(v1::Interpolation i) {
-  return i == v1::INTERPOLATION_NEAREST ? Interpolation::kNearest
-                                        : Interpolation::kBilinear;
-}
 
 // One op to the wire.
 struct OpWriter {
@@ -37,14 +18,14 @@ struct OpWriter {
     p->set_scale_max(o.scale_max);
     p->set_ratio_min(o.ratio_min);
     p->set_ratio_max(o.ratio_max);
-    p->set_interpolation(ToProto(o.interpolation));
+    p->set_interpolation(ToWire(o.interpolation));
   }
   void operator()(const Resize& o) const {
     auto* p = op->mutable_resize();
     p->set_shorter_side(o.shorter_side);
     p->set_height(o.height);
     p->set_width(o.width);
-    p->set_interpolation(ToProto(o.interpolation));
+    p->set_interpolation(ToWire(o.interpolation));
   }
   void operator()(const CenterCrop& o) const {
     op->mutable_center_crop()->set_height(o.height);
@@ -72,18 +53,20 @@ std::optional<Op> OpFrom(const v1::Op& op) {
   switch (op.kind_case()) {
     case v1::Op::kRandomResizedCrop: {
       const auto& p = op.random_resized_crop();
-      return RandomResizedCrop{p.height(),
-                               p.width(),
-                               p.scale_min(),
-                               p.scale_max(),
-                               p.ratio_min(),
-                               p.ratio_max(),
-                               FromProto(p.interpolation())};
+      return RandomResizedCrop{
+          p.height(),
+          p.width(),
+          p.scale_min(),
+          p.scale_max(),
+          p.ratio_min(),
+          p.ratio_max(),
+          FromWire(p.interpolation()).value_or(Interpolation::kBilinear)};
     }
     case v1::Op::kResize: {
       const auto& p = op.resize();
-      return Resize{p.shorter_side(), p.height(), p.width(),
-                    FromProto(p.interpolation())};
+      return Resize{
+          p.shorter_side(), p.height(), p.width(),
+          FromWire(p.interpolation()).value_or(Interpolation::kBilinear)};
     }
     case v1::Op::kCenterCrop:
       return CenterCrop{op.center_crop().height(), op.center_crop().width()};
@@ -108,29 +91,6 @@ std::optional<Op> OpFrom(const v1::Op& op) {
   }
 }
 
-ConsumerMode ModeFrom(v1::ConsumerMode mode) {
-  switch (mode) {
-    case v1::CONSUMER_MODE_BROADCAST:
-      return ConsumerMode::kBroadcast;
-    case v1::CONSUMER_MODE_PARTITION:
-      return ConsumerMode::kPartition;
-    default:
-      return ConsumerMode::kExclusive;
-  }
-}
-
-v1::ConsumerMode ModeToProto(ConsumerMode mode) {
-  switch (mode) {
-    case ConsumerMode::kBroadcast:
-      return v1::CONSUMER_MODE_BROADCAST;
-    case ConsumerMode::kPartition:
-      return v1::CONSUMER_MODE_PARTITION;
-    case ConsumerMode::kExclusive:
-      break;
-  }
-  return v1::CONSUMER_MODE_EXCLUSIVE;
-}
-
 JobSpec SpecFrom(const v1::JobSpec& p) {
   JobSpec spec;
   spec.dataset_path = p.dataset().path();
@@ -141,27 +101,23 @@ JobSpec SpecFrom(const v1::JobSpec& p) {
   }
   spec.height = p.output().height();
   spec.width = p.output().width();
-  spec.dtype = p.output().dtype() == v1::DTYPE_FLOAT32   ? DType::kFloat32
-               : p.output().dtype() == v1::DTYPE_FLOAT16 ? DType::kFloat16
-                                                         : DType::kUInt8;
-  if (p.output().layout() == v1::LAYOUT_NHWC) spec.layout = Layout::kNHWC;
-  if (p.output().layout() == v1::LAYOUT_NCHW) spec.layout = Layout::kNCHW;
+  spec.dtype = FromWire(p.output().dtype()).value_or(DType::kUInt8);
+  spec.layout = FromWire(p.output().layout());
   spec.seed = p.seed();
   spec.shuffle = !p.has_shuffle() || p.shuffle();
   spec.drop_last = p.drop_last();
   spec.epochs = p.epochs();
-  spec.on_error =
-      p.on_error() == v1::ON_ERROR_FAIL ? OnError::kFail : OnError::kReplace;
+  spec.on_error = FromWire(p.on_error()).value_or(OnError::kReplace);
   spec.name = p.name();
   spec.rank = p.rank();
   spec.world_size = p.world_size() == 0 ? 1 : p.world_size();
   spec.shard_drop_last = p.shard_drop_last();
   spec.start = {p.start_epoch(), p.start_batch()};
-  spec.sharing.mode = ModeFrom(p.sharing().mode());
+  spec.sharing.mode =
+      FromWire(p.sharing().mode()).value_or(ConsumerMode::kExclusive);
   spec.sharing.max_lag = p.sharing().max_lag();
-  spec.sharing.on_lag = p.sharing().on_lag() == v1::LAG_POLICY_SKIP
-                            ? LagPolicy::kSkip
-                            : LagPolicy::kDetach;
+  spec.sharing.on_lag =
+      FromWire(p.sharing().on_lag()).value_or(LagPolicy::kDetach);
   spec.sharing.min_consumers =
       std::max<uint32_t>(p.sharing().min_consumers(), 1);
   spec.weight = std::max<uint32_t>(p.weight(), 1);
@@ -183,20 +139,13 @@ v1::JobSpec ToProto(const JobSpec& spec) {
     p.mutable_output()->set_height(spec.height);
     p.mutable_output()->set_width(spec.width);
   }
-  p.mutable_output()->set_dtype(
-      spec.dtype == DType::kFloat32   ? v1::DTYPE_FLOAT32
-      : spec.dtype == DType::kFloat16 ? v1::DTYPE_FLOAT16
-                                      : v1::DTYPE_UINT8);
-  if (spec.layout) {
-    p.mutable_output()->set_layout(
-        *spec.layout == Layout::kNHWC ? v1::LAYOUT_NHWC : v1::LAYOUT_NCHW);
-  }
+  p.mutable_output()->set_dtype(ToWire(spec.dtype));
+  if (spec.layout) p.mutable_output()->set_layout(ToWire(*spec.layout));
   p.set_seed(spec.seed);
   p.set_shuffle(spec.shuffle);
   p.set_drop_last(spec.drop_last);
   p.set_epochs(spec.epochs);
-  p.set_on_error(spec.on_error == OnError::kFail ? v1::ON_ERROR_FAIL
-                                                 : v1::ON_ERROR_REPLACE);
+  p.set_on_error(ToWire(spec.on_error));
   p.set_name(spec.name);
   p.set_rank(spec.rank);
   p.set_world_size(spec.world_size);
@@ -204,12 +153,10 @@ v1::JobSpec ToProto(const JobSpec& spec) {
   p.set_start_epoch(spec.start.epoch);
   p.set_start_batch(spec.start.batch);
   v1::SharingSpec* sharing = p.mutable_sharing();
-  sharing->set_mode(ModeToProto(spec.sharing.mode));
+  sharing->set_mode(ToWire(spec.sharing.mode));
   if (spec.sharing.mode == ConsumerMode::kBroadcast) {
     sharing->set_max_lag(spec.sharing.max_lag);
-    sharing->set_on_lag(spec.sharing.on_lag == LagPolicy::kSkip
-                            ? v1::LAG_POLICY_SKIP
-                            : v1::LAG_POLICY_DETACH);
+    sharing->set_on_lag(ToWire(spec.sharing.on_lag));
     sharing->set_min_consumers(spec.sharing.min_consumers);
   }
   p.set_weight(spec.weight);
@@ -221,7 +168,7 @@ JobInfo FromProto(const v1::Job& job) {
   JobInfo info;
   info.id = job.id();
   info.spec = SpecFrom(job.spec());
-  info.state = StateFrom(job.state());
+  info.state = FromWire(job.state()).value_or(JobState::kRunning);
   info.error = job.error();
   info.num_samples = job.num_samples();
   info.class_names.assign(job.class_names().begin(), job.class_names().end());
@@ -250,8 +197,8 @@ DaemonStats FromProto(const v1::Stats& stats) {
     js.job_id = j.job_id();
     js.name = j.name();
     js.owner = j.owner();
-    js.state = StateFrom(j.state());
-    js.mode = ModeFrom(j.mode());
+    js.state = FromWire(j.state()).value_or(JobState::kRunning);
+    js.mode = FromWire(j.mode()).value_or(ConsumerMode::kExclusive);
     js.weight = j.weight();
     js.owner_uid = j.owner_uid();
     js.samples_decoded = j.samples_decoded();

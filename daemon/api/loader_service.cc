@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/grpc_status.h"
 #include "common/log.h"
+#include "common/status_macros.h"
 #include "common/version.h"
 #include "daemon/api/proto_convert.h"
 #include "daemon/api/stats.h"
@@ -93,18 +94,22 @@ grpc::ServerUnaryReactor* LoaderService::CreateJob(
   return reactor;
 }
 
+absl::StatusOr<std::shared_ptr<Job>> LoaderService::AccessibleJob(
+    const grpc::CallbackServerContext& context, const std::string& id) const {
+  auto job = registry_->Get(id);
+  if (!job.ok()) return job.status();
+  STOKER_RETURN_IF_ERROR(
+      CheckAccess((*job)->access(), PeerOf(context, peers_), (*job)->id()));
+  return job;
+}
+
 grpc::ServerUnaryReactor* LoaderService::GetJob(
     grpc::CallbackServerContext* context, const v1::GetJobRequest* request,
     v1::Job* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  auto job = registry_->Get(request->job_id());
-  absl::Status status = job.status();
-  if (job.ok()) {
-    status =
-        CheckAccess((*job)->access(), PeerOf(*context, peers_), (*job)->id());
-  }
-  if (status.ok()) JobToProto(**job, response);
-  reactor->Finish(ToGrpcStatus(status));
+  auto job = AccessibleJob(*context, request->job_id());
+  if (job.ok()) JobToProto(**job, response);
+  reactor->Finish(ToGrpcStatus(job.status()));
   return reactor;
 }
 
@@ -125,12 +130,8 @@ grpc::ServerUnaryReactor* LoaderService::DeleteJob(
     grpc::CallbackServerContext* context, const v1::DeleteJobRequest* request,
     v1::DeleteJobResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  auto job = registry_->Get(request->job_id());
+  auto job = AccessibleJob(*context, request->job_id());
   absl::Status status = job.status();
-  if (job.ok()) {
-    status =
-        CheckAccess((*job)->access(), PeerOf(*context, peers_), (*job)->id());
-  }
   if (status.ok()) status = registry_->Delete(request->job_id());
   reactor->Finish(ToGrpcStatus(status));
   return reactor;

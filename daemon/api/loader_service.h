@@ -64,6 +64,10 @@ class LoaderService final : public v1::Loader::CallbackService {
       grpc::CallbackServerContext* context) override;
 
  private:
+  // The job `id`, if it exists and the caller may use it (NOT_FOUND,
+  // PERMISSION_DENIED).
+  absl::StatusOr<std::shared_ptr<Job>> AccessibleJob(
+      const grpc::CallbackServerContext& context, const std::string& id) const;
   JobRegistry* const registry_;
   WorkerPool* const pool_;
   ConsumerSet* const consumers_;

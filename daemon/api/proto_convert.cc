@@ -3,23 +3,12 @@
 #include <string>
 
 #include "common/batch_wire.h"
+#include "common/vocabulary_wire.h"
 #include "daemon/spec/job_spec.h"
 #include "daemon/spec/pipeline_proto.h"
 
 namespace stoker {
 namespace {
-
-v1::JobState StateOf(JobState state) {
-  switch (state) {
-    case JobState::kRunning:
-      return v1::JOB_STATE_RUNNING;
-    case JobState::kFinished:
-      return v1::JOB_STATE_FINISHED;
-    case JobState::kFailed:
-      return v1::JOB_STATE_FAILED;
-  }
-  return v1::JOB_STATE_UNSPECIFIED;
-}
 
 v1::TensorLayout* AddTensor(const char* name, v1::DType dtype,
                             std::initializer_list<int64_t> shape,
@@ -45,7 +34,7 @@ void JobToProto(const Job& job, v1::Job* out) {
   out->set_id(job.id());
   *out->mutable_spec() = EffectiveSpec(job.config());
   const JobState state = job.state();
-  out->set_state(StateOf(state));
+  out->set_state(ToWire(state));
   if (state == JobState::kFailed) {
     out->set_error(std::string(job.error().message()));
   }
@@ -66,7 +55,7 @@ void CountersToProto(const Job& job, const JobCounters& c, v1::JobStats* out) {
   out->set_job_id(job.id());
   out->set_name(job.config().name);
   out->set_owner(job.config().owner);
-  out->set_state(StateOf(c.state));
+  out->set_state(ToWire(c.state));
   out->set_samples_decoded(c.samples_decoded);
   out->set_batches_delivered(c.batches_delivered);
   out->set_batches_released(c.batches_released);
@@ -90,7 +79,7 @@ void CountersToProto(const Job& job, const JobCounters& c, v1::JobStats* out) {
   out->set_worker_busy_us(c.worker_busy_ns / 1000);
   out->set_weight(job.config().weight);
   out->set_owner_uid(job.config().owner_uid);
-  out->set_mode(ConsumerModeToProto(job.config().sharing.mode));
+  out->set_mode(ToWire(job.config().sharing.mode));
   out->set_consumers(static_cast<uint32_t>(c.consumers.size()));
   for (const ConsumerCounters& k : c.consumers) {
     v1::ConsumerStats* s = out->add_consumer();
@@ -128,7 +117,7 @@ void DeliveredToHandle(const Job& job, const Delivered& batch,
   const Pipeline& p = config.pipeline;
   const int64_t h = p.output.height;
   const int64_t w = p.output.width;
-  const v1::DType dtype = ImageDTypeToProto(p.dtype);
+  const v1::DType dtype = ToWire(p.dtype);
   const uint64_t image_bytes = n * p.BytesPerImage();
   if (p.layout == Layout::kNHWC) {
     AddTensor(kImagesTensor, dtype, {n, h, w, kImageChannels},

@@ -10,27 +10,27 @@ namespace stoker {
 JobTally::ErrorLog JobTally::RecordError(uint32_t sample,
                                          const std::string& path,
                                          const std::string& reason) {
-  ++decode_errors_;
-  if (errors_.size() >= kMaxErrorRecords ||
+  ++counts_.decode_errors;
+  if (counts_.errors.size() >= kMaxErrorRecords ||
       !error_samples_.insert(sample).second) {
     return ErrorLog::kCountOnly;
   }
-  errors_.push_back({path, reason});
-  return errors_.size() == kMaxErrorRecords ? ErrorLog::kLogLast
-                                            : ErrorLog::kLog;
+  counts_.errors.push_back({path, reason});
+  return counts_.errors.size() == kMaxErrorRecords ? ErrorLog::kLogLast
+                                                   : ErrorLog::kLog;
 }
 
 void JobTally::SampleRates(absl::Time now) {
-  decoded_rate_.Record(now, static_cast<double>(samples_decoded_));
+  decoded_rate_.Record(now, static_cast<double>(counts_.samples_decoded));
   delivered_rate_.Record(now, static_cast<double>(images_delivered_));
 }
 
 void JobTally::Fill(JobCounters* out) const {
-  out->samples_decoded = samples_decoded_;
-  out->batches_delivered = batches_delivered_;
-  out->batches_released = batches_released_;
-  out->decode_errors = decode_errors_;
-  out->errors = errors_;
+  out->samples_decoded = counts_.samples_decoded;
+  out->batches_delivered = counts_.batches_delivered;
+  out->batches_released = counts_.batches_released;
+  out->decode_errors = counts_.decode_errors;
+  out->errors = counts_.errors;
   out->decoded_per_second = decoded_rate_.PerSecond();
   out->delivered_per_second = delivered_rate_.PerSecond();
 }

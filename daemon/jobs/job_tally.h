@@ -66,12 +66,12 @@ class JobTally {
   // are remembered and should be logged (the last of them saying so).
   ErrorLog RecordError(uint32_t sample, const std::string& path,
                        const std::string& reason);
-  void Decoded() { ++samples_decoded_; }
+  void Decoded() { ++counts_.samples_decoded; }
   void Delivered(uint32_t images) {
-    ++batches_delivered_;
+    ++counts_.batches_delivered;
     images_delivered_ += images;
   }
-  void Released() { ++batches_released_; }
+  void Released() { ++counts_.batches_released; }
   // Records the rates; called about twice a second.
   void SampleRates(absl::Time now);
 
@@ -79,12 +79,9 @@ class JobTally {
   void Fill(JobCounters* out) const;
 
  private:
-  uint64_t samples_decoded_ = 0;
-  uint64_t batches_delivered_ = 0;
-  uint64_t batches_released_ = 0;
+  // The job-wide counts and the failures remembered, as Fill gives them.
+  JobCounters counts_;
   uint64_t images_delivered_ = 0;
-  uint64_t decode_errors_ = 0;
-  std::vector<SampleErrorRecord> errors_;
   std::set<uint32_t> error_samples_;
   RateMeter decoded_rate_;
   RateMeter delivered_rate_;

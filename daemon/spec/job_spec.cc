@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/ring_layout.h"
+#include "common/vocabulary_wire.h"
 #include "daemon/spec/pipeline_proto.h"
 
 namespace stoker {
@@ -15,52 +16,30 @@ absl::Status OutOfRange(absl::string_view field, uint64_t value, uint64_t lo,
       absl::StrCat(field, " must be in [", lo, ", ", hi, "], got ", value));
 }
 
-absl::StatusOr<OnError> ParseOnError(int value) {
-  switch (value) {
-    case v1::ON_ERROR_UNSPECIFIED:
-    case v1::ON_ERROR_REPLACE:
-      return OnError::kReplace;
-    case v1::ON_ERROR_FAIL:
-      return OnError::kFail;
-    default:
-      return absl::InvalidArgumentError(
-          absl::StrCat("on_error: unknown value ", value,
-                       " (expected ON_ERROR_REPLACE or ON_ERROR_FAIL)"));
-  }
+absl::StatusOr<OnError> ParseOnError(v1::OnError value) {
+  if (std::optional<OnError> known = FromWire(value)) return *known;
+  return absl::InvalidArgumentError(
+      absl::StrCat("on_error: unknown value ", value,
+                   " (expected ON_ERROR_REPLACE or ON_ERROR_FAIL)"));
 }
 
 absl::StatusOr<SharingConfig> ParseSharing(const v1::SharingSpec& spec,
                                            uint32_t slots) {
   SharingConfig sharing;
-  switch (spec.mode()) {
-    case v1::CONSUMER_MODE_UNSPECIFIED:
-    case v1::CONSUMER_MODE_EXCLUSIVE:
-      sharing.mode = ConsumerMode::kExclusive;
-      break;
-    case v1::CONSUMER_MODE_BROADCAST:
-      sharing.mode = ConsumerMode::kBroadcast;
-      break;
-    case v1::CONSUMER_MODE_PARTITION:
-      sharing.mode = ConsumerMode::kPartition;
-      break;
-    default:
-      return absl::InvalidArgumentError(
-          absl::StrCat("sharing.mode: unknown value ", spec.mode(),
-                       " (expected EXCLUSIVE, BROADCAST or PARTITION)"));
+  const std::optional<ConsumerMode> mode = FromWire(spec.mode());
+  if (!mode) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("sharing.mode: unknown value ", spec.mode(),
+                     " (expected EXCLUSIVE, BROADCAST or PARTITION)"));
   }
-  switch (spec.on_lag()) {
-    case v1::LAG_POLICY_UNSPECIFIED:
-    case v1::LAG_POLICY_DETACH:
-      sharing.on_lag = LagPolicy::kDetach;
-      break;
-    case v1::LAG_POLICY_SKIP:
-      sharing.on_lag = LagPolicy::kSkip;
-      break;
-    default:
-      return absl::InvalidArgumentError(
-          absl::StrCat("sharing.on_lag: unknown value ", spec.on_lag(),
-                       " (expected DETACH or SKIP)"));
+  sharing.mode = *mode;
+  const std::optional<LagPolicy> on_lag = FromWire(spec.on_lag());
+  if (!on_lag) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("sharing.on_lag: unknown value ", spec.on_lag(),
+                     " (expected DETACH or SKIP)"));
   }
+  sharing.on_lag = *on_lag;
   if (sharing.mode != ConsumerMode::kBroadcast) {
     if (spec.max_lag() != 0 || spec.min_consumers() > 1 ||
         spec.on_lag() != v1::LAG_POLICY_UNSPECIFIED) {
@@ -98,18 +77,6 @@ absl::StatusOr<Sharding> ParseSharding(const v1::JobSpec& spec) {
 }
 
 }  // namespace
-
-v1::ConsumerMode ConsumerModeToProto(ConsumerMode mode) {
-  switch (mode) {
-    case ConsumerMode::kExclusive:
-      return v1::CONSUMER_MODE_EXCLUSIVE;
-    case ConsumerMode::kBroadcast:
-      return v1::CONSUMER_MODE_BROADCAST;
-    case ConsumerMode::kPartition:
-      return v1::CONSUMER_MODE_PARTITION;
-  }
-  return v1::CONSUMER_MODE_UNSPECIFIED;
-}
 
 absl::StatusOr<JobConfig> ValidateJobSpec(const v1::JobSpec& spec) {
   JobConfig config;
@@ -181,8 +148,7 @@ v1::JobSpec EffectiveSpec(const JobConfig& config) {
   spec.set_shuffle(config.shuffle);
   spec.set_drop_last(config.drop_last);
   spec.set_epochs(config.epochs);
-  spec.set_on_error(config.on_error == OnError::kFail ? v1::ON_ERROR_FAIL
-                                                      : v1::ON_ERROR_REPLACE);
+  spec.set_on_error(ToWire(config.on_error));
   spec.set_name(config.name);
   spec.set_rank(config.sharding.rank);
   spec.set_world_size(config.sharding.world_size);
@@ -190,12 +156,10 @@ v1::JobSpec EffectiveSpec(const JobConfig& config) {
   spec.set_start_epoch(config.start_epoch);
   spec.set_start_batch(config.start_batch);
   v1::SharingSpec* sharing = spec.mutable_sharing();
-  sharing->set_mode(ConsumerModeToProto(config.sharing.mode));
+  sharing->set_mode(ToWire(config.sharing.mode));
   if (config.sharing.mode == ConsumerMode::kBroadcast) {
     sharing->set_max_lag(config.sharing.max_lag);
-    sharing->set_on_lag(config.sharing.on_lag == LagPolicy::kSkip
-                            ? v1::LAG_POLICY_SKIP
-                            : v1::LAG_POLICY_DETACH);
+    sharing->set_on_lag(ToWire(config.sharing.on_lag));
     sharing->set_min_consumers(config.sharing.min_consumers);
   }
   spec.set_weight(config.weight);

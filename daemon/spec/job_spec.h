@@ -27,8 +27,6 @@ absl::StatusOr<JobConfig> ValidateJobSpec(const v1::JobSpec& spec);
 // The spec as the daemon applies it (defaults filled in), for Job replies.
 v1::JobSpec EffectiveSpec(const JobConfig& config);
 
-v1::ConsumerMode ConsumerModeToProto(ConsumerMode mode);
-
 }  // namespace stoker
 
 #endif  // STOKER_DAEMON_SPEC_JOB_SPEC_H_

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "common/vocabulary_wire.h"
 
 namespace stoker {
 namespace {
@@ -27,16 +28,10 @@ class OpError {
   std::string prefix_;
 };
 
-absl::StatusOr<Interpolation> ParseInterpolation(const OpError& e, int value) {
-  switch (value) {
-    case v1::INTERPOLATION_UNSPECIFIED:
-    case v1::INTERPOLATION_BILINEAR:
-      return Interpolation::kBilinear;
-    case v1::INTERPOLATION_NEAREST:
-      return Interpolation::kNearest;
-    default:
-      return e.Bad("interpolation", absl::StrCat("has unknown value ", value));
-  }
+absl::StatusOr<Interpolation> ParseInterpolation(const OpError& e,
+                                                 v1::Interpolation value) {
+  if (std::optional<Interpolation> known = FromWire(value)) return *known;
+  return e.Bad("interpolation", absl::StrCat("has unknown value ", value));
 }
 
 absl::Status ParseCrop(const OpError& e, const v1::RandomResizedCrop& op,
@@ -240,37 +235,23 @@ absl::Status ParseOutput(const v1::OutputSpec& out, Pipeline* p,
         " differs from the pipeline's ", p->output.height, "x", p->output.width,
         " (leave them 0)"));
   }
-  switch (out.dtype()) {
-    case v1::DTYPE_UNSPECIFIED:
-    case v1::DTYPE_UINT8:
-      p->dtype = DType::kUInt8;
-      break;
-    case v1::DTYPE_FLOAT32:
-      p->dtype = DType::kFloat32;
-      break;
-    case v1::DTYPE_FLOAT16:
-      p->dtype = DType::kFloat16;
-      break;
-    default:
-      return absl::InvalidArgumentError(
-          v1::DType_IsValid(out.dtype())
-              ? absl::StrCat("output.dtype ", v1::DType_Name(out.dtype()),
-                             " is not an image type (UINT8, FLOAT32, FLOAT16)")
-              : absl::StrCat("output.dtype: unknown value ", out.dtype()));
+  const std::optional<DType> dtype = FromWire(out.dtype());
+  if (!dtype) {
+    return absl::InvalidArgumentError(
+        v1::DType_IsValid(out.dtype())
+            ? absl::StrCat("output.dtype ", v1::DType_Name(out.dtype()),
+                           " is not an image type (UINT8, FLOAT32, FLOAT16)")
+            : absl::StrCat("output.dtype: unknown value ", out.dtype()));
   }
-  switch (out.layout()) {
-    case v1::LAYOUT_UNSPECIFIED:
-      p->layout = p->dtype == DType::kUInt8 ? Layout::kNHWC : Layout::kNCHW;
-      break;
-    case v1::LAYOUT_NHWC:
-      p->layout = Layout::kNHWC;
-      break;
-    case v1::LAYOUT_NCHW:
-      p->layout = Layout::kNCHW;
-      break;
-    default:
-      return absl::InvalidArgumentError(
-          absl::StrCat("output.layout: unknown value ", out.layout()));
+  p->dtype = *dtype;
+  const std::optional<Layout> layout = FromWire(out.layout());
+  if (out.layout() == v1::LAYOUT_UNSPECIFIED) {
+    p->layout = p->dtype == DType::kUInt8 ? Layout::kNHWC : Layout::kNCHW;
+  } else if (layout) {
+    p->layout = *layout;
+  } else {
+    return absl::InvalidArgumentError(
+        absl::StrCat("output.layout: unknown value ", out.layout()));
   }
   if (p->normalize && p->dtype == DType::kUInt8) {
     return absl::InvalidArgumentError(
@@ -292,23 +273,9 @@ absl::StatusOr<Pipeline> ParsePipeline(const v1::JobSpec& spec) {
   return p;
 }
 
-v1::DType ImageDTypeToProto(DType dtype) {
-  switch (dtype) {
-    case DType::kUInt8:
-      return v1::DTYPE_UINT8;
-    case DType::kFloat16:
-      return v1::DTYPE_FLOAT16;
-    case DType::kFloat32:
-      return v1::DTYPE_FLOAT32;
-  }
-  return v1::DTYPE_UNSPECIFIED;
-}
-
 void PipelineToProto(const Pipeline& p, v1::JobSpec* spec) {
   spec->clear_pipeline();
-  const auto interpolation = p.interpolation == Interpolation::kNearest
-                                 ? v1::INTERPOLATION_NEAREST
-                                 : v1::INTERPOLATION_BILINEAR;
+  const v1::Interpolation interpolation = ToWire(p.interpolation);
   if (p.geometry == Pipeline::Geometry::kRandomResizedCrop) {
     auto* op = spec->add_pipeline()->mutable_random_resized_crop();
     op->set_height(p.output.height);
@@ -352,9 +319,8 @@ void PipelineToProto(const Pipeline& p, v1::JobSpec* spec) {
   auto* out = spec->mutable_output();
   out->set_height(p.output.height);
   out->set_width(p.output.width);
-  out->set_dtype(ImageDTypeToProto(p.dtype));
-  out->set_layout(p.layout == Layout::kNHWC ? v1::LAYOUT_NHWC
-                                            : v1::LAYOUT_NCHW);
+  out->set_dtype(ToWire(p.dtype));
+  out->set_layout(ToWire(p.layout));
 }
 
 }  // namespace stoker

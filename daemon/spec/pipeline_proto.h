@@ -13,9 +13,6 @@ namespace stoker {
 // naming the op ("pipeline[1].center_crop.height ...") or field.
 absl::StatusOr<Pipeline> ParsePipeline(const v1::JobSpec& spec);
 
-// The wire dtype of images of this output dtype.
-v1::DType ImageDTypeToProto(DType dtype);
-
 // Writes `pipeline` back as ops and output (for Job replies).
 void PipelineToProto(const Pipeline& pipeline, v1::JobSpec* spec);
 

@@ -1,0 +1,147 @@
+#include "common/vocabulary_wire.h"
+
+namespace stoker {
+
+v1::OnError ToWire(OnError value) {
+  return value == OnError::kFail ? v1::ON_ERROR_FAIL : v1::ON_ERROR_REPLACE;
+}
+
+v1::DType ToWire(DType value) {
+  switch (value) {
+    case DType::kFloat32:
+      return v1::DTYPE_FLOAT32;
+    case DType::kFloat16:
+      return v1::DTYPE_FLOAT16;
+    case DType::kUInt8:
+      break;
+  }
+  return v1::DTYPE_UINT8;
+}
+
+v1::Layout ToWire(Layout value) {
+  return value == Layout::kNHWC ? v1::LAYOUT_NHWC : v1::LAYOUT_NCHW;
+}
+
+v1::Interpolation ToWire(Interpolation value) {
+  return value == Interpolation::kNearest ? v1::INTERPOLATION_NEAREST
+                                          : v1::INTERPOLATION_BILINEAR;
+}
+
+v1::ConsumerMode ToWire(ConsumerMode value) {
+  switch (value) {
+    case ConsumerMode::kBroadcast:
+      return v1::CONSUMER_MODE_BROADCAST;
+    case ConsumerMode::kPartition:
+      return v1::CONSUMER_MODE_PARTITION;
+    case ConsumerMode::kExclusive:
+      break;
+  }
+  return v1::CONSUMER_MODE_EXCLUSIVE;
+}
+
+v1::LagPolicy ToWire(LagPolicy value) {
+  return value == LagPolicy::kSkip ? v1::LAG_POLICY_SKIP
+                                   : v1::LAG_POLICY_DETACH;
+}
+
+v1::JobState ToWire(JobState value) {
+  switch (value) {
+    case JobState::kFinished:
+      return v1::JOB_STATE_FINISHED;
+    case JobState::kFailed:
+      return v1::JOB_STATE_FAILED;
+    case JobState::kRunning:
+      break;
+  }
+  return v1::JOB_STATE_RUNNING;
+}
+
+std::optional<OnError> FromWire(v1::OnError value) {
+  switch (value) {
+    case v1::ON_ERROR_UNSPECIFIED:
+    case v1::ON_ERROR_REPLACE:
+      return OnError::kReplace;
+    case v1::ON_ERROR_FAIL:
+      return OnError::kFail;
+    default:
+      return std::nullopt;
+  }
+}
+
+std::optional<DType> FromWire(v1::DType value) {
+  switch (value) {
+    case v1::DTYPE_UNSPECIFIED:
+    case v1::DTYPE_UINT8:
+      return DType::kUInt8;
+    case v1::DTYPE_FLOAT32:
+      return DType::kFloat32;
+    case v1::DTYPE_FLOAT16:
+      return DType::kFloat16;
+    default:
+      return std::nullopt;
+  }
+}
+
+std::optional<Layout> FromWire(v1::Layout value) {
+  switch (value) {
+    case v1::LAYOUT_NHWC:
+      return Layout::kNHWC;
+    case v1::LAYOUT_NCHW:
+      return Layout::kNCHW;
+    default:
+      return std::nullopt;
+  }
+}
+
+std::optional<Interpolation> FromWire(v1::Interpolation value) {
+  switch (value) {
+    case v1::INTERPOLATION_UNSPECIFIED:
+    case v1::INTERPOLATION_BILINEAR:
+      return Interpolation::kBilinear;
+    case v1::INTERPOLATION_NEAREST:
+      return Interpolation::kNearest;
+    default:
+      return std::nullopt;
+  }
+}
+
+std::optional<ConsumerMode> FromWire(v1::ConsumerMode value) {
+  switch (value) {
+    case v1::CONSUMER_MODE_UNSPECIFIED:
+    case v1::CONSUMER_MODE_EXCLUSIVE:
+      return ConsumerMode::kExclusive;
+    case v1::CONSUMER_MODE_BROADCAST:
+      return ConsumerMode::kBroadcast;
+    case v1::CONSUMER_MODE_PARTITION:
+      return ConsumerMode::kPartition;
+    default:
+      return std::nullopt;
+  }
+}
+
+std::optional<LagPolicy> FromWire(v1::LagPolicy value) {
+  switch (value) {
+    case v1::LAG_POLICY_UNSPECIFIED:
+    case v1::LAG_POLICY_DETACH:
+      return LagPolicy::kDetach;
+    case v1::LAG_POLICY_SKIP:
+      return LagPolicy::kSkip;
+    default:
+      return std::nullopt;
+  }
+}
+
+std::optional<JobState> FromWire(v1::JobState value) {
+  switch (value) {
+    case v1::JOB_STATE_RUNNING:
+      return JobState::kRunning;
+    case v1::JOB_STATE_FINISHED:
+      return JobState::kFinished;
+    case v1::JOB_STATE_FAILED:
+      return JobState::kFailed;
+    default:
+      return std::nullopt;
+  }
+}
+
+}  // namespace stoker
