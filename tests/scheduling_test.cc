@@ -17,7 +17,7 @@ namespace {
 // it. Under ThreadSanitizer our code (the consumers, the reactor) runs many
 // times slower while the prebuilt decoders do not, so the consumers set the
 // shares; those tests are skipped there (they run in the other builds).
-#if defined(__SANITIZE_THREAD__)
+#if defined(STOKER_UNDER_TSAN)
 #define SKIP_SHARES_UNDER_TSAN() \
   GTEST_SKIP() << "shares are not comparable under ThreadSanitizer"
 #else

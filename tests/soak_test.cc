@@ -196,7 +196,7 @@ TEST(Soak, TrainersAndTheDaemonKilledAtRandomLoseAndRepeatNothing) {
   const auto [fds_warm, rss_warm] = samples[samples.size() / 4];
   const auto [fds_last, rss_last] = samples.back();
   EXPECT_LE(fds_last, fds_warm + 4) << "daemon descriptors grew";
-#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+#if !defined(STOKER_UNDER_ASAN) && !defined(STOKER_UNDER_TSAN)
   // (Sanitizers keep freed memory in quarantine; there LeakSanitizer is
   // the check.)
   EXPECT_LE(rss_last, rss_warm + 1024) << "daemon memory grew (KiB)";

@@ -4,6 +4,23 @@
 #ifndef STOKER_TESTS_TEST_UTIL_H_
 #define STOKER_TESTS_TEST_UTIL_H_
 
+// Which sanitizer instruments this build: GCC defines __SANITIZE_*__, clang
+// (the default compiler, see scripts/build.sh) answers __has_feature.
+#if defined(__SANITIZE_ADDRESS__)
+#define STOKER_UNDER_ASAN 1
+#endif
+#if defined(__SANITIZE_THREAD__)
+#define STOKER_UNDER_TSAN 1
+#endif
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define STOKER_UNDER_ASAN 1
+#endif
+#if __has_feature(thread_sanitizer)
+#define STOKER_UNDER_TSAN 1
+#endif
+#endif
+
 #include <functional>
 #include <memory>
 #include <optional>
