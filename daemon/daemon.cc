@@ -276,10 +276,22 @@ bool Daemon::Responsive() {
 ReloadReport Daemon::Reconfigure(const DaemonOptions& next) {
   ReloadReport report;
   absl::MutexLock lock(&options_mu_);
+  // New roots must exist; if they do not, the old ones stay.
+  DaemonOptions asked = next;
+  if (next.dataset_roots != options_.dataset_roots) {
+    if (absl::Status set = dataset_paths_->SetRoots(next.dataset_roots);
+        !set.ok()) {
+      report.refused.push_back(
+          absl::StrCat("dataset_roots stay '",
+                       Describe(*FindSetting("dataset_roots"), options_),
+                       "': ", set.message()));
+      asked.dataset_roots = options_.dataset_roots;
+    }
+  }
   DaemonOptions updated = options_;
   for (const Setting& setting : Settings()) {
     const std::string was = Describe(setting, options_);
-    const std::string is = Describe(setting, next);
+    const std::string is = Describe(setting, asked);
     if (was == is) continue;
     if (!setting.reloadable) {
       report.refused.push_back(absl::StrCat(
@@ -287,22 +299,9 @@ ReloadReport Daemon::Reconfigure(const DaemonOptions& next) {
           "' (the file asks for '", is, "'); restart stokerd to apply it"));
       continue;
     }
-    // `next` was validated: its value reads back as it is.
-    (void)setting.parse(setting.show(next), &updated);
+    // `asked` was validated: its value reads back as it is.
+    (void)setting.parse(setting.show(asked), &updated);
     report.applied.push_back(absl::StrCat(setting.name, ": ", was, " -> ", is));
-  }
-  if (updated.dataset_roots != options_.dataset_roots) {
-    if (absl::Status set = dataset_paths_->SetRoots(updated.dataset_roots);
-        !set.ok()) {
-      std::erase_if(report.applied, [](const std::string& line) {
-        return line.starts_with("dataset_roots:");
-      });
-      report.refused.push_back(
-          absl::StrCat("dataset_roots stay '",
-                       Describe(*FindSetting("dataset_roots"), options_),
-                       "': ", set.message()));
-      updated.dataset_roots = options_.dataset_roots;
-    }
   }
   registry_->SetLimits(updated.max_jobs, updated.max_jobs_per_client,
                        updated.shm_budget_bytes);

@@ -122,16 +122,14 @@ absl::Status DeliveryPolicy::Release(const JobListener* listener, uint32_t slot,
                                      uint64_t generation,
                                      PolicyEffects* effects) {
   ConsumerState* c = Find(listener);
-  auto lease = c == nullptr ? std::map<uint32_t, uint64_t>::iterator()
-                            : c->leased.find(slot);
-  if (c == nullptr || lease == c->leased.end()) {
+  if (c == nullptr || !c->leased.contains(slot)) {
     return absl::FailedPreconditionError(absl::StrCat(
         "release of slot ", slot, " generation ", generation,
         ": this consumer does not hold it (double release, or another "
         "consumer's slot?)"));
   }
-  const uint64_t seq = lease->second;
-  c->leased.erase(lease);
+  const uint64_t seq = c->leased.at(slot);
+  c->leased.erase(slot);
   c->leased_at.erase(slot);
   ++c->released;
   OnReleased(seq, effects);
