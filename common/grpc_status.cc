@@ -2,12 +2,15 @@
 
 #include <string>
 
+#include "common/safe_text.h"
+
 namespace stoker {
 
 grpc::Status ToGrpcStatus(const absl::Status& status) {
   if (status.ok()) return grpc::Status::OK;
+  // Messages name files and jobs: escaped, so every client can read them.
   return grpc::Status(static_cast<grpc::StatusCode>(status.code()),
-                      std::string(status.message()));
+                      SafeText(std::string(status.message())));
 }
 
 absl::Status FromGrpcStatus(const grpc::Status& status) {

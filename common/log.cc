@@ -4,6 +4,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "common/safe_text.h"
 #include "spdlog/pattern_formatter.h"
 #include "spdlog/sinks/stdout_sinks.h"
 #include "spdlog/spdlog.h"
@@ -26,6 +27,25 @@ class PriorityFlag : public spdlog::custom_flag_formatter {
   }
 };
 
+// "%V": the message, with client- and file-supplied text made safe: one
+// event stays one line, whatever names it carries.
+class SafeMessageFlag : public spdlog::custom_flag_formatter {
+ public:
+  void format(const spdlog::details::log_msg& msg, const std::tm&,
+              spdlog::memory_buf_t& dest) override {
+    const std::string_view payload(msg.payload.data(), msg.payload.size());
+    if (IsSafeText(payload)) {
+      dest.append(payload.data(), payload.data() + payload.size());
+      return;
+    }
+    const std::string safe = SafeText(payload);
+    dest.append(safe.data(), safe.data() + safe.size());
+  }
+  std::unique_ptr<custom_flag_formatter> clone() const override {
+    return std::make_unique<SafeMessageFlag>();
+  }
+};
+
 }  // namespace
 
 absl::Status InitLogging(std::string_view level) {
@@ -38,7 +58,8 @@ absl::Status InitLogging(std::string_view level) {
   auto logger = std::make_shared<spdlog::logger>(
       "stoker", std::make_shared<spdlog::sinks::stderr_sink_mt>());
   auto formatter = std::make_unique<spdlog::pattern_formatter>();
-  formatter->add_flag<PriorityFlag>('*').set_pattern("%*%l %v");
+  formatter->add_flag<PriorityFlag>('*');
+  formatter->add_flag<SafeMessageFlag>('V').set_pattern("%*%l %V");
   logger->set_formatter(std::move(formatter));
   logger->set_level(parsed);
   logger->flush_on(spdlog::level::info);

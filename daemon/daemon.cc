@@ -2,6 +2,7 @@
 
 #include <grpc/grpc.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -77,6 +78,21 @@ void Reload(Daemon& daemon,
   if (report.applied.empty() && report.refused.empty()) {
     spdlog::info("reload: nothing changed");
   }
+}
+
+// Raises the soft descriptor limit to the hard one and returns how many
+// client connections stokerd takes in all: half of its descriptors, so that
+// connections can never starve the workers and rings of theirs.
+uint32_t ConnectionBudget() {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0) return 512;
+  if (limit.rlim_cur < limit.rlim_max) {
+    limit.rlim_cur = limit.rlim_max;
+    (void)::setrlimit(RLIMIT_NOFILE, &limit);
+    (void)::getrlimit(RLIMIT_NOFILE, &limit);
+  }
+  return static_cast<uint32_t>(
+      std::min<rlim_t>(limit.rlim_cur / 2, uint32_t{1} << 20));
 }
 
 }  // namespace
@@ -156,19 +172,21 @@ absl::Status Daemon::BuildJobs(const DaemonOptions& options, int workers) {
                           PathPolicy::Create(options.dataset_roots));
   dataset_paths_ = std::make_unique<PathPolicy>(std::move(paths));
   pool_ = std::make_unique<WorkerPool>(
-      workers, DecodeLimits{.max_pixels = options.max_image_pixels},
+      workers,
+      DecodeLimits{.max_pixels = options.max_image_pixels,
+                   .max_scratch_bytes = options.max_worker_scratch_bytes},
       dataset_paths_.get());
   registry_ = std::make_unique<JobRegistry>(
       RegistryOptions{.segment_prefix = segment_prefix_,
                       .segment_mode = 0600,
-                      .max_jobs = options.max_jobs,
-                      .max_jobs_per_client = options.max_jobs_per_client,
-                      .shm_budget_bytes = options.shm_budget_bytes,
-                      .dataset_paths = dataset_paths_.get()},
+                      .dataset_paths = dataset_paths_.get(),
+                      .limits = RegistryLimitsOf(options)},
       pool_.get());
-  peers_ = std::make_unique<PeerTable>();
+  peers_ = std::make_unique<PeerTable>(options.max_connections_per_user,
+                                       options.handshake_timeout,
+                                       ConnectionBudget());
   consumers_ = std::make_unique<ConsumerSet>();
-  limits_ = std::make_unique<ClientLimits>(options.max_leases_per_client);
+  limits_ = std::make_unique<ClientLimits>(options.max_leases_per_user);
   service_ = std::make_unique<LoaderService>(registry_.get(), pool_.get(),
                                              consumers_.get(), limits_.get(),
                                              peers_.get());
@@ -183,6 +201,7 @@ absl::Status Daemon::BuildJobs(const DaemonOptions& options, int workers) {
         job->ExpireLeases(now, lease_timeout);
       }
     }
+    registry_->Reap(now);
   });
   return absl::OkStatus();
 }
@@ -228,8 +247,9 @@ absl::Status Daemon::StartServer(const DaemonOptions& options) {
   }
   listener_->Start(
       server_.get(), peers_.get(),
-      [registry = registry_.get()](int fd, const PeerCredentials& credentials) {
-        ServeRingRequest(fd, credentials, *registry);
+      [registry = registry_.get()](int fd, const PeerCredentials& credentials,
+                                   const absl::StatusOr<std::string>& job_id) {
+        AnswerRingRequest(fd, credentials, job_id, *registry);
       });
   return absl::OkStatus();
 }
@@ -245,8 +265,7 @@ void Daemon::LogStart(const DaemonOptions& options, int workers) {
       "budget {}, {} free in /dev/shm)",
       kVersion, socket_path_,
       options.inherited_sockets.empty() ? "" : " (socket activation)", workers,
-      options.shm_budget_bytes > 0 ? FormatByteSize(options.shm_budget_bytes)
-                                   : std::string("none"),
+      FormatByteSize(registry_->shm_budget_bytes()),
       FormatByteSize(FreeBytes("/dev/shm") & ~uint64_t{1023}));
   {
     absl::MutexLock lock(&shutdown_mu_);
@@ -271,48 +290,6 @@ bool Daemon::Responsive() {
   (void)registry_->List();
   (void)pool_->busy_percent();
   return true;
-}
-
-ReloadReport Daemon::Reconfigure(const DaemonOptions& next) {
-  ReloadReport report;
-  absl::MutexLock lock(&options_mu_);
-  // New roots must exist; if they do not, the old ones stay.
-  DaemonOptions asked = next;
-  if (next.dataset_roots != options_.dataset_roots) {
-    if (absl::Status set = dataset_paths_->SetRoots(next.dataset_roots);
-        !set.ok()) {
-      report.refused.push_back(
-          absl::StrCat("dataset_roots stay '",
-                       Describe(*FindSetting("dataset_roots"), options_),
-                       "': ", set.message()));
-      asked.dataset_roots = options_.dataset_roots;
-    }
-  }
-  DaemonOptions updated = options_;
-  for (const Setting& setting : Settings()) {
-    const std::string was = Describe(setting, options_);
-    const std::string is = Describe(setting, asked);
-    if (was == is) continue;
-    if (!setting.reloadable) {
-      report.refused.push_back(absl::StrCat(
-          setting.name, " cannot change while stokerd runs: it stays '", was,
-          "' (the file asks for '", is, "'); restart stokerd to apply it"));
-      continue;
-    }
-    // `asked` was validated: its value reads back as it is.
-    (void)setting.parse(setting.show(asked), &updated);
-    report.applied.push_back(absl::StrCat(setting.name, ": ", was, " -> ", is));
-  }
-  registry_->SetLimits(updated.max_jobs, updated.max_jobs_per_client,
-                       updated.shm_budget_bytes);
-  limits_->SetMax(updated.max_leases_per_client);
-  lease_timeout_ms_ = absl::ToInt64Milliseconds(updated.lease_timeout);
-  if (updated.log_level != options_.log_level) {
-    spdlog::default_logger()->set_level(
-        spdlog::level::from_str(updated.log_level));
-  }
-  options_ = updated;
-  return report;
 }
 
 void Daemon::Shutdown() {

@@ -111,6 +111,9 @@ class Daemon {
   bool served_ ABSL_GUARDED_BY(shutdown_mu_) = false;
 };
 
+// The settings the job registry applies (new jobs' limits, the reaper).
+RegistryLimits RegistryLimitsOf(const DaemonOptions& options);
+
 // Runs stokerd until SIGTERM or SIGINT; returns the process exit code. On
 // SIGHUP calls `reload` for the new settings (an error is logged and
 // changes nothing) and applies them with Reconfigure().

@@ -18,9 +18,24 @@ struct DaemonOptions {
   int workers = 0;  // 0: one per core but one, at least one
   uint32_t max_jobs = 64;
   uint64_t max_image_pixels = uint64_t{1} << 26;
-  uint32_t max_jobs_per_client = 16;
-  uint32_t max_leases_per_client = 256;
-  uint64_t shm_budget_bytes = 0;  // 0: /dev/shm's free space is the limit
+  uint32_t max_jobs_per_user = 16;
+  uint32_t max_leases_per_user = 256;
+  // 0: half of /dev/shm's size, and half of the budget.
+  uint64_t shm_budget_bytes = 0;
+  uint64_t shm_budget_per_user_bytes = 0;
+  // Dataset scans: most images, longest scan.
+  uint64_t max_dataset_samples = uint64_t{1} << 24;
+  absl::Duration scan_timeout = absl::Minutes(5);
+  // A running job with no consumer for this long is ended; an ended job is
+  // forgotten this long after it ended. Zero: never.
+  absl::Duration orphan_timeout = absl::Minutes(5);
+  absl::Duration ended_job_ttl = absl::Minutes(10);
+  // A worker frees its decode buffers when they hold more than this.
+  uint64_t max_worker_scratch_bytes = uint64_t{64} << 20;
+  // Connections one user may hold open, and how soon a new connection must
+  // make its first call.
+  uint32_t max_connections_per_user = 64;
+  absl::Duration handshake_timeout = absl::Seconds(10);
   // Directories datasets must resolve into; empty: anywhere but /proc,
   // /sys and /dev.
   std::vector<std::string> dataset_roots;

@@ -107,7 +107,7 @@ constexpr uint64_t kUint32Max = std::numeric_limits<uint32_t>::max();
 constexpr uint64_t kUint64Max = std::numeric_limits<uint64_t>::max();
 using O = DaemonOptions;
 
-const std::array<Setting, 13> kSettings = {{
+const std::array<Setting, 21> kSettings = {{
     {"socket", false,
      "the Unix socket to serve: a path, unix:PATH or unix://PATH; the ring "
      "socket is PATH.ring beside it",
@@ -134,17 +134,30 @@ const std::array<Setting, 13> kSettings = {{
      "shared memory all job rings together may reserve, e.g. 16G",
      Read<&O::shm_budget_bytes, ParseByteSize>,
      [](const O& o) { return FormatByteSize(o.shm_budget_bytes); },
-     "only /dev/shm's free space limits it"},
-    {"max_jobs", true, "most jobs running at once",
+     "half of /dev/shm"},
+    {"shm_budget_per_user", true,
+     "shared memory the rings of one user's jobs may reserve",
+     Read<&O::shm_budget_per_user_bytes, ParseByteSize>,
+     [](const O& o) { return FormatByteSize(o.shm_budget_per_user_bytes); },
+     "half of shm_budget"},
+    {"max_jobs", true, "most jobs at once, ended ones not yet forgotten too",
      Read<&O::max_jobs, Number<1, kUint32Max>>, ShowNumber<&O::max_jobs>},
-    {"max_jobs_per_client", true, "most jobs one client may run at once",
-     Read<&O::max_jobs_per_client, Number<1, kUint32Max>>,
-     ShowNumber<&O::max_jobs_per_client>},
-    {"max_leases_per_client", true,
-     "most batches one client may have outstanding (credits plus unreleased "
+    {"max_jobs_per_user", true, "most jobs one user (uid) may hold at once",
+     Read<&O::max_jobs_per_user, Number<1, kUint32Max>>,
+     ShowNumber<&O::max_jobs_per_user>},
+    {"max_leases_per_user", true,
+     "most batches one user may have outstanding (credits plus unreleased "
      "leases, over all its consumers)",
-     Read<&O::max_leases_per_client, Number<1, kUint32Max>>,
-     ShowNumber<&O::max_leases_per_client>},
+     Read<&O::max_leases_per_user, Number<1, kUint32Max>>,
+     ShowNumber<&O::max_leases_per_user>},
+    {"max_connections_per_user", true,
+     "most connections one user may hold open at once (both sockets)",
+     Read<&O::max_connections_per_user, Number<1, 65536>>,
+     ShowNumber<&O::max_connections_per_user>},
+    {"handshake_timeout", true,
+     "a connection that makes no call within this long is closed",
+     Read<&O::handshake_timeout, Duration>,
+     ShowDuration<&O::handshake_timeout>},
     {"lease_timeout", true,
      "a consumer holding one batch longer than this is ended and its batches "
      "go to the next consumer; 0 disables",
@@ -153,6 +166,22 @@ const std::array<Setting, 13> kSettings = {{
      "ping interval and timeout that detect a frozen or vanished client; 0 "
      "disables",
      Read<&O::keepalive, Duration>, ShowDuration<&O::keepalive>},
+    {"max_dataset_samples", true, "most images one dataset may hold",
+     Read<&O::max_dataset_samples, Number<1, kUint32Max>>,
+     ShowNumber<&O::max_dataset_samples>},
+    {"scan_timeout", true, "longest a dataset scan may take",
+     Read<&O::scan_timeout, Duration>, ShowDuration<&O::scan_timeout>},
+    {"orphan_timeout", true,
+     "a running job with no consumer for this long is ended and its ring "
+     "freed; 0 disables",
+     Read<&O::orphan_timeout, Duration>, ShowDuration<&O::orphan_timeout>},
+    {"ended_job_ttl", true,
+     "an ended job is forgotten this long after it ended; 0 disables",
+     Read<&O::ended_job_ttl, Duration>, ShowDuration<&O::ended_job_ttl>},
+    {"max_worker_scratch", false,
+     "a worker frees its decode buffers when they hold more than this",
+     Read<&O::max_worker_scratch_bytes, ParseByteSize>,
+     [](const O& o) { return FormatByteSize(o.max_worker_scratch_bytes); }},
     {"metrics_address", false,
      "serve Prometheus metrics over HTTP at host:port (GET /metrics), e.g. "
      "127.0.0.1:9464",

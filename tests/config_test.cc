@@ -40,8 +40,8 @@ TEST_F(ConfigTest, AFullFileSetsEveryField) {
     dataset_roots: "/scratch"
     shm_budget: "2G"
     max_jobs: 5
-    max_jobs_per_client: 2
-    max_leases_per_client: 40
+    max_jobs_per_user: 2
+    max_leases_per_user: 40
     lease_timeout: "90s"
     keepalive: "3s"
     metrics_address: "127.0.0.1:9464"
@@ -56,8 +56,8 @@ TEST_F(ConfigTest, AFullFileSetsEveryField) {
             (std::vector<std::string>{"/data", "/scratch"}));
   EXPECT_EQ(options->shm_budget_bytes, uint64_t{2} << 30);
   EXPECT_EQ(options->max_jobs, 5u);
-  EXPECT_EQ(options->max_jobs_per_client, 2u);
-  EXPECT_EQ(options->max_leases_per_client, 40u);
+  EXPECT_EQ(options->max_jobs_per_user, 2u);
+  EXPECT_EQ(options->max_leases_per_user, 40u);
   EXPECT_EQ(options->lease_timeout, absl::Seconds(90));
   EXPECT_EQ(options->keepalive, absl::Seconds(3));
   EXPECT_EQ(options->metrics_address, "127.0.0.1:9464");

@@ -74,13 +74,13 @@ TEST(ReloadTest, LimitsChangeAtRunTimeAndTheSocketDoesNot) {
   next.target = "unix:///elsewhere/stoker.sock";
   next.workers = 2;  // unchanged (TestDaemon's)
   next.max_jobs = 1;
-  next.max_leases_per_client = 8;
+  next.max_leases_per_user = 8;
   next.lease_timeout = absl::Seconds(30);
   next.log_level = "warn";
   const ReloadReport report = daemon.daemon().Reconfigure(next);
   EXPECT_EQ(report.applied,
             (std::vector<std::string>{
-                "max_jobs: 64 -> 1", "max_leases_per_client: 256 -> 8",
+                "max_jobs: 64 -> 1", "max_leases_per_user: 256 -> 8",
                 "lease_timeout: 10m -> 30s", "log_level: info -> warn"}));
   ASSERT_EQ(report.refused.size(), 1u);
   EXPECT_NE(report.refused[0].find("socket cannot change while stokerd runs"),

@@ -363,9 +363,10 @@ class LimitsTest : public ::testing::Test {
  protected:
   LimitsTest()
       : daemon_(DaemonOptions{.workers = 1,
-                              .max_jobs_per_client = 2,
-                              .max_leases_per_client = 4,
-                              .shm_budget_bytes = 8 << 20}) {
+                              .max_jobs_per_user = 2,
+                              .max_leases_per_user = 4,
+                              .shm_budget_bytes = 8 << 20,
+                              .shm_budget_per_user_bytes = 6 << 20}) {
     MakeDataset(daemon_.dir() + "/data", 2, 4);
   }
   JobSpec Spec(uint32_t slots = 2) {
@@ -379,7 +380,7 @@ class LimitsTest : public ::testing::Test {
   TestDaemon daemon_;
 };
 
-TEST_F(LimitsTest, JobsPerClientAreLimitedPerClient) {
+TEST_F(LimitsTest, JobsAreLimitedPerUserNotPerClientName) {
   auto a = daemon_.Connect();
   auto b = daemon_.Connect();
   ASSERT_TRUE(a->CreateJob(Spec()).ok());
@@ -387,16 +388,18 @@ TEST_F(LimitsTest, JobsPerClientAreLimitedPerClient) {
   ASSERT_TRUE(second.ok());
   auto third = a->CreateJob(Spec());
   EXPECT_EQ(third.status().code(), absl::StatusCode::kResourceExhausted);
-  EXPECT_NE(third.status().message().find("--max_jobs_per_client=2"),
+  EXPECT_NE(third.status().message().find("--max_jobs_per_user=2"),
             std::string::npos)
       << third.status();
-  // Another client is not affected; deleting makes room again.
-  EXPECT_TRUE(b->CreateJob(Spec()).ok());
+  // Another client of the same user (another name) is the same user.
+  EXPECT_EQ(b->CreateJob(Spec()).status().code(),
+            absl::StatusCode::kResourceExhausted);
+  // Deleting makes room again.
   ASSERT_TRUE(a->DeleteJob(second->id).ok());
-  EXPECT_TRUE(a->CreateJob(Spec()).ok());
+  EXPECT_TRUE(b->CreateJob(Spec()).ok());
 }
 
-TEST_F(LimitsTest, OutstandingBatchesArePerClient) {
+TEST_F(LimitsTest, OutstandingBatchesArePerUser) {
   auto a = daemon_.Connect();
   auto b = daemon_.Connect();
   auto job1 = a->CreateJob(Spec());
@@ -406,18 +409,17 @@ TEST_F(LimitsTest, OutstandingBatchesArePerClient) {
   ASSERT_TRUE(c1.ok()) << c1.status();
   auto c2 = a->Attach(job2->id, {.prefetch = 2});
   EXPECT_EQ(c2.status().code(), absl::StatusCode::kResourceExhausted);
-  EXPECT_NE(c2.status().message().find("--max_leases_per_client"),
+  EXPECT_NE(c2.status().message().find("--max_leases_per_user"),
             std::string::npos)
       << c2.status();
-  // Within the limit, and for another client, attaching works; closing a
-  // consumer gives its share back.
-  auto c3 = b->Attach(job2->id, {.prefetch = 4});
-  ASSERT_TRUE(c3.ok()) << c3.status();
-  c3->reset();
+  // A client calling itself something else is still the same user.
+  auto c3 = b->Attach(job2->id, {.prefetch = 2});
+  EXPECT_EQ(c3.status().code(), absl::StatusCode::kResourceExhausted);
+  // Closing a consumer gives its share back.
   c1->reset();
   absl::StatusOr<std::unique_ptr<Consumer>> c4;
   EXPECT_TRUE(Eventually([&] {
-    c4 = a->Attach(job2->id, {.prefetch = 4});
+    c4 = b->Attach(job2->id, {.prefetch = 4});
     return c4.ok();
   })) << c4.status();
   // At its limit the client is held back, not cut off: holding 4 batches
@@ -443,11 +445,17 @@ TEST_F(LimitsTest, OutstandingBatchesArePerClient) {
 TEST_F(LimitsTest, SharedMemoryBudgetAndDevShmAreCheckedAtCreateJob) {
   auto client = daemon_.Connect();
   // 64x64x3 x 4 images = 48 KiB per slot (+ headers): 64 slots ~ 3.3 MiB.
+  // One user may hold 6 MiB of the 8: 130 slots (~6.8 MiB) are too many.
+  auto too_big = client->CreateJob(Spec(130));
+  EXPECT_EQ(too_big.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(too_big.status().message().find("of the 6M one user may hold"),
+            std::string::npos)
+      << too_big.status();
   auto big = client->CreateJob(Spec(64));
   ASSERT_TRUE(big.ok()) << big.status();
   auto second = client->CreateJob(Spec(100));
   EXPECT_EQ(second.status().code(), absl::StatusCode::kResourceExhausted);
-  EXPECT_NE(second.status().message().find("budget of 8388608 bytes"),
+  EXPECT_NE(second.status().message().find("budget of 8M (--shm_budget)"),
             std::string::npos)
       << second.status();
   ASSERT_TRUE(client->DeleteJob(big->id).ok());

@@ -28,6 +28,7 @@
 
 #include "absl/flags/flag.h"
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -168,7 +169,8 @@ int Train() {
   absl::StatusOr<stoker::JobInfo> job;
   for (int attempt = 0; attempt < 600; ++attempt) {
     job = client->CreateJob(spec);
-    if (absl::IsOutOfRange(job.status()) && spec.start.batch > 0) {
+    if (absl::IsInvalidArgument(job.status()) && spec.start.batch > 0 &&
+        absl::StrContains(job.status().message(), "start_batch")) {
       // The last batch logged ended its epoch: resume at the next one.
       spec.start = {spec.start.epoch + 1, 0};
       continue;

@@ -31,11 +31,11 @@ absl::Status ClientLimits::Reserve(const std::string& client, uint64_t n) {
     const uint64_t before = held;
     if (held == 0) outstanding_.erase(client);
     return absl::ResourceExhaustedError(absl::StrCat(
-        "client ", client, " would have ", before + n,
+        client, " would have ", before + n,
         " batches outstanding (credits plus unreleased leases, over all its "
         "streams); stokerd allows ",
         max_outstanding_,
-        " per client (--max_leases_per_client): lower the prefetch or release "
+        " per user (--max_leases_per_user): lower the prefetch or release "
         "batches sooner"));
   }
   held += n;

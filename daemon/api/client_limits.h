@@ -1,11 +1,10 @@
-// ClientLimits: per-client accounting of outstanding batches (credits asked
-// for plus batches leased and not yet released, over all of a client's
-// Consume streams), so that one trainer cannot pin every slot of the node.
+// ClientLimits: per-user accounting of outstanding batches (credits asked
+// for plus batches leased and not yet released, over all of a user's
+// Consume streams), so that one user cannot pin every slot of the node.
 //
-// A client is what the SDK names itself in the "stoker-client" request
-// metadata (its process id and a random tag); requests without it share one
-// "anonymous" client. The name is the client's own claim: it keeps honest
-// trainers from hurting each other by accident, not a security boundary.
+// Limits are keyed by the user the kernel reports for the connection ("uid
+// 1000"), never by what a client calls itself: the "stoker-client" request
+// metadata (ClientOf) only labels a client in logs and stats.
 //
 // Thread-safety: thread-safe.
 #ifndef STOKER_DAEMON_API_CLIENT_LIMITS_H_

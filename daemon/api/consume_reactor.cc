@@ -77,6 +77,8 @@ ConsumeReactor::ConsumeReactor(JobRegistry* registry, ConsumerSet* consumers,
       limits_(limits),
       peer_(std::move(peer)),
       client_(peer_.client),
+      user_(peer_.credentials ? absl::StrCat("uid ", peer_.credentials->uid)
+                              : std::string("an unknown user")),
       link_(std::make_shared<ConsumerLink>(this)) {
   consumers_->Add(link_);
   StartRead(&request_);
@@ -114,7 +116,7 @@ absl::Status ConsumeReactor::Handle(const v1::ConsumeRequest& request) {
   switch (request.kind_case()) {
     case v1::ConsumeRequest::kCredit: {
       const uint64_t asked = request.credit().credits();
-      const uint64_t granted = limits_->ReserveUpTo(client_, asked);
+      const uint64_t granted = limits_->ReserveUpTo(user_, asked);
       outstanding_ += granted;
       deferred_credits_ = std::min<uint64_t>(
           deferred_credits_ + asked - granted, kMaxDeferredCredits);
@@ -132,7 +134,7 @@ absl::Status ConsumeReactor::Handle(const v1::ConsumeRequest& request) {
         Pump();
       } else if (outstanding_ > 0) {
         --outstanding_;
-        limits_->Return(client_, 1);
+        limits_->Return(user_, 1);
       }
       return absl::OkStatus();
     case v1::ConsumeRequest::kReport: {
@@ -156,7 +158,7 @@ absl::Status ConsumeReactor::HandleAttach(const v1::Attach& attach) {
         absl::StrCat("attach.name is ", attach.name().size(),
                      " bytes, more than ", kMaxConsumerNameBytes));
   }
-  STOKER_RETURN_IF_ERROR(limits_->Reserve(client_, attach.credits()));
+  STOKER_RETURN_IF_ERROR(limits_->Reserve(user_, attach.credits()));
   outstanding_ = attach.credits();
   {
     // Claim the writer so that no batch can overtake the Attached reply.
@@ -167,7 +169,7 @@ absl::Status ConsumeReactor::HandleAttach(const v1::Attach& attach) {
   if (absl::Status attached = (*job)->Attach(
           link_, {attach.name(), client_}, attach.credits(), &first_unreleased);
       !attached.ok()) {
-    limits_->Return(client_, outstanding_);
+    limits_->Return(user_, outstanding_);
     outstanding_ = 0;
     if (std::optional<absl::Status> finish = ReleaseWriter()) {
       DetachAndFinish(*finish);
@@ -294,7 +296,7 @@ void ConsumeReactor::OnWriteDone(bool ok) {
 
 void ConsumeReactor::OnDone() {
   link_->Retire();
-  limits_->Return(client_, outstanding_);
+  limits_->Return(user_, outstanding_);
   consumers_->Remove(link_.get());
   std::shared_ptr<Job> job;
   {

@@ -91,6 +91,7 @@ class ConsumeReactor
   ClientLimits* const limits_;
   const Peer peer_;
   const std::string client_;
+  const std::string user_;  // "uid 1000": the key of its limits
   // Credits granted plus batches leased and not released on this stream;
   // touched only by the reading side and OnDone, which never overlap.
   uint64_t outstanding_ = 0;

@@ -8,11 +8,13 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
 #include "common/log.h"
+#include "daemon/api/ring_requests.h"
 
 namespace stoker {
 namespace {
@@ -115,47 +117,118 @@ void Listener::Start(grpc::Server* server, PeerTable* peers,
 
 void Listener::Run(grpc::Server* server, PeerTable* peers,
                    RingHandler on_ring) {
+  absl::Time next_sweep = absl::Now();
   for (;;) {
-    pollfd fds[3] = {{wake_read_.get(), POLLIN, 0},
-                     {grpc_fd_.get(), POLLIN, 0},
-                     {ring_fd_.get(), POLLIN, 0}};
-    if (::poll(fds, 3, -1) < 0) {
+    std::vector<pollfd> fds = {{wake_read_.get(), POLLIN, 0},
+                               {grpc_fd_.get(), POLLIN, 0},
+                               {ring_fd_.get(), POLLIN, 0}};
+    absl::Time wake = next_sweep;
+    for (const RingRequest& r : ring_requests_) {
+      fds.push_back({r.fd.get(), POLLIN, 0});
+      wake = std::min(wake, r.deadline);
+    }
+    const int timeout_ms = static_cast<int>(std::clamp<int64_t>(
+        absl::ToInt64Milliseconds(wake - absl::Now()) + 1, 0, 1000));
+    if (::poll(fds.data(), fds.size(), timeout_ms) < 0) {
       if (errno == EINTR) continue;
       spdlog::error("poll on the listening sockets: {}", std::strerror(errno));
       return;
     }
     if (fds[0].revents != 0) return;
-    if (fds[1].revents & POLLIN) {
-      UniqueFd fd(::accept4(grpc_fd_.get(), nullptr, nullptr,
-                            SOCK_CLOEXEC | SOCK_NONBLOCK));
-      if (fd) {
-        auto credentials = ReadPeerCredentials(fd.get());
-        if (!credentials.ok()) {
-          spdlog::warn("dropping a connection: {}",
-                       credentials.status().message());
-        } else {
-          peers->Set(fd.get(), *credentials);
-          // gRPC owns the connection from here on.
-          grpc::AddInsecureChannelFromFd(server, fd.release());
-        }
-      } else if (errno != EAGAIN && errno != EINTR) {
-        spdlog::warn("accept on {}: {}", socket_path_, std::strerror(errno));
-        if (errno == EMFILE || errno == ENFILE) ::usleep(100 * 1000);
+    // Requests first: their descriptors are fds[3...] in this order.
+    size_t kept = 0;
+    const absl::Time now = absl::Now();
+    for (size_t i = 0; i < ring_requests_.size(); ++i) {
+      RingRequest& r = ring_requests_[i];
+      bool done = false;
+      if (fds[3 + i].revents != 0) {
+        done = ReadRing(r, on_ring);
+      } else if (now >= r.deadline) {
+        on_ring(r.fd.get(), r.credentials,
+                absl::InvalidArgumentError(
+                    "the ring request did not arrive within a second"));
+        done = true;
       }
+      if (!done) ring_requests_[kept++] = std::move(r);
     }
-    if (fds[2].revents & POLLIN) {
-      const UniqueFd fd(
-          ::accept4(ring_fd_.get(), nullptr, nullptr, SOCK_CLOEXEC));
-      if (fd) {
-        if (auto credentials = ReadPeerCredentials(fd.get());
-            credentials.ok()) {
-          on_ring(fd.get(), *credentials);
-        }
-      } else if (errno == EMFILE || errno == ENFILE) {
-        ::usleep(100 * 1000);
+    ring_requests_.resize(kept);
+    if (fds[1].revents & POLLIN) AcceptGrpc(server, peers);
+    if (fds[2].revents & POLLIN) AcceptRing(*peers);
+    if (now >= next_sweep) {
+      if (const int shut = peers->Sweep(now); shut > 0) {
+        spdlog::info("closed {} connections that made no call in time", shut);
       }
+      next_sweep = now + absl::Seconds(1);
     }
   }
+}
+
+void Listener::AcceptGrpc(grpc::Server* server, PeerTable* peers) {
+  UniqueFd fd(::accept4(grpc_fd_.get(), nullptr, nullptr,
+                        SOCK_CLOEXEC | SOCK_NONBLOCK));
+  if (!fd) {
+    if (errno != EAGAIN && errno != EINTR) {
+      spdlog::warn("accept on {}: {}", socket_path_, std::strerror(errno));
+      if (errno == EMFILE || errno == ENFILE) ::usleep(100 * 1000);
+    }
+    return;
+  }
+  auto credentials = ReadPeerCredentials(fd.get());
+  if (!credentials.ok()) {
+    spdlog::warn("dropping a connection: {}", credentials.status().message());
+    return;
+  }
+  absl::Status admitted =
+      peers->Admit(fd.get(), *credentials, RingRequestsOf(credentials->uid));
+  if (!admitted.ok()) {
+    // Closed unanswered: the client's channel sees the connection drop.
+    spdlog::debug("refusing a connection of pid {}: {}", credentials->pid,
+                  admitted.message());
+    return;
+  }
+  // gRPC owns the connection from here on.
+  grpc::AddInsecureChannelFromFd(server, fd.release());
+}
+
+uint32_t Listener::RingRequestsOf(uid_t uid) const {
+  uint32_t n = 0;
+  for (const RingRequest& r : ring_requests_) n += r.credentials.uid == uid;
+  return n;
+}
+
+void Listener::AcceptRing(const PeerTable& peers) {
+  UniqueFd fd(::accept4(ring_fd_.get(), nullptr, nullptr,
+                        SOCK_CLOEXEC | SOCK_NONBLOCK));
+  if (!fd) {
+    if (errno == EMFILE || errno == ENFILE) ::usleep(100 * 1000);
+    return;
+  }
+  auto credentials = ReadPeerCredentials(fd.get());
+  if (!credentials.ok()) return;
+  const uint32_t mine = RingRequestsOf(credentials->uid);
+  if (mine >= kMaxRingRequestsPerUser ||
+      mine + peers.CountFor(credentials->uid) >= peers.max_per_user() ||
+      ring_requests_.size() >= kMaxRingRequests) {
+    return;  // closed unanswered: too many of this user's are waiting
+  }
+  ring_requests_.push_back({std::move(fd),
+                            *std::move(credentials),
+                            absl::Now() + absl::Seconds(1),
+                            {}});
+}
+
+bool Listener::ReadRing(RingRequest& r, const RingHandler& on_ring) {
+  char buffer[256];
+  const ssize_t n = ::recv(r.fd.get(), buffer, sizeof(buffer), 0);
+  if (n < 0 && (errno == EAGAIN || errno == EINTR)) return false;
+  if (n <= 0) return true;  // the client went away
+  r.received.append(buffer, static_cast<size_t>(n));
+  auto id = ParseRingRequest(r.received);
+  if (id.ok() && !id->has_value()) return false;
+  on_ring(r.fd.get(), r.credentials,
+          id.ok() ? absl::StatusOr<std::string>(**id)
+                  : absl::StatusOr<std::string>(id.status()));
+  return true;
 }
 
 void Listener::Stop() {
@@ -166,6 +239,7 @@ void Listener::Stop() {
     (void)!::write(wake_write_.get(), &byte, 1);
     thread_.join();
   }
+  ring_requests_.clear();
   grpc_fd_.reset();
   ring_fd_.reset();
   wake_read_.reset();

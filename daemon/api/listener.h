@@ -3,9 +3,14 @@
 // gRPC over a Unix socket does not tell a service who called, so stokerd
 // does not let gRPC listen: the Listener accepts each connection, reads the
 // peer's credentials (SO_PEERCRED) into the PeerTable and hands the
-// connection to the gRPC server (AddInsecureChannelFromFd). Connections to
-// the ring socket ("<socket>.ring") ask for a job's shared memory; they are
-// answered by `on_ring` on the listener thread, one at a time.
+// connection to the gRPC server (AddInsecureChannelFromFd); a user at its
+// connection limit is refused at once, and about once a second connections
+// that made no call in time are shut down (PeerTable::Sweep). Connections to
+// the ring socket ("<socket>.ring") ask for a job's shared memory: the
+// listener reads them without blocking, many at once, each with one second
+// in all to send its request (at most kMaxRingRequestsPerUser per user
+// waiting), and passes each whole request to `on_ring`. So no client, slow
+// or silent, holds the listener up for anyone else.
 //
 // Both sockets are created with their final mode (and group) before they
 // appear under their names: each is bound under a temporary name, chmod-ed
@@ -27,8 +32,10 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "common/unique_fd.h"
 #include "daemon/api/peer.h"
 
@@ -42,7 +49,10 @@ absl::StatusOr<UniqueFd> ListenUnix(const std::string& path, mode_t mode,
 class Listener {
  public:
   using RingHandler =
-      std::function<void(int fd, const PeerCredentials& credentials)>;
+      std::function<void(int fd, const PeerCredentials& credentials,
+                         const absl::StatusOr<std::string>& job_id)>;
+  static constexpr uint32_t kMaxRingRequestsPerUser = 8;
+  static constexpr uint32_t kMaxRingRequests = 1024;
 
   // `inherited`: listening sockets passed by systemd, by path (see
   // TakeListenFds); either both paths are in it or neither.
@@ -62,7 +72,19 @@ class Listener {
   Listener(std::string socket_path, std::string ring_path, UniqueFd grpc_fd,
            UniqueFd ring_fd, UniqueFd wake_read, UniqueFd wake_write,
            bool owns_paths);
+  // A ring connection whose request has not arrived yet.
+  struct RingRequest {
+    UniqueFd fd;
+    PeerCredentials credentials;
+    absl::Time deadline;
+    std::string received;
+  };
   void Run(grpc::Server* server, PeerTable* peers, RingHandler on_ring);
+  void AcceptGrpc(grpc::Server* server, PeerTable* peers);
+  void AcceptRing(const PeerTable& peers);
+  // Reads what `request` has sent; true when it is answered (or dropped).
+  bool ReadRing(RingRequest& request, const RingHandler& on_ring);
+  uint32_t RingRequestsOf(uid_t uid) const;
 
   const std::string socket_path_;
   const std::string ring_path_;
@@ -73,6 +95,7 @@ class Listener {
   const bool owns_paths_;  // false: systemd's sockets, left in place
   std::thread thread_;
   bool stopped_ = false;
+  std::vector<RingRequest> ring_requests_;  // the listener thread's own
 };
 
 }  // namespace stoker

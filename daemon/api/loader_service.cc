@@ -11,39 +11,6 @@
 
 namespace stoker {
 
-ControlThread::ControlThread() : thread_([this] { Run(); }) {}
-
-ControlThread::~ControlThread() {
-  {
-    absl::MutexLock lock(&mu_);
-    stop_ = true;
-  }
-  thread_.join();
-}
-
-void ControlThread::Post(std::function<void()> work) {
-  absl::MutexLock lock(&mu_);
-  queue_.push_back(std::move(work));
-}
-
-void ControlThread::Run() {
-  for (;;) {
-    std::function<void()> work;
-    {
-      absl::MutexLock lock(&mu_);
-      mu_.Await(absl::Condition(
-          +[](ControlThread* self) ABSL_NO_THREAD_SAFETY_ANALYSIS {
-            return self->stop_ || !self->queue_.empty();
-          },
-          this));
-      if (queue_.empty()) return;
-      work = std::move(queue_.front());
-      queue_.pop_front();
-    }
-    work();
-  }
-}
-
 LoaderService::LoaderService(JobRegistry* registry, WorkerPool* pool,
                              ConsumerSet* consumers, ClientLimits* limits,
                              const PeerTable* peers)
@@ -71,6 +38,12 @@ grpc::ServerUnaryReactor* LoaderService::CreateJob(
   }
   config->owner = peer.client;
   config->owner_uid = peer.credentials->uid;
+  config->owner_files = {peer.credentials->uid, peer.credentials->gid,
+                         peer.credentials->groups};
+  if (absl::Status can = CheckCanActAs(config->owner_files); !can.ok()) {
+    reactor->Finish(ToGrpcStatus(can));
+    return reactor;
+  }
   if (!config->access_group.empty()) {
     auto gid = ResolveGroup(config->access_group);
     if (!gid.ok()) {
@@ -80,17 +53,21 @@ grpc::ServerUnaryReactor* LoaderService::CreateJob(
     }
     config->access_gid = *gid;
   }
-  control_.Post([this, reactor, response, config = *std::move(config)] {
-    auto job = registry_->Create(config);
+  const uid_t uid = peer.credentials->uid;
+  absl::Status posted = creates_.Post(uid, [this, context, reactor, response,
+                                            config = *std::move(config)] {
+    auto job =
+        registry_->Create(config, [context] { return context->IsCancelled(); });
     if (!job.ok()) {
-      spdlog::info("CreateJob on {} failed: {}", config.dataset_path,
-                   job.status().message());
+      spdlog::info("CreateJob on {} for uid {} failed: {}", config.dataset_path,
+                   config.owner_uid, job.status().message());
       reactor->Finish(ToGrpcStatus(job.status()));
       return;
     }
     JobToProto(**job, response);
     reactor->Finish(grpc::Status::OK);
   });
+  if (!posted.ok()) reactor->Finish(ToGrpcStatus(posted));
   return reactor;
 }
 

@@ -1,42 +1,25 @@
 // LoaderService: the stoker.v1.Loader gRPC service on the callback API.
 //
 // Unary calls that only read daemon memory answer inline. CreateJob scans a
-// dataset and reserves shared memory, so it runs on the service's control
-// thread instead of a gRPC callback thread. Consume gets a ConsumeReactor.
+// dataset and reserves shared memory, so it runs on a CreateRunner's thread
+// (a few at once, shared between users) instead of a gRPC callback thread.
+// Consume gets a ConsumeReactor.
 #ifndef STOKER_DAEMON_API_LOADER_SERVICE_H_
 #define STOKER_DAEMON_API_LOADER_SERVICE_H_
 
 #include <chrono>
-#include <deque>
-#include <functional>
-#include <thread>
+#include <memory>
+#include <string>
 
-#include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
 #include "daemon/api/client_limits.h"
 #include "daemon/api/consume_reactor.h"
+#include "daemon/api/create_runner.h"
 #include "daemon/api/peer.h"
 #include "daemon/jobs/job_registry.h"
 #include "daemon/jobs/worker_pool.h"
 #include "stoker/v1/loader.grpc.pb.h"
 
 namespace stoker {
-
-// One thread that runs posted closures in order.
-class ControlThread {
- public:
-  ControlThread();
-  ~ControlThread();  // runs what is queued, then joins
-  void Post(std::function<void()> work);
-
- private:
-  void Run();
-
-  absl::Mutex mu_;
-  std::deque<std::function<void()>> queue_ ABSL_GUARDED_BY(mu_);
-  bool stop_ ABSL_GUARDED_BY(mu_) = false;
-  std::thread thread_;
-};
 
 class LoaderService final : public v1::Loader::CallbackService {
  public:
@@ -74,7 +57,7 @@ class LoaderService final : public v1::Loader::CallbackService {
   ClientLimits* const limits_;
   const PeerTable* const peers_;
   const std::chrono::steady_clock::time_point started_;
-  ControlThread control_;
+  CreateRunner creates_;
 };
 
 }  // namespace stoker

@@ -1,8 +1,8 @@
 #include "daemon/api/peer.h"
 
 #include <grp.h>
-#include <pwd.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -18,29 +18,6 @@ namespace {
 
 constexpr std::string_view kFdPeerPrefix = "fd:";
 
-bool InGroupDatabase(uid_t uid, gid_t primary, gid_t group) {
-  std::vector<char> buffer(16384);
-  passwd entry;
-  passwd* found = nullptr;
-  if (::getpwuid_r(uid, &entry, buffer.data(), buffer.size(), &found) != 0 ||
-      found == nullptr) {
-    return false;
-  }
-  int count = 64;
-  std::vector<gid_t> groups(count);
-  if (::getgrouplist(found->pw_name, primary, groups.data(), &count) < 0) {
-    groups.resize(count);
-    if (::getgrouplist(found->pw_name, primary, groups.data(), &count) < 0) {
-      return false;
-    }
-  }
-  groups.resize(count);
-  for (gid_t g : groups) {
-    if (g == group) return true;
-  }
-  return false;
-}
-
 }  // namespace
 
 absl::StatusOr<PeerCredentials> ReadPeerCredentials(int fd) {
@@ -50,12 +27,67 @@ absl::StatusOr<PeerCredentials> ReadPeerCredentials(int fd) {
     return absl::InternalError(
         absl::StrCat("SO_PEERCRED: ", std::strerror(errno)));
   }
-  return PeerCredentials{cred.pid, cred.uid, cred.gid};
+  PeerCredentials credentials{cred.pid, cred.uid, cred.gid, {}};
+  std::vector<gid_t> groups(64);
+  for (;;) {
+    socklen_t bytes = static_cast<socklen_t>(groups.size() * sizeof(gid_t));
+    if (::getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups.data(), &bytes) ==
+        0) {
+      groups.resize(bytes / sizeof(gid_t));
+      break;
+    }
+    if (errno != ERANGE || groups.size() >= 65536) {
+      return absl::InternalError(
+          absl::StrCat("SO_PEERGROUPS: ", std::strerror(errno)));
+    }
+    groups.resize(bytes / sizeof(gid_t) + 1);
+  }
+  credentials.groups = std::move(groups);
+  return credentials;
 }
 
-void PeerTable::Set(int fd, const PeerCredentials& credentials) {
+PeerTable::PeerTable(uint32_t max_per_user, absl::Duration handshake_timeout,
+                     uint32_t max_total)
+    : max_per_user_(max_per_user),
+      handshake_timeout_(handshake_timeout),
+      max_total_(max_total) {}
+
+void PeerTable::SetLimits(uint32_t max_per_user,
+                          absl::Duration handshake_timeout) {
   absl::MutexLock lock(&mu_);
-  by_fd_[fd] = credentials;
+  max_per_user_ = max_per_user;
+  handshake_timeout_ = handshake_timeout;
+}
+
+uint32_t PeerTable::max_per_user() const {
+  absl::MutexLock lock(&mu_);
+  return max_per_user_;
+}
+
+absl::Status PeerTable::Admit(int fd, const PeerCredentials& credentials,
+                              uint32_t pending) {
+  struct stat st;
+  if (::fstat(fd, &st) != 0) {
+    return absl::InternalError(absl::StrCat("fstat: ", std::strerror(errno)));
+  }
+  absl::MutexLock lock(&mu_);
+  by_fd_.erase(fd);  // a closed connection's number, reused
+  uint32_t mine = pending;
+  for (const auto& [n, c] : by_fd_)
+    mine += c.credentials.uid == credentials.uid;
+  if (mine >= max_per_user_) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "uid ", credentials.uid, " already holds ", mine,
+        " connections, the limit per user (--max_connections_per_user=",
+        max_per_user_, ")"));
+  }
+  if (by_fd_.size() >= max_total_) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("stokerd already holds ", by_fd_.size(),
+                     " connections, all its descriptors allow"));
+  }
+  by_fd_[fd] = {credentials, st.st_ino, absl::Now()};
+  return absl::OkStatus();
 }
 
 std::optional<PeerCredentials> PeerTable::Find(std::string_view peer) const {
@@ -70,7 +102,41 @@ std::optional<PeerCredentials> PeerTable::Find(std::string_view peer) const {
   absl::MutexLock lock(&mu_);
   auto it = by_fd_.find(fd);
   if (it == by_fd_.end()) return std::nullopt;
-  return it->second;
+  it->second.used = true;
+  return it->second.credentials;
+}
+
+int PeerTable::Sweep(absl::Time now) {
+  absl::MutexLock lock(&mu_);
+  int shut = 0;
+  for (auto it = by_fd_.begin(); it != by_fd_.end();) {
+    struct stat st;
+    if (::fstat(it->first, &st) != 0 || st.st_ino != it->second.inode) {
+      it = by_fd_.erase(it);  // gRPC closed it
+      continue;
+    }
+    Connection& c = it->second;
+    if (!c.used && !c.shut && now - c.accepted > handshake_timeout_) {
+      // gRPC owns the descriptor: end the connection, let gRPC close it.
+      ::shutdown(it->first, SHUT_RDWR);
+      c.shut = true;
+      ++shut;
+    }
+    ++it;
+  }
+  return shut;
+}
+
+uint32_t PeerTable::CountFor(uid_t uid) const {
+  absl::MutexLock lock(&mu_);
+  uint32_t n = 0;
+  for (const auto& [fd, c] : by_fd_) n += c.credentials.uid == uid;
+  return n;
+}
+
+uint32_t PeerTable::size() const {
+  absl::MutexLock lock(&mu_);
+  return static_cast<uint32_t>(by_fd_.size());
 }
 
 Peer PeerOf(const grpc::CallbackServerContext& context,
@@ -87,7 +153,11 @@ bool MayAccess(const JobAccess& access, const Peer& peer) {
     return true;
   }
   if (!access.group) return false;
-  return c.gid == *access.group || InGroupDatabase(c.uid, c.gid, *access.group);
+  if (c.gid == *access.group) return true;
+  for (gid_t g : c.groups) {
+    if (g == *access.group) return true;
+  }
+  return false;
 }
 
 absl::Status CheckAccess(const JobAccess& access, const Peer& peer,

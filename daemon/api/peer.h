@@ -4,8 +4,10 @@
 // stokerd accepts its Unix-socket connections itself (see Listener), reads
 // each one's credentials, and records them in a PeerTable under the name
 // gRPC gives the connection ("fd:<n>"). Handlers look their caller up with
-// PeerOf(context). The SDK's "stoker-client" metadata only labels a client
-// for limits and stats; ownership and access are decided by the uid.
+// PeerOf(context). Group membership is the peer's own (its supplementary
+// groups as the kernel reports them), not the group database's. The SDK's
+// "stoker-client" metadata only labels a client for limits and stats; ownership
+// and access are decided by the uid.
 //
 // Thread-safety: PeerTable is thread-safe; the functions are pure.
 #ifndef STOKER_DAEMON_API_PEER_H_
@@ -18,10 +20,12 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "daemon/spec/job_config.h"
 
 namespace stoker {
@@ -30,6 +34,8 @@ struct PeerCredentials {
   pid_t pid = 0;
   uid_t uid = static_cast<uid_t>(-1);
   gid_t gid = static_cast<gid_t>(-1);
+  // Supplementary groups, as the kernel reports them (SO_PEERGROUPS).
+  std::vector<gid_t> groups;
 };
 
 // A caller: its verified credentials (absent if unknown) and the client
@@ -42,17 +48,49 @@ struct Peer {
 // The credentials of the process at the other end of Unix socket `fd`.
 absl::StatusOr<PeerCredentials> ReadPeerCredentials(int fd);
 
+// The gRPC connections stokerd accepted: who holds each, and whether it
+// has made a call yet. Connections are counted per user: past
+// `max_per_user`, or `max_total` in all, new ones are refused; one that
+// makes no call within `handshake_timeout` is shut down by Sweep().
 class PeerTable {
  public:
-  // Records the credentials of the connection on `fd` (replacing those of
-  // an earlier, closed connection that had the same descriptor number).
-  void Set(int fd, const PeerCredentials& credentials);
-  // The credentials for a gRPC peer string ("fd:<n>").
+  PeerTable(uint32_t max_per_user, absl::Duration handshake_timeout,
+            uint32_t max_total);
+
+  // Records the connection on `fd` (replacing an earlier, closed one that
+  // had the same descriptor number), or RESOURCE_EXHAUSTED naming the limit
+  // its user (or everyone) is at. `pending` connections of the same user
+  // elsewhere (the ring socket's) count too.
+  absl::Status Admit(int fd, const PeerCredentials& credentials,
+                     uint32_t pending = 0);
+  // The credentials for a gRPC peer string ("fd:<n>"); the connection
+  // counts as having made a call.
   std::optional<PeerCredentials> Find(std::string_view peer) const;
+  // Forgets the connections gRPC has closed and shuts down those that made
+  // no call within the handshake timeout; returns how many it shut down.
+  // Call from the thread that accepts (so no descriptor number is reused
+  // under it by an accept).
+  int Sweep(absl::Time now);
+  // Open connections of `uid`, and in all.
+  uint32_t CountFor(uid_t uid) const;
+  uint32_t size() const;
+  uint32_t max_per_user() const;
+  void SetLimits(uint32_t max_per_user, absl::Duration handshake_timeout);
 
  private:
+  struct Connection {
+    PeerCredentials credentials;
+    ino_t inode = 0;  // of the socket: tells a reused number apart
+    absl::Time accepted;
+    mutable bool used = false;  // set by Find(), under mu_
+    bool shut = false;
+  };
+
   mutable absl::Mutex mu_;
-  std::map<int, PeerCredentials> by_fd_ ABSL_GUARDED_BY(mu_);
+  std::map<int, Connection> by_fd_ ABSL_GUARDED_BY(mu_);
+  uint32_t max_per_user_ ABSL_GUARDED_BY(mu_);
+  absl::Duration handshake_timeout_ ABSL_GUARDED_BY(mu_);
+  const uint32_t max_total_;
 };
 
 // The caller of a request. `peers` may be null (then credentials are

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "common/batch_wire.h"
+#include "common/safe_text.h"
 #include "common/vocabulary_wire.h"
 #include "daemon/spec/job_spec.h"
 #include "daemon/spec/pipeline_proto.h"
@@ -33,14 +34,17 @@ double InputBoundPercent(uint64_t wait_us, uint64_t step_us) {
 void JobToProto(const Job& job, v1::Job* out) {
   out->set_id(job.id());
   *out->mutable_spec() = EffectiveSpec(job.config());
+  // The resolved path may hold any bytes a symlink's target did.
+  out->mutable_spec()->mutable_dataset()->set_path(
+      SafeText(job.config().dataset_path));
   const JobState state = job.state();
   out->set_state(ToWire(state));
   if (state == JobState::kFailed) {
-    out->set_error(std::string(job.error().message()));
+    out->set_error(SafeText(std::string(job.error().message())));
   }
   out->set_num_samples(job.dataset().samples.size());
   for (const std::string& name : job.dataset().class_names) {
-    out->add_class_names(name);
+    out->add_class_names(SafeText(name));
   }
   out->set_batches_per_epoch(job.batches_per_epoch());
   v1::SegmentInfo* segment = out->mutable_segment();
@@ -53,8 +57,8 @@ void JobToProto(const Job& job, v1::Job* out) {
 
 void CountersToProto(const Job& job, const JobCounters& c, v1::JobStats* out) {
   out->set_job_id(job.id());
-  out->set_name(job.config().name);
-  out->set_owner(job.config().owner);
+  out->set_name(SafeText(job.config().name));
+  out->set_owner(SafeText(job.config().owner));
   out->set_state(ToWire(c.state));
   out->set_samples_decoded(c.samples_decoded);
   out->set_batches_delivered(c.batches_delivered);
@@ -62,8 +66,8 @@ void CountersToProto(const Job& job, const JobCounters& c, v1::JobStats* out) {
   out->set_decode_errors(c.decode_errors);
   for (const SampleErrorRecord& e : c.errors) {
     v1::SampleError* error = out->add_errors();
-    error->set_path(e.path);
-    error->set_reason(e.reason);
+    error->set_path(SafeText(e.path));
+    error->set_reason(SafeText(e.reason));
   }
   out->set_filling_slots(c.filling_slots);
   out->set_ready_slots(c.ready_slots);
@@ -84,7 +88,7 @@ void CountersToProto(const Job& job, const JobCounters& c, v1::JobStats* out) {
   for (const ConsumerCounters& k : c.consumers) {
     v1::ConsumerStats* s = out->add_consumer();
     s->set_id(k.id);
-    s->set_name(k.name);
+    s->set_name(SafeText(k.name));
     s->set_client(k.client);
     s->set_batches_delivered(k.delivered);
     s->set_batches_released(k.released);

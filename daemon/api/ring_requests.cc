@@ -16,27 +16,6 @@
 namespace stoker {
 namespace {
 
-absl::StatusOr<std::string> ReadJobId(int fd) {
-  std::string line;
-  char buffer[kMaxJobIdBytes + 2];
-  while (line.find('\n') == std::string::npos) {
-    const ssize_t n = ::recv(fd, buffer, sizeof(buffer), 0);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      return absl::InvalidArgumentError(
-          "the ring request did not arrive within a second");
-    }
-    line.append(buffer, static_cast<size_t>(n));
-    if (line.size() > kMaxJobIdBytes + 1) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("a ring request is a job id of at most ", kMaxJobIdBytes,
-                       " bytes and a newline"));
-    }
-  }
-  line.resize(line.find('\n'));
-  return line;
-}
-
 absl::StatusOr<UniqueFd> OpenRing(const std::string& job_id,
                                   const PeerCredentials& credentials,
                                   const JobRegistry& registry) {
@@ -49,6 +28,11 @@ absl::StatusOr<UniqueFd> OpenRing(const std::string& job_id,
   }
   const std::string name = "/" + (*job)->segment_name();
   UniqueFd ring(::shm_open(name.c_str(), O_RDONLY | O_CLOEXEC, 0));
+  if (!ring && (errno == EMFILE || errno == ENFILE)) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("stokerd cannot open the ring of job ", job_id, ": ",
+                     std::strerror(errno), " (stokerd's own descriptors)"));
+  }
   if (!ring) {
     // The job ended (its ring is unlinked then): say why, as its stream
     // would (a failed job's DATA_LOSS naming the file).
@@ -61,12 +45,23 @@ absl::StatusOr<UniqueFd> OpenRing(const std::string& job_id,
 
 }  // namespace
 
-void ServeRingRequest(int fd, const PeerCredentials& credentials,
-                      const JobRegistry& registry) {
-  const timeval timeout{1, 0};
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
-  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof(timeout));
-  absl::StatusOr<std::string> id = ReadJobId(fd);
+absl::StatusOr<std::optional<std::string>> ParseRingRequest(
+    std::string_view received) {
+  const size_t newline = received.find('\n');
+  if (newline == std::string_view::npos) {
+    if (received.size() > kMaxJobIdBytes) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("a ring request is a job id of at most ", kMaxJobIdBytes,
+                       " bytes and a newline"));
+    }
+    return std::nullopt;
+  }
+  return std::string(received.substr(0, newline));
+}
+
+void AnswerRingRequest(int fd, const PeerCredentials& credentials,
+                       const absl::StatusOr<std::string>& id,
+                       const JobRegistry& registry) {
   absl::StatusOr<UniqueFd> ring =
       id.ok() ? OpenRing(*id, credentials, registry) : id.status();
   if (!ring.ok()) {

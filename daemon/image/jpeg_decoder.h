@@ -66,6 +66,9 @@ struct DecodeLimits {
   // Images with more pixels are refused from their header, before any
   // decoding: a guard against decompression bombs.
   uint64_t max_pixels = uint64_t{1} << 26;
+  // A worker keeps the buffers of its largest image for the next one, up to
+  // this many bytes in all; above it they are freed once the sample is done.
+  uint64_t max_scratch_bytes = uint64_t{64} << 20;
 };
 
 class JpegDecoder {

@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -14,23 +15,61 @@
 #include "libyuv/scale.h"
 
 namespace stoker {
+namespace {
 
-absl::Status ReadFile(const std::string& path, std::vector<uint8_t>* buffer,
-                      const PathPolicy* policy) {
-  const UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd) {
-    return absl::NotFoundError(
-        absl::StrCat("cannot open: ", std::strerror(errno)));
+// Why a sample file could not be opened, with the code that says whose
+// problem it is.
+absl::Status OpenError(int err) {
+  const std::string text = absl::StrCat("cannot open: ", std::strerror(err));
+  switch (err) {
+    case EACCES:
+    case EPERM:
+      return absl::PermissionDeniedError(text);
+    case EMFILE:
+    case ENFILE:
+    case ENOMEM:
+      return absl::ResourceExhaustedError(
+          absl::StrCat(text, " (stokerd itself is short of it)"));
+    default:
+      return absl::NotFoundError(text);
   }
+}
+
+// Opens `path` for reading if it is a regular file inside `policy`'s roots,
+// with `as`'s permissions.
+absl::StatusOr<UniqueFd> OpenSample(const std::string& path,
+                                    const PathPolicy* policy,
+                                    const FileIdentity* as, struct stat* st) {
+  const ActAs identity(as);
+  if (!identity.status().ok()) return identity.status();
+  // Look before opening for reading: an O_PATH descriptor opens nothing (a
+  // FIFO would block open(); a device could act on being opened), and the
+  // file it names is the one checked, then opened through /proc.
+  const UniqueFd where(::open(path.c_str(), O_PATH | O_CLOEXEC));
+  if (!where) return OpenError(errno);
   if (policy != nullptr) {
-    if (absl::Status allowed = policy->CheckOpen(fd.get()); !allowed.ok()) {
+    if (absl::Status allowed = policy->CheckOpen(where.get()); !allowed.ok()) {
       return allowed;
     }
   }
-  struct stat st;
-  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
+  if (::fstat(where.get(), st) != 0 || !S_ISREG(st->st_mode)) {
     return absl::InvalidArgumentError("not a regular file");
   }
+  char reopen[64];
+  std::snprintf(reopen, sizeof(reopen), "/proc/self/fd/%d", where.get());
+  UniqueFd fd(::open(reopen, O_RDONLY | O_CLOEXEC | O_NOCTTY));
+  if (!fd) return OpenError(errno);
+  return fd;
+}
+
+}  // namespace
+
+absl::Status ReadFile(const std::string& path, std::vector<uint8_t>* buffer,
+                      const PathPolicy* policy, const FileIdentity* as) {
+  struct stat st;
+  absl::StatusOr<UniqueFd> opened = OpenSample(path, policy, as, &st);
+  if (!opened.ok()) return opened.status();
+  const UniqueFd& fd = *opened;
   if (static_cast<uint64_t>(st.st_size) > kMaxFileBytes) {
     return absl::InvalidArgumentError(absl::StrCat(
         "file is ", st.st_size, " bytes, above the limit of ", kMaxFileBytes));
@@ -111,10 +150,18 @@ void BuildValueTable(const Pipeline& pipeline, ValueTable* table) {
 
 absl::Status SampleDecoder::Process(const std::string& path,
                                     const Pipeline& pipeline, uint64_t key,
-                                    uint8_t* out) {
-  if (absl::Status read = ReadFile(path, &file_, policy_); !read.ok())
-    return read;
-  return ProcessBytes(file_, pipeline, key, out);
+                                    uint8_t* out, const FileIdentity* as) {
+  absl::Status status = ReadFile(path, &file_, policy_, as);
+  if (status.ok()) status = ProcessBytes(file_, pipeline, key, out);
+  TrimScratch();
+  return status;
+}
+
+void SampleDecoder::TrimScratch() {
+  if (scratch_bytes() <= max_scratch_bytes_) return;
+  std::vector<uint8_t>().swap(file_);
+  std::vector<uint8_t>().swap(region_);
+  std::vector<uint8_t>().swap(planes_);
 }
 
 absl::Status SampleDecoder::ProcessBytes(std::span<const uint8_t> file,

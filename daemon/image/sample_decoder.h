@@ -5,7 +5,9 @@
 // row of a ring slot in the output dtype and layout.
 //
 // One per worker thread; owns reusable buffers, so the hot path allocates
-// only when an image is larger than any before it. Not thread-safe.
+// only when an image is larger than any before it; buffers above
+// DecodeLimits::max_scratch_bytes in all are freed after the sample that
+// needed them (one huge image does not pin its memory). Not thread-safe.
 #ifndef STOKER_DAEMON_IMAGE_SAMPLE_DECODER_H_
 #define STOKER_DAEMON_IMAGE_SAMPLE_DECODER_H_
 
@@ -19,6 +21,7 @@
 #include "daemon/image/jpeg_decoder.h"
 #include "daemon/image/pipeline.h"
 #include "daemon/image/png_decoder.h"
+#include "daemon/os/file_identity.h"
 #include "daemon/os/path_policy.h"
 
 namespace stoker {
@@ -26,11 +29,13 @@ namespace stoker {
 // Largest file a worker reads; larger ones are refused as corrupt input.
 inline constexpr uint64_t kMaxFileBytes = uint64_t{256} << 20;
 
-// Reads the whole of `path` into *buffer (resized to the file's size).
+// Reads the whole of `path` into *buffer (resized to the file's size),
+// opening it with `as`'s permissions (see ActAs; null: the daemon's own).
 // With a `policy`, a file that turns out to lie outside its roots (say, a
 // symlink to /etc) is PERMISSION_DENIED.
 absl::Status ReadFile(const std::string& path, std::vector<uint8_t>* buffer,
-                      const PathPolicy* policy = nullptr);
+                      const PathPolicy* policy = nullptr,
+                      const FileIdentity* as = nullptr);
 
 // Resamples packed RGB pixels (`stride` bytes per row) to three planes of
 // dst_size (R, G, B), each plane area-averaged when shrinking and bilinear
@@ -54,13 +59,18 @@ class SampleDecoder {
  public:
   explicit SampleDecoder(DecodeLimits limits,
                          const PathPolicy* policy = nullptr)
-      : jpeg_(limits), png_(limits), policy_(policy) {}
+      : jpeg_(limits),
+        png_(limits),
+        max_scratch_bytes_(limits.max_scratch_bytes),
+        policy_(policy) {}
 
   // Decodes `path` through `pipeline` with the random parameters of `key`
-  // (see SampleKey), writing pipeline.BytesPerImage() bytes to `out`.
+  // (see SampleKey), writing pipeline.BytesPerImage() bytes to `out`; the
+  // file is opened with `as`'s permissions (null: the daemon's own).
   // Errors say what was wrong with the file (not which file).
   absl::Status Process(const std::string& path, const Pipeline& pipeline,
-                       uint64_t key, uint8_t* out);
+                       uint64_t key, uint8_t* out,
+                       const FileIdentity* as = nullptr);
 
   // The same for the bytes of a file already in memory.
   absl::Status ProcessBytes(std::span<const uint8_t> file,
@@ -71,7 +81,15 @@ class SampleDecoder {
   absl::Status DecodeTo(const std::string& path, ImageSize out_size,
                         uint8_t* out);
 
+  // Bytes held by the reusable buffers between samples.
+  size_t scratch_bytes() const {
+    return file_.capacity() + region_.capacity() + planes_.capacity();
+  }
+
  private:
+  // Frees the buffers if they hold more than max_scratch_bytes_.
+  void TrimScratch();
+
   void WriteOutput(const uint8_t* planes, const Pipeline& pipeline,
                    uint8_t* out);
 
@@ -87,6 +105,7 @@ class SampleDecoder {
   bool table_normalize_ = false;
   std::array<float, 3> table_mean_ = {};
   std::array<float, 3> table_std_ = {};
+  const uint64_t max_scratch_bytes_;
   const PathPolicy* const policy_;
 };
 

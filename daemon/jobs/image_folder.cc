@@ -1,47 +1,223 @@
 #include "daemon/jobs/image_folder.h"
 
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
-#include <filesystem>
-#include <system_error>
+#include <cerrno>
+#include <cstring>
+#include <memory>
 #include <utility>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "common/unique_fd.h"
 
 namespace stoker {
 namespace {
 
-namespace fs = std::filesystem;
+struct DirId {
+  dev_t dev;
+  ino_t ino;
+  bool operator==(const DirId&) const = default;
+};
 
-bool IsHidden(const fs::path& path) {
-  const std::string name = path.filename().string();
-  return !name.empty() && name[0] == '.';
+// A directory being listed; closes it on scope exit.
+struct DirCloser {
+  void operator()(DIR* dir) const { ::closedir(dir); }
+};
+using DirHandle = std::unique_ptr<DIR, DirCloser>;
+
+bool IsHidden(const char* name) { return name[0] == '.'; }
+
+absl::Status DirectoryError(const std::string& path, int err) {
+  const std::string text = absl::StrCat("dataset.path: cannot read directory '",
+                                        path, "': ", std::strerror(err));
+  if (err == EACCES || err == EPERM) return absl::PermissionDeniedError(text);
+  if (err == EMFILE || err == ENFILE || err == ENOMEM) {
+    return absl::ResourceExhaustedError(text);
+  }
+  return absl::InvalidArgumentError(text);
 }
 
-// Every image under `class_dir`, in (directory, file name) order.
-std::vector<std::string> ScanClass(const fs::path& class_dir) {
-  std::vector<std::pair<std::string, std::string>> found;
-  std::error_code ec;
-  fs::recursive_directory_iterator it(
-      class_dir,
-      fs::directory_options::follow_directory_symlink |
-          fs::directory_options::skip_permission_denied,
-      ec);
-  for (; !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
-    if (IsHidden(it->path())) {
-      if (it->is_directory(ec)) it.disable_recursion_pending();
-      continue;
-    }
-    if (!it->is_regular_file(ec)) continue;
-    const std::string name = it->path().filename().string();
-    if (IsImageFile(name)) {
-      found.emplace_back(it->path().parent_path().string(), name);
+// One scan: its limits, its counters, and the images it found.
+class Scanner {
+ public:
+  explicit Scanner(const ScanLimits& limits)
+      : limits_(limits), deadline_(absl::Now() + limits.timeout) {}
+
+  // The class directories (by name) under `root_fd`, sorted.
+  absl::StatusOr<std::vector<std::string>> Classes(int root_fd,
+                                                   const std::string& root);
+  // Every image under root/name, in (directory, file name) order.
+  absl::StatusOr<std::vector<std::string>> Images(int root_fd,
+                                                  const std::string& root,
+                                                  const std::string& name);
+
+ private:
+  // What an entry of `dir` is, following symlinks: DT_DIR, DT_REG or
+  // DT_UNKNOWN (anything else, or a broken link).
+  static unsigned char TypeOf(DIR* dir, const dirent& entry);
+  // Opens the sub-directory `name` of `dir_fd` (path `path`), checking it
+  // against the ancestors, the depth and, if reached through a symlink,
+  // the policy.
+  absl::StatusOr<DirHandle> Enter(int dir_fd, const char* name,
+                                  const std::string& path, bool via_link);
+  absl::Status Walk(DIR* dir, const std::string& path);
+  // Counts an entry; checks the entry limit, the clock and cancellation.
+  absl::Status Tick();
+
+  const ScanLimits& limits_;
+  const absl::Time deadline_;
+  uint64_t entries_ = 0;
+  uint64_t images_ = 0;
+  std::vector<std::pair<DirId, std::string>> ancestors_;
+  std::vector<std::pair<std::string, std::string>> found_;
+};
+
+absl::Status Scanner::Tick() {
+  if (++entries_ > limits_.max_entries) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "dataset.path: more than ", limits_.max_entries,
+        " directory entries looked at; stokerd scans at most that many "
+        "(--max_dataset_samples) for one dataset"));
+  }
+  if (entries_ % 256 != 0) return absl::OkStatus();
+  if (limits_.cancelled && limits_.cancelled()) {
+    return absl::CancelledError("the dataset scan was cancelled");
+  }
+  if (absl::Now() > deadline_) {
+    return absl::DeadlineExceededError(absl::StrCat(
+        "dataset.path: scanning took longer than ",
+        absl::FormatDuration(limits_.timeout),
+        " (--scan_timeout) and was stopped after ", entries_, " entries"));
+  }
+  return absl::OkStatus();
+}
+
+unsigned char Scanner::TypeOf(DIR* dir, const dirent& entry) {
+  if (entry.d_type == DT_DIR || entry.d_type == DT_REG) return entry.d_type;
+  if (entry.d_type != DT_LNK && entry.d_type != DT_UNKNOWN) return DT_UNKNOWN;
+  struct stat st;
+  if (::fstatat(::dirfd(dir), entry.d_name, &st, 0) != 0) return DT_UNKNOWN;
+  if (S_ISDIR(st.st_mode)) return DT_DIR;
+  if (S_ISREG(st.st_mode)) return DT_REG;
+  return DT_UNKNOWN;
+}
+
+absl::StatusOr<DirHandle> Scanner::Enter(int dir_fd, const char* name,
+                                         const std::string& path,
+                                         bool via_link) {
+  if (static_cast<int>(ancestors_.size()) > limits_.max_depth) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("dataset.path: '", path, "' is nested more than ",
+                     limits_.max_depth, " directories below its class"));
+  }
+  UniqueFd fd(
+      ::openat(dir_fd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NONBLOCK));
+  if (!fd) return DirectoryError(path, errno);
+  struct stat st;
+  if (::fstat(fd.get(), &st) != 0) return DirectoryError(path, errno);
+  const DirId id{st.st_dev, st.st_ino};
+  for (const auto& [ancestor, ancestor_path] : ancestors_) {
+    if (ancestor == id) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("dataset.path: '", path, "' leads back to '",
+                       ancestor_path, "' (a directory symlink cycle)"));
     }
   }
-  std::sort(found.begin(), found.end());
+  if (via_link && limits_.policy != nullptr) {
+    if (absl::Status allowed = limits_.policy->CheckOpen(fd.get());
+        !allowed.ok()) {
+      return absl::PermissionDeniedError(
+          absl::StrCat("dataset.path: '", path, "' ", allowed.message()));
+    }
+  }
+  DIR* dir = ::fdopendir(fd.get());
+  if (dir == nullptr) return DirectoryError(path, errno);
+  (void)fd.release();  // the DIR owns it now
+  ancestors_.emplace_back(id, path);
+  return DirHandle(dir);
+}
+
+absl::Status Scanner::Walk(DIR* dir, const std::string& path) {
+  for (;;) {
+    errno = 0;
+    const dirent* entry = ::readdir(dir);
+    if (entry == nullptr) {
+      if (errno != 0) return DirectoryError(path, errno);
+      return absl::OkStatus();
+    }
+    if (IsHidden(entry->d_name)) continue;  // also "." and ".."
+    if (absl::Status ok = Tick(); !ok.ok()) return ok;
+    const unsigned char type = TypeOf(dir, *entry);
+    if (type == DT_REG && IsImageFile(entry->d_name)) {
+      if (++images_ > limits_.max_samples) {
+        return absl::ResourceExhaustedError(
+            absl::StrCat("dataset.path holds more than ", limits_.max_samples,
+                         " images, the most stokerd takes in one dataset "
+                         "(--max_dataset_samples)"));
+      }
+      found_.emplace_back(path, entry->d_name);
+    } else if (type == DT_DIR) {
+      const std::string sub = absl::StrCat(path, "/", entry->d_name);
+      auto child =
+          Enter(::dirfd(dir), entry->d_name, sub, entry->d_type != DT_DIR);
+      if (!child.ok()) return child.status();
+      absl::Status walked = Walk(child->get(), sub);
+      ancestors_.pop_back();
+      if (!walked.ok()) return walked;
+    }
+  }
+}
+
+absl::StatusOr<std::vector<std::string>> Scanner::Classes(
+    int root_fd, const std::string& root) {
+  UniqueFd fd(::dup(root_fd));
+  DIR* dir = fd ? ::fdopendir(fd.get()) : nullptr;
+  if (dir == nullptr) return DirectoryError(root, errno);
+  (void)fd.release();
+  DirHandle handle(dir);
+  std::vector<std::string> classes;
+  for (;;) {
+    errno = 0;
+    const dirent* entry = ::readdir(dir);
+    if (entry == nullptr) {
+      if (errno != 0) return DirectoryError(root, errno);
+      break;
+    }
+    if (IsHidden(entry->d_name)) continue;
+    if (absl::Status ok = Tick(); !ok.ok()) return ok;
+    if (TypeOf(dir, *entry) == DT_DIR) classes.emplace_back(entry->d_name);
+  }
+  std::sort(classes.begin(), classes.end());
+  return classes;
+}
+
+absl::StatusOr<std::vector<std::string>> Scanner::Images(
+    int root_fd, const std::string& root, const std::string& name) {
+  const std::string path = absl::StrCat(root, "/", name);
+  struct stat st;
+  if (::fstat(root_fd, &st) != 0) return DirectoryError(root, errno);
+  ancestors_ = {{DirId{st.st_dev, st.st_ino}, root}};
+  found_.clear();
+  struct stat link;
+  const bool via_link =
+      ::fstatat(root_fd, name.c_str(), &link, AT_SYMLINK_NOFOLLOW) == 0 &&
+      S_ISLNK(link.st_mode);
+  auto dir = Enter(root_fd, name.c_str(), path, via_link);
+  if (!dir.ok()) return dir.status();
+  if (absl::Status walked = Walk(dir->get(), path); !walked.ok()) {
+    return walked;
+  }
+  std::sort(found_.begin(), found_.end());
   std::vector<std::string> paths;
-  paths.reserve(found.size());
-  for (const auto& [dir, name] : found) paths.push_back(dir + "/" + name);
+  paths.reserve(found_.size());
+  for (const auto& [dir_path, file] : found_) {
+    paths.push_back(absl::StrCat(dir_path, "/", file));
+  }
   return paths;
 }
 
@@ -54,36 +230,35 @@ bool IsImageFile(const std::string& name) {
   return ext == "jpg" || ext == "jpeg" || ext == "png";
 }
 
-absl::StatusOr<Dataset> ScanImageFolder(const std::string& root) {
+absl::StatusOr<Dataset> ScanImageFolder(const std::string& root,
+                                        const ScanLimits& limits) {
   if (root.empty()) {
     return absl::InvalidArgumentError("dataset.path is empty");
   }
-  std::error_code ec;
-  const fs::file_status status = fs::status(root, ec);
-  if (!fs::exists(status)) {
-    return absl::NotFoundError(
-        absl::StrCat("dataset.path '", root, "' does not exist"));
+  const UniqueFd root_fd(
+      ::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NONBLOCK));
+  if (!root_fd) {
+    if (errno == ENOENT) {
+      return absl::NotFoundError(
+          absl::StrCat("dataset.path '", root, "' does not exist"));
+    }
+    if (errno == ENOTDIR) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("dataset.path '", root, "' is not a directory"));
+    }
+    return DirectoryError(root, errno);
   }
-  if (!fs::is_directory(status)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("dataset.path '", root, "' is not a directory"));
-  }
+  Scanner scanner(limits);
   Dataset dataset;
   dataset.root = root;
-  for (fs::directory_iterator it(root, ec), end; !ec && it != end;
-       it.increment(ec)) {
-    if (!IsHidden(it->path()) && it->is_directory(ec)) {
-      dataset.class_names.push_back(it->path().filename().string());
-    }
-  }
-  if (ec) {
-    return absl::PermissionDeniedError(absl::StrCat(
-        "dataset.path '", root, "' cannot be read: ", ec.message()));
-  }
-  std::sort(dataset.class_names.begin(), dataset.class_names.end());
+  auto classes = scanner.Classes(root_fd.get(), root);
+  if (!classes.ok()) return classes.status();
+  dataset.class_names = *std::move(classes);
   for (size_t label = 0; label < dataset.class_names.size(); ++label) {
-    for (std::string& path :
-         ScanClass(fs::path(root) / dataset.class_names[label])) {
+    auto images =
+        scanner.Images(root_fd.get(), root, dataset.class_names[label]);
+    if (!images.ok()) return images.status();
+    for (std::string& path : *images) {
       dataset.samples.push_back({std::move(path), static_cast<int64_t>(label)});
     }
   }

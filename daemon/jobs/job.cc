@@ -25,15 +25,24 @@ absl::StatusOr<std::shared_ptr<Job>> Job::Create(
         ", world_size ", config.sharding.world_size, ") with batch_size ",
         config.batch_size, " and drop_last"));
   }
+  // Positions are numbered epoch * per_epoch + batch in 64 bits.
+  constexpr uint64_t kMaxSeq = std::numeric_limits<uint64_t>::max();
   if (config.start_batch >= per_epoch) {
-    return absl::OutOfRangeError(
+    return absl::InvalidArgumentError(
         absl::StrCat("start_batch ", config.start_batch,
                      " is past an epoch of ", per_epoch, " batches"));
   }
   if (config.epochs > 0 && config.start_epoch >= config.epochs) {
-    return absl::OutOfRangeError(
+    return absl::InvalidArgumentError(
         absl::StrCat("start_epoch ", config.start_epoch, " is past the job's ",
                      config.epochs, " epochs"));
+  }
+  if (config.start_epoch >= kMaxSeq / per_epoch ||
+      config.epochs >= kMaxSeq / per_epoch) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("epochs ", config.epochs, " / start_epoch ",
+                     config.start_epoch, " with ", per_epoch,
+                     " batches per epoch overflow a 64-bit batch count"));
   }
   STOKER_ASSIGN_OR_RETURN(
       auto ring, Ring::Create(std::move(segment_name), RingGeometryFor(config),
@@ -344,6 +353,7 @@ void Job::Stop(JobState state, const absl::Status& why) {
   if (state_ != JobState::kRunning) return;
   state_ = state;
   error_ = why;
+  ended_at_ = absl::Now();
   filling_.clear();
   if (ring_ != nullptr) ring_->Unlink();
   MaybeFreeRing();
@@ -351,43 +361,6 @@ void Job::Stop(JobState state, const absl::Status& why) {
 
 void Job::MaybeFreeRing() {
   if (state_ != JobState::kRunning && inflight_tasks_ == 0) ring_.reset();
-}
-
-void Job::End(const absl::Status& why) {
-  Wake wake;
-  {
-    absl::MutexLock lock(&mu_);
-    Stop(JobState::kFailed, why);  // `why` says it was deleted
-    wake.listeners = policy_->Listeners();
-  }
-  Notify(wake);
-}
-
-JobState Job::state() const {
-  absl::MutexLock lock(&mu_);
-  return state_;
-}
-
-absl::Status Job::error() const {
-  absl::MutexLock lock(&mu_);
-  return error_;
-}
-
-JobCounters Job::Counters() const {
-  absl::MutexLock lock(&mu_);
-  JobCounters c;
-  c.state = state_;
-  tally_.Fill(&c);
-  c.worker_busy_ns = worker_busy_ns_.load();
-  FillConsumerCounters(*policy_, &c);
-  if (ring_ != nullptr) {
-    c.filling_slots = ring_->CountInState(SlotState::kFilling);
-    c.ready_slots =
-        static_cast<uint32_t>(policy_->published_count()) - c.leased_slots;
-  } else {
-    c.leased_slots = 0;
-  }
-  return c;
 }
 
 }  // namespace stoker

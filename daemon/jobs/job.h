@@ -1,4 +1,5 @@
-// Job: one dataset served as a sequence of batches through one ring.
+// Job: one dataset served as a sequence of batches through one ring
+// (job.cc; how it ends and reports: job_lifetime.cc).
 //
 // A job numbers its batches with a sequence number seq = epoch *
 // batches_per_epoch + batch. Workers fill free slots with batches in seq
@@ -119,6 +120,13 @@ class Job {
 
   JobState state() const;
   absl::Status error() const;  // why the job failed or ended
+  // When the job stopped running (InfiniteFuture while it runs).
+  absl::Time ended_at() const;
+  // How long the job has had no consumer attached as of `now`: since it was
+  // created or its last consumer left; zero while one is attached. Called
+  // periodically (the registry's reaper); the time counts from the first
+  // call that sees it alone after one that did not.
+  absl::Duration Unattended(absl::Time now);
   JobCounters Counters() const;
 
  private:
@@ -168,6 +176,8 @@ class Job {
   mutable absl::Mutex mu_;
   JobState state_ ABSL_GUARDED_BY(mu_) = JobState::kRunning;
   absl::Status error_ ABSL_GUARDED_BY(mu_);
+  absl::Time ended_at_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
+  absl::Time alone_since_ ABSL_GUARDED_BY(mu_) = absl::Now();
   std::unique_ptr<Ring> ring_ ABSL_GUARDED_BY(mu_);
   std::unique_ptr<DeliveryPolicy> policy_ ABSL_GUARDED_BY(mu_);
   JobTally tally_ ABSL_GUARDED_BY(mu_);

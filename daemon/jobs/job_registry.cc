@@ -9,12 +9,35 @@
 #include "absl/strings/str_format.h"
 #include "common/log.h"
 #include "common/status_macros.h"
+#include "daemon/os/byte_size.h"
 #include "daemon/spec/job_spec.h"
 
 namespace stoker {
+namespace {
+
+// "uid 1000: 3 jobs, 1.5G; uid 0: 1 job, 200M" for the largest holders.
+std::string Holders(const std::map<uid_t, JobRegistry::Holding>& by_user) {
+  std::vector<std::pair<uid_t, JobRegistry::Holding>> sorted(by_user.begin(),
+                                                             by_user.end());
+  std::sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) {
+    return a.second.bytes > b.second.bytes;
+  });
+  std::string text;
+  for (size_t i = 0; i < sorted.size() && i < 3; ++i) {
+    absl::StrAppend(&text, i ? "; " : "", "uid ", sorted[i].first, ": ",
+                    sorted[i].second.jobs,
+                    sorted[i].second.jobs == 1 ? " job, " : " jobs, ",
+                    FormatByteSize(sorted[i].second.bytes));
+  }
+  return text;
+}
+
+}  // namespace
 
 JobRegistry::JobRegistry(RegistryOptions options, WorkerPool* pool)
-    : pool_(pool), options_(std::move(options)) {}
+    : pool_(pool), options_(std::move(options)) {
+  SetLimits(options_.limits);
+}
 
 std::string JobRegistry::NewJobId() {
   // Random, so an id held by a client across a daemon restart never names
@@ -29,94 +52,198 @@ uint64_t FreeBytes(const std::string& dir) {
   return uint64_t{vfs.f_bavail} * vfs.f_frsize;
 }
 
+uint64_t TotalBytes(const std::string& dir) {
+  struct statvfs vfs;
+  if (::statvfs(dir.c_str(), &vfs) != 0) return 0;
+  return uint64_t{vfs.f_blocks} * vfs.f_frsize;
+}
+
 uint64_t JobRegistry::shm_budget_bytes() const {
   absl::MutexLock lock(&mu_);
-  return options_.shm_budget_bytes;
+  return budget_;
 }
 
-void JobRegistry::SetLimits(uint32_t max_jobs, uint32_t max_jobs_per_client,
-                            uint64_t shm_budget_bytes) {
+uint64_t JobRegistry::shm_budget_per_user_bytes() const {
   absl::MutexLock lock(&mu_);
-  options_.max_jobs = max_jobs;
-  options_.max_jobs_per_client = max_jobs_per_client;
-  options_.shm_budget_bytes = shm_budget_bytes;
+  return budget_per_user_;
 }
 
-absl::Status JobRegistry::CheckLimits(const JobConfig& config) const {
-  uint32_t live = 0;
-  uint32_t owned = 0;
-  uint64_t reserved = 0;
+void JobRegistry::SetLimits(const RegistryLimits& limits) {
+  absl::MutexLock lock(&mu_);
+  options_.limits = limits;
+  budget_ = limits.shm_budget_bytes > 0 ? limits.shm_budget_bytes
+                                        : TotalBytes(options_.shm_dir) / 2;
+  budget_per_user_ = limits.shm_budget_per_user_bytes > 0
+                         ? std::min(limits.shm_budget_per_user_bytes, budget_)
+                         : budget_ / 2;
+}
+
+RegistryLimits JobRegistry::limits() const {
+  absl::MutexLock lock(&mu_);
+  return options_.limits;
+}
+
+bool JobRegistry::ReapOldestEnded(std::optional<uid_t> owner) {
+  auto oldest = jobs_.end();
+  absl::Time oldest_end = absl::InfiniteFuture();
+  for (auto it = jobs_.begin(); it != jobs_.end(); ++it) {
+    if (owner && it->second->config().owner_uid != *owner) continue;
+    const absl::Time ended = it->second->ended_at();
+    if (ended < oldest_end) {
+      oldest = it;
+      oldest_end = ended;
+    }
+  }
+  if (oldest == jobs_.end()) return false;
+  spdlog::info("job {}: forgotten (ended, and its room was needed)",
+               oldest->first);
+  jobs_.erase(oldest);
+  return true;
+}
+
+uint32_t JobRegistry::CountHoldings(std::map<uid_t, Holding>* by_user) const {
+  by_user->clear();
+  uint32_t jobs = static_cast<uint32_t>(reserved_.size());
   for (const auto& [id, job] : jobs_) {
-    if (job->state() != JobState::kRunning) continue;
-    ++live;
-    owned += job->config().owner == config.owner ? 1 : 0;
-    reserved += job->geometry().segment_bytes;
+    Holding& h = (*by_user)[job->config().owner_uid];
+    ++h.jobs;
+    ++jobs;
+    if (job->state() == JobState::kRunning) {
+      h.bytes += job->geometry().segment_bytes;
+    }
   }
-  if (live >= options_.max_jobs) {
+  for (const auto& [ticket, r] : reserved_) {
+    ++(*by_user)[r.owner].jobs;
+    (*by_user)[r.owner].bytes += r.bytes;
+  }
+  return jobs;
+}
+
+absl::Status JobRegistry::CheckLimits(const JobConfig& config) {
+  const RegistryLimits& l = options_.limits;
+  const uid_t uid = config.owner_uid;
+  std::map<uid_t, Holding> by_user;
+  uint32_t jobs = CountHoldings(&by_user);
+  while (jobs >= l.max_jobs && ReapOldestEnded(std::nullopt)) {
+    jobs = CountHoldings(&by_user);
+  }
+  if (jobs >= l.max_jobs) {
     return absl::ResourceExhaustedError(absl::StrCat(
-        "stokerd already runs ", live, " jobs, its limit (--max_jobs=",
-        options_.max_jobs, "); delete finished jobs first"));
+        "stokerd already holds ", jobs,
+        " jobs, its limit (--max_jobs=", l.max_jobs, "), all running (",
+        Holders(by_user), "): delete jobs that are no longer needed"));
   }
-  if (owned >= options_.max_jobs_per_client) {
+  while (by_user[uid].jobs >= l.max_jobs_per_user && ReapOldestEnded(uid)) {
+    CountHoldings(&by_user);
+  }
+  if (by_user[uid].jobs >= l.max_jobs_per_user) {
     return absl::ResourceExhaustedError(absl::StrCat(
-        "client ", config.owner, " already runs ", owned,
-        " jobs, the limit per client (--max_jobs_per_client=",
-        options_.max_jobs_per_client, "); delete finished jobs first"));
+        "uid ", uid, " already runs ", by_user[uid].jobs,
+        " jobs, the limit per user (--max_jobs_per_user=", l.max_jobs_per_user,
+        "): delete jobs it no longer needs"));
   }
+  return CheckMemory(config, by_user);
+}
+
+absl::Status JobRegistry::CheckMemory(const JobConfig& config,
+                                      std::map<uid_t, Holding>& by_user) const {
+  const uid_t uid = config.owner_uid;
   const uint64_t bytes = RingGeometryFor(config).segment_bytes;
-  const uint64_t budget = options_.shm_budget_bytes;
-  if (budget > 0 && reserved + bytes > budget) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "the job's ring needs ", bytes, " bytes of shared memory (",
-        config.slots, " slots x ", bytes / config.slots, "); ", live,
-        " running jobs hold ", reserved, " of the daemon's budget of ", budget,
-        " bytes (--shm_budget), leaving ", budget - std::min(budget, reserved),
-        ": use fewer slots or a smaller batch, or delete a job"));
-  }
+  uint64_t reserved = 0;
+  for (const auto& [owner, h] : by_user) reserved += h.bytes;
+  const std::string ring = absl::StrCat(
+      "the job's ring needs ", FormatByteSize(bytes), " of shared memory (",
+      config.slots, " slots of ", FormatByteSize(bytes / config.slots), "); ");
+  // The most direct cause first: /dev/shm itself cannot hold it.
   const uint64_t free_bytes = FreeBytes(options_.shm_dir);
   if (bytes > free_bytes) {
     return absl::ResourceExhaustedError(absl::StrCat(
-        "the job's ring needs ", bytes, " bytes of shared memory but ",
-        options_.shm_dir, " has only ", free_bytes,
-        " bytes free: use fewer slots or a smaller batch, or enlarge ",
+        ring, options_.shm_dir, " has only ", FormatByteSize(free_bytes),
+        " free, and stokerd's own rings hold ", FormatByteSize(reserved),
+        " of it (the rest is other programs' shared memory): free some or "
+        "enlarge ",
         options_.shm_dir));
+  }
+  if (reserved + bytes > budget_) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat(ring, "running jobs hold ", FormatByteSize(reserved),
+                     " of stokerd's budget of ", FormatByteSize(budget_),
+                     " (--shm_budget) (", Holders(by_user),
+                     "): use fewer slots or a smaller batch, or delete a job"));
+  }
+  if (by_user[uid].bytes + bytes > budget_per_user_) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        ring, "uid ", uid, "'s running jobs hold ",
+        FormatByteSize(by_user[uid].bytes), " of the ",
+        FormatByteSize(budget_per_user_),
+        " one user may hold (--shm_budget_per_user): use fewer slots or a "
+        "smaller batch, or delete one of its jobs"));
   }
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::shared_ptr<Job>> JobRegistry::Create(JobConfig config) {
+absl::StatusOr<Dataset> JobRegistry::Scan(JobConfig* config,
+                                          const ScanLimits& limits) const {
+  // What the scan opens, it opens with the owner's permissions (the ring
+  // Create makes afterwards is the daemon's own).
+  const ActAs as_owner(&config->owner_files);
+  STOKER_RETURN_IF_ERROR(as_owner.status());
   if (options_.dataset_paths != nullptr) {
     STOKER_ASSIGN_OR_RETURN(
-        config.dataset_path,
-        options_.dataset_paths->Resolve(config.dataset_path));
+        config->dataset_path,
+        options_.dataset_paths->Resolve(config->dataset_path));
   }
+  return ScanImageFolder(config->dataset_path, limits);
+}
+
+absl::StatusOr<std::shared_ptr<Job>> JobRegistry::Create(
+    JobConfig config, std::function<bool()> cancelled) {
+  ScanLimits scan{.policy = options_.dataset_paths,
+                  .cancelled = [this, &cancelled] {
+                    return closing_.load() || (cancelled && cancelled());
+                  }};
   {
     absl::MutexLock lock(&mu_);
     if (closed_) return absl::UnavailableError("stokerd is shutting down");
-    // CreateJob calls run one at a time (the service's control thread), so
-    // nothing can take the room between this check and the ring's creation.
+    // Refuse early, before a long scan; checked again before the ring.
     STOKER_RETURN_IF_ERROR(CheckLimits(config));
+    scan.max_samples = options_.limits.max_dataset_samples;
+    scan.max_entries = 2 * scan.max_samples + (uint64_t{1} << 20);
+    scan.timeout = options_.limits.scan_timeout;
   }
-  STOKER_ASSIGN_OR_RETURN(Dataset dataset,
-                          ScanImageFolder(config.dataset_path));
+  absl::StatusOr<Dataset> dataset = Scan(&config, scan);
+  if (!dataset.ok()) return dataset.status();
   const std::string id = NewJobId();
-  STOKER_ASSIGN_OR_RETURN(
-      std::shared_ptr<Job> job,
-      Job::Create(id, config, std::move(dataset), options_.segment_prefix + id,
-                  options_.segment_mode, [pool = pool_] { pool->Notify(); }));
+  uint64_t ticket = 0;
   {
     absl::MutexLock lock(&mu_);
     if (closed_) return absl::UnavailableError("stokerd is shutting down");
-    jobs_.emplace(id, job);
+    STOKER_RETURN_IF_ERROR(CheckLimits(config));
+    ticket = next_reservation_++;
+    reserved_[ticket] = {config.owner_uid,
+                         RingGeometryFor(config).segment_bytes};
   }
-  pool_->Add(job);
+  auto job =
+      Job::Create(id, config, *std::move(dataset), options_.segment_prefix + id,
+                  options_.segment_mode, [pool = pool_] { pool->Notify(); });
+  {
+    absl::MutexLock lock(&mu_);
+    reserved_.erase(ticket);
+    if (!job.ok()) return job.status();
+    if (closed_) {
+      (*job)->End(absl::UnavailableError("stokerd is shutting down"));
+      return absl::UnavailableError("stokerd is shutting down");
+    }
+    jobs_.emplace(id, *job);
+  }
+  pool_->Add(*job);
   spdlog::info(
-      "job {}: created '{}' for client {} on {} ({} samples, {} "
+      "job {}: created '{}' for uid {} (client {}) on {} ({} samples, {} "
       "classes, {} slots of {} bytes, weight {})",
-      id, config.name, config.owner, config.dataset_path,
-      job->dataset().samples.size(), job->dataset().class_names.size(),
-      config.slots, job->geometry().slot.slot_bytes, config.weight);
-  return job;
+      id, config.name, config.owner_uid, config.owner, config.dataset_path,
+      (*job)->dataset().samples.size(), (*job)->dataset().class_names.size(),
+      config.slots, (*job)->geometry().slot.slot_bytes, config.weight);
+  return *std::move(job);
 }
 
 absl::StatusOr<std::shared_ptr<Job>> JobRegistry::Get(
@@ -159,7 +286,47 @@ absl::Status JobRegistry::Delete(const std::string& id) {
   return absl::OkStatus();
 }
 
+int JobRegistry::Reap(absl::Time now) {
+  std::vector<std::shared_ptr<Job>> orphans;
+  int forgotten = 0;
+  absl::Duration orphan_timeout;
+  {
+    absl::MutexLock lock(&mu_);
+    const RegistryLimits& l = options_.limits;
+    orphan_timeout = l.orphan_timeout;
+    for (auto it = jobs_.begin(); it != jobs_.end();) {
+      const std::shared_ptr<Job>& job = it->second;
+      if (job->state() != JobState::kRunning) {
+        if (l.ended_job_ttl > absl::ZeroDuration() &&
+            now - job->ended_at() >= l.ended_job_ttl) {
+          spdlog::info("job {}: forgotten ({} after it ended)", it->first,
+                       absl::FormatDuration(l.ended_job_ttl));
+          it = jobs_.erase(it);
+          ++forgotten;
+          continue;
+        }
+      } else if (l.orphan_timeout > absl::ZeroDuration() &&
+                 job->Unattended(now) >= l.orphan_timeout) {
+        orphans.push_back(job);
+      }
+      ++it;
+    }
+  }
+  // Ended, not forgotten: a trainer that comes back learns why.
+  for (const auto& job : orphans) {
+    pool_->Remove(job.get());
+    job->End(absl::FailedPreconditionError(
+        absl::StrCat("job ", job->id(), " had no consumer for ",
+                     absl::FormatDuration(orphan_timeout),
+                     " and was ended, its ring freed (--orphan_timeout)")));
+    spdlog::info("job {}: ended, no consumer for {} (--orphan_timeout)",
+                 job->id(), absl::FormatDuration(orphan_timeout));
+  }
+  return forgotten + static_cast<int>(orphans.size());
+}
+
 void JobRegistry::CloseAll(const absl::Status& why) {
+  closing_ = true;
   std::map<std::string, std::shared_ptr<Job>> jobs;
   {
     absl::MutexLock lock(&mu_);

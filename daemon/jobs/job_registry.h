@@ -1,80 +1,145 @@
-// JobRegistry: the daemon's live jobs by id. Creates a job (validated spec,
-// scanned dataset, reserved ring), hands it to the worker pool, and ends and
-// forgets it on delete.
+// JobRegistry: the daemon's jobs by id. Creates a job (validated spec,
+// scanned dataset, reserved ring), hands it to the worker pool, ends and
+// forgets it on delete, and reaps what nobody will come back for: running
+// jobs left without a consumer for `orphan_timeout` (a trainer killed with
+// SIGKILL) and ended jobs kept for `ended_job_ttl` (so that their owner can
+// still read why they ended).
+//
+// Limits are per user (the uid the kernel reports for the caller), so that
+// one user cannot take every job, or all the shared memory, from the others.
+// Ended jobs count towards max_jobs and max_jobs_per_user until they are
+// reaped; a CreateJob that would pass a limit reaps the oldest ended job
+// first (of the caller, for the per-user limit).
 //
 // Thread-safety: thread-safe. Create() does file-system I/O and may take a
-// while for big datasets: call it off the gRPC callback threads.
+// while for big datasets: call it off the gRPC callback threads. Several
+// Create()s may run at once; each reserves its room before the ring is made.
 #ifndef STOKER_DAEMON_JOBS_JOB_REGISTRY_H_
 #define STOKER_DAEMON_JOBS_JOB_REGISTRY_H_
 
+#include <sys/types.h>
+
+#include <atomic>
+#include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "daemon/jobs/job.h"
 #include "daemon/jobs/worker_pool.h"
 #include "daemon/os/path_policy.h"
 
 namespace stoker {
 
+// The limits SIGHUP may change.
+struct RegistryLimits {
+  uint32_t max_jobs = 64;
+  uint32_t max_jobs_per_user = 16;
+  // Total bytes all rings may reserve, and one user's rings; 0: half of
+  // /dev/shm's size, and half of the total budget.
+  uint64_t shm_budget_bytes = 0;
+  uint64_t shm_budget_per_user_bytes = 0;
+  uint64_t max_dataset_samples = uint64_t{1} << 24;
+  absl::Duration scan_timeout = absl::Minutes(5);
+  // Zero: never reaped.
+  absl::Duration orphan_timeout = absl::Minutes(5);
+  absl::Duration ended_job_ttl = absl::Minutes(10);
+};
+
 struct RegistryOptions {
   std::string segment_prefix;  // see SegmentPrefix()
   // Only stokerd's own user may open a ring by name; clients get a
   // read-only descriptor through the ring socket instead.
   mode_t segment_mode = 0600;
-  uint32_t max_jobs = 64;
-  uint32_t max_jobs_per_client = 16;
-  // Total bytes all live rings may reserve; 0: only /dev/shm's free space.
-  uint64_t shm_budget_bytes = 0;
   std::string shm_dir = "/dev/shm";  // where POSIX shared memory lives
   // Where datasets may lie; must outlive the registry (nullptr: anywhere).
   const PathPolicy* dataset_paths = nullptr;
+  RegistryLimits limits;
 };
 
 // Job ids are "j" and 12 hex digits; longer ones are refused unread.
 inline constexpr size_t kMaxJobIdBytes = 64;
 
-// Free bytes in `dir`'s file system (0 if it cannot be read).
+// Free bytes in `dir`'s file system (0 if it cannot be read), and its size.
 uint64_t FreeBytes(const std::string& dir);
+uint64_t TotalBytes(const std::string& dir);
 
 class JobRegistry {
  public:
   JobRegistry(RegistryOptions options, WorkerPool* pool);
 
-  // RESOURCE_EXHAUSTED, naming the numbers, past --max_jobs, the owner's
-  // --max_jobs_per_client, the shared-memory budget or /dev/shm's free space.
-  absl::StatusOr<std::shared_ptr<Job>> Create(JobConfig config);
+  // RESOURCE_EXHAUSTED, naming the numbers and whose jobs hold them, past
+  // --max_jobs, --max_jobs_per_user, the shared-memory budgets or
+  // /dev/shm's free space. The scan stops early when `cancelled` says so
+  // (the caller gave up) or the registry closes.
+  absl::StatusOr<std::shared_ptr<Job>> Create(
+      JobConfig config, std::function<bool()> cancelled = {});
   // NOT_FOUND naming the id.
   absl::StatusOr<std::shared_ptr<Job>> Get(const std::string& id) const;
   std::vector<std::shared_ptr<Job>> List() const;
   absl::Status Delete(const std::string& id);
+  // Reaps orphaned and expired jobs (see above); returns how many.
+  int Reap(absl::Time now);
   // Ends every job with `why` and refuses new ones (daemon shutdown).
   void CloseAll(const absl::Status& why);
   uint64_t shm_bytes() const;
+  // The budgets in force (0 settings resolved).
   uint64_t shm_budget_bytes() const;
-  // Changes the limits new jobs are checked against (SIGHUP); running jobs
-  // are left alone.
-  void SetLimits(uint32_t max_jobs, uint32_t max_jobs_per_client,
-                 uint64_t shm_budget_bytes);
+  uint64_t shm_budget_per_user_bytes() const;
+  // New limits for new jobs and the reaper (SIGHUP); running jobs are left
+  // alone.
+  void SetLimits(const RegistryLimits& limits);
+  RegistryLimits limits() const;
   // segment_prefix, segment_mode, shm_dir and dataset_paths never change.
   const RegistryOptions& options() const { return options_; }
 
+  // What one user holds: jobs (running or ended, plus reservations) and
+  // ring bytes (running jobs and reservations).
+  struct Holding {
+    uint32_t jobs = 0;
+    uint64_t bytes = 0;
+  };
+
  private:
+  // Room taken by a Create() between its check and its ring.
+  struct Reservation {
+    uid_t owner;
+    uint64_t bytes;
+  };
   std::string NewJobId();
-  absl::Status CheckLimits(const JobConfig& config) const
+  // Resolves config->dataset_path and scans it, as the job's owner.
+  absl::StatusOr<Dataset> Scan(JobConfig* config,
+                               const ScanLimits& limits) const;
+  absl::Status CheckLimits(const JobConfig& config)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The shared-memory part: /dev/shm, the budget, the user's share.
+  absl::Status CheckMemory(const JobConfig& config,
+                           std::map<uid_t, Holding>& by_user) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Jobs in all; what each user holds into *by_user.
+  uint32_t CountHoldings(std::map<uid_t, Holding>* by_user) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Forgets the oldest ended job (of `owner` unless nullopt); false if none.
+  bool ReapOldestEnded(std::optional<uid_t> owner)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   WorkerPool* const pool_;
+  std::atomic<bool> closing_{false};
 
   mutable absl::Mutex mu_;
-  // Its limits (max_jobs, max_jobs_per_client, shm_budget_bytes) are
-  // written under mu_ by SetLimits, and read under mu_.
+  // Its limits are written under mu_ by SetLimits, and read under mu_.
   RegistryOptions options_;
+  uint64_t budget_ ABSL_GUARDED_BY(mu_) = 0;           // resolved
+  uint64_t budget_per_user_ ABSL_GUARDED_BY(mu_) = 0;  // resolved
   std::map<std::string, std::shared_ptr<Job>> jobs_ ABSL_GUARDED_BY(mu_);
+  std::map<uint64_t, Reservation> reserved_ ABSL_GUARDED_BY(mu_);
+  uint64_t next_reservation_ ABSL_GUARDED_BY(mu_) = 0;
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
 };
 

@@ -53,18 +53,25 @@ void WorkerPool::Stop() {
 
 void WorkerPool::Add(std::shared_ptr<Job> job) {
   absl::MutexLock lock(&mu_);
-  // A new job starts level with the others: no debt, no banked credit.
-  jobs_.push_back({std::move(job), clock_});
+  // A new user, and a new job, start level with the others: no debt, no
+  // banked credit.
+  auto [it, added] = users_.try_emplace(job->config().owner_uid);
+  User& user = it->second;
+  if (added) user.account = clock_;
+  ++user.jobs;
+  jobs_.push_back({std::move(job), user.job_clock});
   ++notifications_;
   wake_.SignalAll();
 }
 
 void WorkerPool::Remove(const Job* job) {
   absl::MutexLock lock(&mu_);
-  jobs_.erase(
-      std::remove_if(jobs_.begin(), jobs_.end(),
-                     [job](const Entry& e) { return e.job.get() == job; }),
-      jobs_.end());
+  auto it = std::find_if(jobs_.begin(), jobs_.end(),
+                         [job](const Entry& e) { return e.job.get() == job; });
+  if (it == jobs_.end()) return;
+  auto user = users_.find(job->config().owner_uid);
+  if (user != users_.end() && --user->second.jobs == 0) users_.erase(user);
+  jobs_.erase(it);
 }
 
 void WorkerPool::Notify() {
@@ -74,27 +81,42 @@ void WorkerPool::Notify() {
 }
 
 bool WorkerPool::NextTask(std::shared_ptr<Job>* job, SampleTask* task) {
-  // Rank the jobs that have work by account, waiting consumers first.
+  // Rank the jobs that have work: by their user's account, then by their
+  // own; waiting consumers first at both levels.
   struct Candidate {
+    double user_key;
+    uid_t uid;
     double key;
     Entry* entry;
   };
+  std::map<uid_t, double> user_keys;
   std::vector<Candidate> candidates;
   candidates.reserve(jobs_.size());
   for (Entry& e : jobs_) {
     const Demand demand = e.job->demand();
     if (demand == Demand::kNone) continue;
-    e.account = std::max(e.account, clock_ - kIdleCredit);
-    candidates.push_back(
-        {e.account - (demand == Demand::kWaiting ? kWaitingBonus : 0), &e});
+    const uid_t uid = e.job->config().owner_uid;
+    User& user = users_[uid];
+    user.account = std::max(user.account, clock_ - kIdleCredit);
+    e.account = std::max(e.account, user.job_clock - kIdleCredit);
+    const double bonus = demand == Demand::kWaiting ? kWaitingBonus : 0;
+    auto [it, added] = user_keys.try_emplace(uid, user.account - bonus);
+    it->second = std::min(it->second, user.account - bonus);
+    candidates.push_back({0, uid, e.account - bonus, &e});
   }
-  std::sort(
-      candidates.begin(), candidates.end(),
-      [](const Candidate& a, const Candidate& b) { return a.key < b.key; });
+  for (Candidate& c : candidates) c.user_key = user_keys[c.uid];
+  std::sort(candidates.begin(), candidates.end(),
+            [](const Candidate& a, const Candidate& b) {
+              if (a.user_key != b.user_key) return a.user_key < b.user_key;
+              if (a.uid != b.uid) return a.uid < b.uid;
+              return a.key < b.key;
+            });
   for (const Candidate& c : candidates) {
     if (c.entry->job->TakeTask(task)) {
       *job = c.entry->job;
-      clock_ = std::max(clock_, c.entry->account);
+      User& user = users_[c.uid];
+      clock_ = std::max(clock_, user.account);
+      user.job_clock = std::max(user.job_clock, c.entry->account);
       return true;
     }
   }
@@ -106,6 +128,7 @@ void WorkerPool::Charge(const Job* job, uint64_t ns) {
   for (Entry& e : jobs_) {
     if (e.job.get() == job) {
       e.account += static_cast<double>(ns) / job->config().weight;
+      users_[job->config().owner_uid].account += static_cast<double>(ns);
       return;
     }
   }
@@ -162,9 +185,9 @@ void WorkerPool::Process(Job& job, const SampleTask& task,
   absl::Status status;
   for (int attempt = 0;; ++attempt) {
     const Sample& s = dataset.samples[sample];
-    status =
-        decoder.Process(s.path, config.pipeline,
-                        SampleKey(config.seed, task.epoch, sample), task.image);
+    status = decoder.Process(s.path, config.pipeline,
+                             SampleKey(config.seed, task.epoch, sample),
+                             task.image, &config.owner_files);
     if (status.ok()) {
       *task.label = s.label;
       *task.index = sample;

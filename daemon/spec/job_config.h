@@ -11,6 +11,7 @@
 
 #include "common/ring_layout.h"
 #include "daemon/image/pipeline.h"
+#include "daemon/os/file_identity.h"
 #include "stoker/vocabulary.h"  // OnError, ConsumerMode, LagPolicy
 
 namespace stoker {
@@ -53,6 +54,9 @@ struct JobConfig {
   uint32_t weight = 1;                       // share of the worker pool
   std::string owner;                         // the client that created the job
   uid_t owner_uid = static_cast<uid_t>(-1);  // its user, from the socket
+  // The owner's uid, gid and groups, as the kernel reported them for its
+  // socket: dataset files are opened with its permissions (ActAs).
+  FileIdentity owner_files;
   std::string access_group;  // as asked for; resolved to access_gid
   std::optional<gid_t> access_gid;
 };

@@ -1,0 +1,67 @@
+// FileIdentity: whose permissions a thread's file-system calls are checked
+// against.
+//
+// stokerd reads datasets on behalf of its clients, so it must not read for
+// a client what that client could not read itself (a confused deputy). It
+// does not check permissions itself: around every open of a dataset file or
+// directory, the thread takes the client's file-system identity (its fsuid,
+// fsgid and supplementary groups, as the kernel reported them for the
+// client's socket), the kernel decides, and the thread goes back to the
+// daemon's own. These are per-thread in Linux (setfsuid, setfsgid, and the
+// raw setgroups system call, which unlike glibc's wrapper changes only the
+// calling thread), so the other threads never see them, and a thread whose
+// fsuid is not 0 has no CAP_DAC_OVERRIDE or CAP_DAC_READ_SEARCH for its file
+// accesses. Switching needs CAP_SETUID and CAP_SETGID (the service unit
+// grants both and nothing else); without them stokerd can act only as its
+// own user, and serves datasets only to that user.
+//
+// Thread-safety: ActAs changes only the calling thread.
+#ifndef STOKER_DAEMON_OS_FILE_IDENTITY_H_
+#define STOKER_DAEMON_OS_FILE_IDENTITY_H_
+
+#include <sys/types.h>
+
+#include <vector>
+
+#include "absl/status/status.h"
+
+namespace stoker {
+
+struct FileIdentity {
+  uid_t uid = 0;
+  gid_t gid = 0;
+  std::vector<gid_t> groups;  // supplementary
+};
+
+// Whether this process may take other users' identities (CAP_SETUID and
+// CAP_SETGID in its effective set).
+bool CanActAsOtherUsers();
+
+// OK if a job of `who` can be served: the daemon can take its identity, or
+// it is the daemon's own user. PERMISSION_DENIED saying why not.
+absl::Status CheckCanActAs(const FileIdentity& who);
+
+// While it lives, the calling thread's file accesses are checked as `who`'s
+// (nothing changes when `who` is null or the daemon's own user). If the
+// switch was not permitted, status() says so and the caller must not open
+// anything for `who`. Aborts the process if the thread's own identity
+// cannot be restored.
+class ActAs {
+ public:
+  explicit ActAs(const FileIdentity* who);
+  ~ActAs() { Restore(); }
+  ActAs(const ActAs&) = delete;
+  ActAs& operator=(const ActAs&) = delete;
+
+  const absl::Status& status() const { return status_; }
+
+ private:
+  void Restore();
+
+  bool switched_ = false;
+  absl::Status status_;
+};
+
+}  // namespace stoker
+
+#endif  // STOKER_DAEMON_OS_FILE_IDENTITY_H_
