@@ -216,8 +216,11 @@ int main(int argc, char** argv) {
   Report(**client, **consumer, epochs,
          std::chrono::duration<double>(Clock::now() - start).count(),
          gpu != nullptr, checksum);
+  // After a daemon restart the consumer goes on with a new job: delete the
+  // one it ends on, not the one created above.
+  const std::string last_job = (*consumer)->job().id;
   consumer->reset();
-  if (auto deleted = (*client)->DeleteJob(job->id); !deleted.ok()) {
+  if (auto deleted = (*client)->DeleteJob(last_job); !deleted.ok()) {
     return Fail(deleted);
   }
   return 0;

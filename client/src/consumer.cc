@@ -129,6 +129,54 @@ absl::StatusOr<Batch> Consumer::Next() {
   return Next(std::chrono::milliseconds::max());
 }
 
+// The batch `handle` names in `core`'s ring, checked against the spec.
+absl::StatusOr<Batch> Consumer::BatchOf(
+    const std::shared_ptr<internal::ConsumerCore>& core,
+    const v1::BatchHandle& handle) {
+  const internal::RingMapping& ring = core->ring();
+  const JobSpec& spec = core->job().spec;
+  const uint64_t n = handle.sample_count();
+  if (n == 0 || n > spec.batch_size) {
+    return absl::InternalError(
+        absl::StrCat("the daemon sent a batch of ", n, " samples"));
+  }
+  // The handle says what the tensors are; the SDK checks, not re-derives.
+  auto images = ImagesOf(ring, handle, static_cast<int64_t>(n));
+  if (!images.ok()) return images.status();
+  const uint64_t index_bytes = n * DTypeBytes(v1::DTYPE_INT64);
+  auto labels = Locate(ring, handle, kLabelsTensor, index_bytes);
+  auto indices = Locate(ring, handle, kIndicesTensor, index_bytes);
+  for (const auto* located : {&labels, &indices}) {
+    if (!located->ok()) return located->status();
+  }
+  Batch batch;
+  batch.core_ = core;
+  batch.slot_ = handle.slot();
+  batch.generation_ = handle.generation();
+  batch.epoch_ = handle.epoch();
+  batch.index_ = handle.batch();
+  batch.size_ = static_cast<uint32_t>(n);
+  batch.image_ = *images;
+  batch.labels_ = reinterpret_cast<const int64_t*>(*labels);
+  batch.indices_ = reinterpret_cast<const int64_t*>(*indices);
+  const uint64_t now = ring.Generation(batch.slot_);
+  if (now != batch.generation_) {
+    batch.core_.reset();  // not ours to release any more
+    // The daemon took the slot back because it ended this consumer: say
+    // why it did, not what that did to the slot.
+    if (absl::Status ended = core->EndedWith(absl::Milliseconds(500));
+        !ended.ok()) {
+      return ended;
+    }
+    const absl::Status stale = absl::DataLossError(absl::StrCat(
+        "slot ", batch.slot_, " was reclaimed before batch ", batch.index_,
+        " of epoch ", batch.epoch_, " could be read (generation ",
+        batch.generation_, ", now ", now, ")"));
+    return stale;
+  }
+  return batch;
+}
+
 absl::StatusOr<Batch> Consumer::Next(std::chrono::milliseconds timeout) {
   const absl::Time deadline = timeout == std::chrono::milliseconds::max()
                                   ? absl::InfiniteFuture()
@@ -149,42 +197,7 @@ absl::StatusOr<Batch> Consumer::Next(std::chrono::milliseconds timeout) {
     handle = core->NextHandle(deadline);
   }
   if (!handle.ok()) return handle.status();
-  const internal::RingMapping& ring = core->ring();
-  const JobSpec& spec = core->job().spec;
-  const uint64_t n = handle->sample_count();
-  if (n == 0 || n > spec.batch_size) {
-    return absl::InternalError(
-        absl::StrCat("the daemon sent a batch of ", n, " samples"));
-  }
-  // The handle says what the tensors are; the SDK checks, not re-derives.
-  auto images = ImagesOf(ring, *handle, static_cast<int64_t>(n));
-  if (!images.ok()) return images.status();
-  const uint64_t index_bytes = n * DTypeBytes(v1::DTYPE_INT64);
-  auto labels = Locate(ring, *handle, kLabelsTensor, index_bytes);
-  auto indices = Locate(ring, *handle, kIndicesTensor, index_bytes);
-  for (const auto* located : {&labels, &indices}) {
-    if (!located->ok()) return located->status();
-  }
-  Batch batch;
-  batch.core_ = core;
-  batch.slot_ = handle->slot();
-  batch.generation_ = handle->generation();
-  batch.epoch_ = handle->epoch();
-  batch.index_ = handle->batch();
-  batch.size_ = static_cast<uint32_t>(n);
-  batch.image_ = *images;
-  batch.labels_ = reinterpret_cast<const int64_t*>(*labels);
-  batch.indices_ = reinterpret_cast<const int64_t*>(*indices);
-  const uint64_t now = ring.Generation(batch.slot_);
-  if (now != batch.generation_) {
-    const absl::Status stale = absl::DataLossError(absl::StrCat(
-        "slot ", batch.slot_, " was reclaimed before batch ", batch.index_,
-        " of epoch ", batch.epoch_, " could be read (generation ",
-        batch.generation_, ", now ", now, ")"));
-    batch.core_.reset();  // not ours to release any more
-    return stale;
-  }
-  return batch;
+  return BatchOf(core, *handle);
 }
 
 }  // namespace stoker

@@ -153,6 +153,12 @@ void ConsumerCore::WriteLoop() {
   finished_ = true;
 }
 
+absl::Status ConsumerCore::EndedWith(absl::Duration wait) {
+  absl::MutexLock lock(&mu_);
+  mu_.AwaitWithTimeout(absl::Condition(&finished_), wait);
+  return finished_ ? final_status_ : absl::OkStatus();
+}
+
 void ConsumerCore::Send(v1::ConsumeRequest request) {
   absl::MutexLock lock(&mu_);
   if (closing_ || read_done_) return;

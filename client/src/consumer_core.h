@@ -78,6 +78,10 @@ class ConsumerCore {
   const std::shared_ptr<PositionTracker>& tracker() const { return tracker_; }
   // Half-closes the stream, waits for the daemon's status, joins threads.
   void Close();
+  // Why the daemon ended this stream, waiting up to `wait` for it to say:
+  // OK if it has not ended. A batch whose slot was taken back is explained
+  // by it (say, the consumer was detached for lagging).
+  absl::Status EndedWith(absl::Duration wait);
 
   const JobInfo& job() const { return job_; }
   const RingMapping& ring() const { return *ring_; }

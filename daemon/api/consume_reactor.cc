@@ -81,7 +81,7 @@ ConsumeReactor::ConsumeReactor(JobRegistry* registry, ConsumerSet* consumers,
                               : std::string("an unknown user")),
       link_(std::make_shared<ConsumerLink>(this)) {
   consumers_->Add(link_);
-  StartRead(&request_);
+  StartRead(&request_bytes_);
 }
 
 void ConsumeReactor::OnReadDone(bool ok) {
@@ -90,11 +90,19 @@ void ConsumeReactor::OnReadDone(bool ok) {
     FinishOnce(absl::OkStatus());
     return;
   }
+  request_.Clear();
+  if (!grpc::SerializationTraits<v1::ConsumeRequest>::Deserialize(
+           &request_bytes_, &request_)
+           .ok()) {
+    FinishOnce(absl::InvalidArgumentError(
+        "a Consume message could not be parsed as a stoker.v1.ConsumeRequest"));
+    return;
+  }
   if (absl::Status status = Handle(request_); !status.ok()) {
     FinishOnce(status);
     return;
   }
-  StartRead(&request_);
+  StartRead(&request_bytes_);
 }
 
 absl::Status ConsumeReactor::Handle(const v1::ConsumeRequest& request) {
@@ -188,7 +196,7 @@ absl::Status ConsumeReactor::HandleAttach(const v1::Attach& attach) {
   }
   spdlog::debug("job {}: consumer '{}' of client {} attached", (*job)->id(),
                 attach.name(), client_);
-  StartWrite(&response_);
+  Write();
   return absl::OkStatus();
 }
 
@@ -212,14 +220,14 @@ void ConsumeReactor::Pump() {
       case Delivery::kBatch:
         response_.Clear();
         DeliveredToHandle(*job, batch, response_.mutable_batch());
-        StartWrite(&response_);
+        Write();
         return;
       case Delivery::kEndOfJob:
         if (!end_sent_) {
           end_sent_ = true;
           response_.Clear();
           response_.mutable_end_of_job();
-          StartWrite(&response_);
+          Write();
           return;
         }
         break;
@@ -282,6 +290,18 @@ void ConsumeReactor::DetachAndFinish(const absl::Status& status) {
                  job != nullptr ? ": " : "", client_, status.message());
   }
   Finish(ToGrpcStatus(status));
+}
+
+void ConsumeReactor::Write() {
+  response_bytes_.Clear();  // the last write's, done with
+  bool own_buffer = false;
+  if (!grpc::SerializationTraits<v1::ConsumeResponse>::Serialize(
+           response_, &response_bytes_, &own_buffer)
+           .ok()) {
+    // Only an oversized message fails; a response never is one.
+    spdlog::error("a Consume response could not be serialized");
+  }
+  StartWrite(&response_bytes_);
 }
 
 void ConsumeReactor::OnWriteDone(bool ok) {

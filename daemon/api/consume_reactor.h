@@ -60,8 +60,12 @@ class ConsumerSet {
   std::set<std::shared_ptr<ConsumerLink>> links_ ABSL_GUARDED_BY(mu_);
 };
 
+// The stream is raw (grpc::ByteBuffer both ways; see LoaderService) so that
+// a message that does not parse ends the stream with INVALID_ARGUMENT
+// saying so: gRPC's own parsing would make it look like the client's
+// half-close, and end the stream with OK.
 class ConsumeReactor
-    : public grpc::ServerBidiReactor<v1::ConsumeRequest, v1::ConsumeResponse> {
+    : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
  public:
   // `client` names the peer (ClientOf); its outstanding batches count
   // against `limits`.
@@ -85,6 +89,8 @@ class ConsumeReactor
   // FinishOnce() came while it was held.
   std::optional<absl::Status> ReleaseWriter();
   absl::Status HandleAttach(const v1::Attach& attach);
+  // Serializes response_ and starts writing it (the writer role is held).
+  void Write();
 
   JobRegistry* const registry_;
   ConsumerSet* const consumers_;
@@ -99,9 +105,11 @@ class ConsumeReactor
   // room (the consumer simply receives nothing more until then).
   uint64_t deferred_credits_ = 0;
   const std::shared_ptr<ConsumerLink> link_;
-  v1::ConsumeRequest request_;    // owned by the read in flight
-  v1::ConsumeResponse response_;  // owned by the write in flight
-  bool end_sent_ = false;         // touched only by the writer
+  grpc::ByteBuffer request_bytes_;   // owned by the read in flight
+  v1::ConsumeRequest request_;       // request_bytes_, parsed
+  v1::ConsumeResponse response_;     // owned by the write in flight
+  grpc::ByteBuffer response_bytes_;  // response_, serialized
+  bool end_sent_ = false;            // touched only by the writer
 
   absl::Mutex mu_;
   std::shared_ptr<Job> job_ ABSL_GUARDED_BY(mu_);

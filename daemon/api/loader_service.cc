@@ -128,7 +128,7 @@ grpc::ServerUnaryReactor* LoaderService::GetStats(
   return reactor;
 }
 
-grpc::ServerBidiReactor<v1::ConsumeRequest, v1::ConsumeResponse>*
+grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>*
 LoaderService::Consume(grpc::CallbackServerContext* context) {
   return new ConsumeReactor(registry_, consumers_, limits_,
                             PeerOf(*context, peers_));

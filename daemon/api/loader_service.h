@@ -21,7 +21,16 @@
 
 namespace stoker {
 
-class LoaderService final : public v1::Loader::CallbackService {
+// Every method on the callback API; Consume raw (see ConsumeReactor).
+using LoaderCallbackService = v1::Loader::WithCallbackMethod_CreateJob<
+    v1::Loader::WithCallbackMethod_GetJob<
+        v1::Loader::WithCallbackMethod_ListJobs<
+            v1::Loader::WithCallbackMethod_DeleteJob<
+                v1::Loader::WithCallbackMethod_GetStats<
+                    v1::Loader::WithRawCallbackMethod_Consume<
+                        v1::Loader::Service>>>>>>;
+
+class LoaderService final : public LoaderCallbackService {
  public:
   // `peers` knows each connection's user; every job call is checked
   // against the job's owner and access group.
@@ -43,7 +52,7 @@ class LoaderService final : public v1::Loader::CallbackService {
   grpc::ServerUnaryReactor* GetStats(grpc::CallbackServerContext* context,
                                      const v1::GetStatsRequest* request,
                                      v1::Stats* response) override;
-  grpc::ServerBidiReactor<v1::ConsumeRequest, v1::ConsumeResponse>* Consume(
+  grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* Consume(
       grpc::CallbackServerContext* context) override;
 
  private:

@@ -52,13 +52,23 @@ absl::StatusOr<std::map<std::string, int>> TakeListenFds() {
   const char* count_text = std::getenv("LISTEN_FDS");
   int pid = 0;
   int count = 0;
-  const bool ours = pid_text != nullptr && count_text != nullptr &&
-                    absl::SimpleAtoi(pid_text, &pid) && pid == ::getpid() &&
-                    absl::SimpleAtoi(count_text, &count) && count > 0;
+  const bool ours = pid_text != nullptr && absl::SimpleAtoi(pid_text, &pid) &&
+                    pid == ::getpid();
+  const bool counted = count_text != nullptr &&
+                       absl::SimpleAtoi(count_text, &count) && count > 0 &&
+                       count <= 64;
+  const std::string count_copy = count_text != nullptr ? count_text : "";
   ::unsetenv("LISTEN_PID");
   ::unsetenv("LISTEN_FDS");
   ::unsetenv("LISTEN_FDNAMES");
   if (!ours) return sockets;
+  if (!counted) {
+    // Activation was meant for this process but passed nothing usable:
+    // listening on sockets of our own instead would hide the unit's error.
+    return absl::InvalidArgumentError(absl::StrCat(
+        "socket activation: LISTEN_PID is this process but LISTEN_FDS is '",
+        count_copy, "', not a count of passed sockets"));
+  }
   for (int fd = kFirstFd; fd < kFirstFd + count; ++fd) {
     ::fcntl(fd, F_SETFD, FD_CLOEXEC);
     auto path = BoundPath(fd);

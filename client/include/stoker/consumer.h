@@ -39,6 +39,9 @@
 
 namespace stoker {
 
+namespace v1 {
+class BatchHandle;
+}  // namespace v1
 namespace internal {
 class ConsumerCore;
 class Reconnector;
@@ -181,6 +184,10 @@ class STOKER_API Consumer {
   STOKER_LOCAL Consumer(std::shared_ptr<internal::ConsumerCore> core,
                         std::unique_ptr<internal::Reconnector> reconnector);
   std::shared_ptr<internal::ConsumerCore> core() const;
+  // The batch `handle` names in `core`'s ring, checked against the spec.
+  STOKER_LOCAL static absl::StatusOr<Batch> BatchOf(
+      const std::shared_ptr<internal::ConsumerCore>& core,
+      const v1::BatchHandle& handle);
 
   // The current stream; replaced by Next() when it reconnects.
   mutable std::mutex mu_;
