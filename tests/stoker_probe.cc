@@ -14,12 +14,24 @@
 //   stoker_probe probe --target=T --private_job=A --shared_job=B
 //       --segment=S  what another user can and cannot do; prints
 //                    "key code" lines.
+//   stoker_probe create --target=T --dataset=D [--weight=W] [--on_error=fail]
+//       [--epochs=E] [--batches=K] [--hold]
+//                    creates a job (unshuffled, 16x16) and prints "create
+//                    <code> <message>", "create_ms <ms>" and "job <id>";
+//                    then receives and releases K batches (-1: until the
+//                    job ends), printing "took <n>" and any error as "next
+//                    <code> <message>"; with --hold, sleeps until killed.
+//   Any command takes --as=UID:GID[:G1,G2...]: started as root, the probe
+//   becomes that user, group and supplementary groups before it connects.
 #include <fcntl.h>
+#include <grp.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -50,6 +62,11 @@ ABSL_FLAG(uint64_t, seed, 1, "train: seed");
 ABSL_FLAG(std::string, private_job, "", "probe: a job not shared with us");
 ABSL_FLAG(std::string, shared_job, "", "probe: a job shared with our group");
 ABSL_FLAG(std::string, segment, "", "probe: the private job's segment name");
+ABSL_FLAG(uint32_t, weight, 1, "create: the job's weight");
+ABSL_FLAG(std::string, on_error, "replace", "create: replace or fail");
+ABSL_FLAG(int, batches, 0, "create: batches to consume (-1: all)");
+ABSL_FLAG(bool, hold, false, "create: sleep until killed at the end");
+ABSL_FLAG(std::string, as, "", "UID:GID[:G1,G2...] to become first");
 
 namespace {
 
@@ -271,15 +288,94 @@ int Probe() {
   return 0;
 }
 
+int Create() {
+  auto client = Client::Connect(absl::GetFlag(FLAGS_target));
+  Print("connect", client.status());
+  std::fflush(stdout);
+  if (!client.ok()) return 2;
+  const stoker::JobSpec spec{.dataset_path = absl::GetFlag(FLAGS_dataset),
+                             .batch_size = absl::GetFlag(FLAGS_batch_size),
+                             .slots = 4,
+                             .height = 16,
+                             .width = 16,
+                             .shuffle = false,
+                             .epochs = absl::GetFlag(FLAGS_epochs),
+                             .on_error = absl::GetFlag(FLAGS_on_error) == "fail"
+                                             ? stoker::OnError::kFail
+                                             : stoker::OnError::kReplace,
+                             .weight = absl::GetFlag(FLAGS_weight)};
+  const auto start = std::chrono::steady_clock::now();
+  auto job = (*client)->CreateJob(spec);
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                      std::chrono::steady_clock::now() - start)
+                      .count();
+  std::printf("create %s %s\ncreate_ms %lld\n",
+              absl::StatusCodeToString(job.status().code()).c_str(),
+              std::string(job.status().message()).c_str(),
+              static_cast<long long>(ms));
+  if (job.ok()) std::printf("job %s\n", job->id.c_str());
+  std::fflush(stdout);
+  const int batches = absl::GetFlag(FLAGS_batches);
+  if (job.ok() && batches != 0) {
+    auto consumer = (*client)->Attach(job->id);
+    int took = 0;
+    absl::Status error = consumer.status();
+    while (error.ok() && (batches < 0 || took < batches)) {
+      auto batch = (*consumer)->Next();
+      error = batch.status();
+      took += batch.ok();
+    }
+    std::printf("took %d\n", took);
+    if (!error.ok()) {
+      std::printf("next %s %s\n",
+                  absl::StatusCodeToString(error.code()).c_str(),
+                  std::string(error.message()).c_str());
+    }
+    std::fflush(stdout);
+  }
+  if (absl::GetFlag(FLAGS_hold)) {
+    for (;;) ::pause();
+  }
+  return 0;
+}
+
+// --as=UID:GID[:G1,G2...]: false if it cannot be applied.
+bool BecomeUser(const std::string& as) {
+  if (as.empty()) return true;
+  std::vector<std::string> parts = absl::StrSplit(as, ':');
+  uint32_t uid = 0, gid = 0;
+  if (parts.size() < 2 || !absl::SimpleAtoi(parts[0], &uid) ||
+      !absl::SimpleAtoi(parts[1], &gid)) {
+    return false;
+  }
+  std::vector<gid_t> groups;
+  if (parts.size() > 2 && !parts[2].empty()) {
+    for (absl::string_view g : absl::StrSplit(parts[2], ',')) {
+      uint32_t n = 0;
+      if (!absl::SimpleAtoi(g, &n)) return false;
+      groups.push_back(n);
+    }
+  }
+  return ::setgroups(groups.size(), groups.data()) == 0 && ::setgid(gid) == 0 &&
+         ::setuid(uid) == 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::vector<char*> rest = stoker::ParseCommandLine(
-      argc, argv, "stoker_probe consume|train|probe --flags");
+      argc, argv, "stoker_probe consume|train|probe|create --flags");
   const std::string command = rest.size() > 1 ? rest[1] : "";
+  if (!BecomeUser(absl::GetFlag(FLAGS_as))) {
+    std::fprintf(stderr, "cannot become %s: %s\n",
+                 absl::GetFlag(FLAGS_as).c_str(), std::strerror(errno));
+    return 126;
+  }
   if (command == "consume") return Consume();
   if (command == "train") return Train();
   if (command == "probe") return Probe();
-  std::fprintf(stderr, "usage: stoker_probe consume|train|probe --flags\n");
+  if (command == "create") return Create();
+  std::fprintf(stderr,
+               "usage: stoker_probe consume|train|probe|create --flags\n");
   return 2;
 }

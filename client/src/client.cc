@@ -35,8 +35,10 @@ std::string NewClientId() {
 }  // namespace
 
 Client::Impl::Impl(std::unique_ptr<v1::Loader::StubInterface> stub,
-                   const std::string& target)
+                   const std::string& target,
+                   std::shared_ptr<grpc::Channel> channel)
     : stub_(std::move(stub)),
+      channel_(std::move(channel)),
       client_id_(NewClientId()),
       ring_socket_(RingSocketPath(SocketPathFromTarget(target))) {}
 
@@ -63,8 +65,18 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Connect(
     return absl::UnavailableError(
         absl::StrCat("cannot reach stokerd at ", path, ": ", why));
   }
-  return MakeClient(std::make_unique<Impl>(
-      v1::Loader::NewStub(std::move(channel)), *normalized));
+  auto stub = v1::Loader::NewStub(channel);
+  return MakeClient(
+      std::make_unique<Impl>(std::move(stub), *normalized, std::move(channel)));
+}
+
+void Client::Impl::AwaitConnection(absl::Duration up_to) {
+  if (channel_ == nullptr ||
+      channel_->GetState(/*try_to_connect=*/true) == GRPC_CHANNEL_READY) {
+    absl::SleepFor(up_to);
+    return;
+  }
+  channel_->WaitForConnected(absl::ToChronoTime(absl::Now() + up_to));
 }
 
 absl::StatusOr<v1::Job> Client::Impl::CreateJob(v1::JobSpec spec) {
@@ -158,6 +170,9 @@ absl::StatusOr<std::unique_ptr<Consumer>> Client::Attach(
         STOKER_ASSIGN_OR_RETURN(v1::Job job,
                                 impl->CreateJob(internal::ToProto(spec)));
         return internal::FromProto(job);
+      },
+      [impl = impl_.get()](absl::Duration up_to) {
+        impl->AwaitConnection(up_to);
       });
   return std::unique_ptr<Consumer>(
       new Consumer(*std::move(core), std::move(reconnector)));

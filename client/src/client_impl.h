@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 
+#include "absl/time/time.h"
 #include "common/grpc_status.h"
 #include "stoker/client.h"
 #include "stoker/v1/loader.grpc.pb.h"
@@ -18,7 +19,8 @@ class STOKER_LOCAL Client::Impl {
   // `target` is the daemon's address (unix://...); its ring socket lies
   // beside it.
   Impl(std::unique_ptr<v1::Loader::StubInterface> stub,
-       const std::string& target);
+       const std::string& target,
+       std::shared_ptr<grpc::Channel> channel = nullptr);
   v1::Loader::StubInterface* stub() { return stub_.get(); }
   const std::string& ring_socket() const { return ring_socket_; }
   // "<pid>-<random>": how the daemon tells this client from others (its
@@ -34,6 +36,11 @@ class STOKER_LOCAL Client::Impl {
   absl::StatusOr<v1::ListJobsResponse> ListJobs();
   absl::Status DeleteJob(std::string_view job_id);
   absl::StatusOr<v1::Stats> GetStats();
+  // Waits up to `up_to` for the daemon to answer on a channel that is not
+  // connected (returning as soon as it does: gRPC alone would notice only
+  // at its next poll of an idle channel, up to 5 s later); sleeps `up_to`
+  // if it is connected or there is no channel (a mock).
+  void AwaitConnection(absl::Duration up_to);
 
  private:
   // One unary call: `call(stub, context, response)` with the context
@@ -49,6 +56,7 @@ class STOKER_LOCAL Client::Impl {
   }
 
   std::unique_ptr<v1::Loader::StubInterface> stub_;
+  const std::shared_ptr<grpc::Channel> channel_;
   const std::string client_id_;
   const std::string ring_socket_;
 };

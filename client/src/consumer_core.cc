@@ -338,7 +338,7 @@ absl::StatusOr<std::shared_ptr<ConsumerCore>> Reconnector::Resume(
                   absl::FromChrono(options_.reconnect_timeout)),
               " (ConsumerOptions::reconnect_timeout): ", last.message()));
     }
-    absl::SleepFor(backoff);
+    wait_(backoff);
     backoff = std::min(backoff * 2, kMaxBackoff);
   }
 }

@@ -139,14 +139,18 @@ class ConsumerCore {
 class Reconnector {
  public:
   using CreateJobFn = std::function<absl::StatusOr<JobInfo>(const JobSpec&)>;
+  // Waits before the next try (at most the duration given; may return as
+  // soon as the daemon answers).
+  using WaitFn = std::function<void(absl::Duration)>;
   Reconnector(v1::Loader::StubInterface* stub, std::string client_id,
               std::string ring_socket, ConsumerOptions options,
-              CreateJobFn create_job)
+              CreateJobFn create_job, WaitFn wait = absl::SleepFor)
       : stub_(stub),
         client_id_(std::move(client_id)),
         ring_socket_(std::move(ring_socket)),
         options_(std::move(options)),
-        create_job_(std::move(create_job)) {}
+        create_job_(std::move(create_job)),
+        wait_(std::move(wait)) {}
 
   const ConsumerOptions& options() const { return options_; }
   // A stream that resumes where `broken` stood, or the last error once
@@ -161,6 +165,7 @@ class Reconnector {
   const std::string ring_socket_;
   const ConsumerOptions options_;
   const CreateJobFn create_job_;
+  const WaitFn wait_;
 };
 
 }  // namespace stoker::internal

@@ -136,6 +136,9 @@ void WorkerPool::Charge(const Job* job, uint64_t ns) {
 
 void WorkerPool::Run() {
   SampleDecoder decoder(limits_, policy_);
+  // Samples are opened with their job owner's permissions; a worker keeps
+  // that identity while it takes the same user's samples in a row.
+  HeldIdentity identity;
   for (;;) {
     std::shared_ptr<Job> job;
     SampleTask task;
@@ -151,7 +154,7 @@ void WorkerPool::Run() {
     // CPU time, not wall time: a worker preempted mid-sample does not
     // charge its job for the time it did not run.
     const uint64_t start = ThreadCpuNanos();
-    Process(*job, task, decoder);
+    Process(*job, task, decoder, identity);
     const uint64_t ns = ThreadCpuNanos() - start;
     busy_ns_.fetch_add(ns, std::memory_order_relaxed);
     job->AddWorkerTime(ns);
@@ -178,16 +181,19 @@ double WorkerPool::decoded_per_second() const {
 }
 
 void WorkerPool::Process(Job& job, const SampleTask& task,
-                         SampleDecoder& decoder) {
+                         SampleDecoder& decoder, HeldIdentity& identity) {
   const Dataset& dataset = job.dataset();
   const JobConfig& config = job.config();
   uint32_t sample = task.sample;
   absl::Status status;
   for (int attempt = 0;; ++attempt) {
     const Sample& s = dataset.samples[sample];
-    status = decoder.Process(s.path, config.pipeline,
-                             SampleKey(config.seed, task.epoch, sample),
-                             task.image, &config.owner_files);
+    status = identity.Use(config.owner_files);
+    if (status.ok()) {
+      status = decoder.Process(s.path, config.pipeline,
+                               SampleKey(config.seed, task.epoch, sample),
+                               task.image);
+    }
     if (status.ok()) {
       *task.label = s.label;
       *task.index = sample;
@@ -208,6 +214,8 @@ void WorkerPool::Process(Job& job, const SampleTask& task,
     // Deterministic replacement: the next sample in dataset order.
     sample = static_cast<uint32_t>((sample + 1) % dataset.samples.size());
   }
+  // A failure may end the job, which unlinks its ring: as the daemon.
+  if (!status.ok()) identity.Release();
   job.FinishTask(task, status);
 }
 

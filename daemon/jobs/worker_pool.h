@@ -81,7 +81,8 @@ class WorkerPool {
   bool NextTask(std::shared_ptr<Job>* job, SampleTask* task)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Charge(const Job* job, uint64_t ns);
-  void Process(Job& job, const SampleTask& task, SampleDecoder& decoder);
+  void Process(Job& job, const SampleTask& task, SampleDecoder& decoder,
+               HeldIdentity& identity);
 
   const DecodeLimits limits_;
   const PathPolicy* const policy_;

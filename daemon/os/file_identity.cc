@@ -91,4 +91,15 @@ void ActAs::Restore() {
   if (SetGroups(OwnGroups()) != 0) Die("groups");
 }
 
+absl::Status HeldIdentity::Use(const FileIdentity& who) {
+  if (current_ && current_->uid == who.uid && current_->gid == who.gid &&
+      current_->groups == who.groups) {
+    return act_->status();
+  }
+  act_.reset();  // back to the daemon's own first
+  act_ = std::make_unique<ActAs>(&who);
+  current_ = who;
+  return act_->status();
+}
+
 }  // namespace stoker

@@ -21,6 +21,8 @@
 
 #include <sys/types.h>
 
+#include <memory>
+#include <optional>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -60,6 +62,31 @@ class ActAs {
 
   bool switched_ = false;
   absl::Status status_;
+};
+
+// Keeps the calling thread in one user's file identity from one call to the
+// next, switching only when asked for another: a worker reading one job's
+// samples one after another switches once, not twice per file. For threads
+// that open nothing but files for that user (the workers); back to the
+// daemon's own identity when destroyed.
+class HeldIdentity {
+ public:
+  HeldIdentity() = default;
+  HeldIdentity(const HeldIdentity&) = delete;
+  HeldIdentity& operator=(const HeldIdentity&) = delete;
+
+  // OK when the thread now acts as `who` (see ActAs::status()).
+  absl::Status Use(const FileIdentity& who);
+  // Back to the daemon's own identity (before anything that is not a read
+  // for that user, such as unlinking a failed job's ring).
+  void Release() {
+    act_.reset();
+    current_.reset();
+  }
+
+ private:
+  std::optional<FileIdentity> current_;
+  std::unique_ptr<ActAs> act_;
 };
 
 }  // namespace stoker

@@ -227,14 +227,23 @@ class _Resources:
         self.close_stream()
         self.client.close()
 
+    def reconnect(self, timeout: float) -> None:
+        """A new connection, made as soon as the daemon answers. (Calls on
+        the old one would notice a restarted daemon only when gRPC next
+        polls its idle connection, up to 5 s later.)"""
+        self.close_stream()
+        fresh = Client(self.client.socket, timeout=timeout)
+        self.client.close()
+        self.client = fresh
+
 
 class DataLoader:
     """A drop-in for torch.utils.data.DataLoader(ImageFolder(root,
     transform), ...) served by stokerd.
 
-    root: an ImageFolder directory (root/<class>/<image>), as the daemon's
-        user can read it; a relative path is taken from this process's
-        directory.
+    root: an ImageFolder directory (root/<class>/<image>); the daemon
+        reads it with this process's user's permissions; a relative path is
+        taken from this process's directory.
     transform: a torchvision transform or Compose (see stoker.transforms for
         what translates), or a list of stoker.v1.Op dicts.
     device: "cpu" (tensors are views of the daemon's shared memory) or a CUDA
@@ -514,7 +523,6 @@ class DataLoader:
         """The stream's next batch; when the daemon went away (restart, lost
         connection), a new job at the batch after the last one yielded."""
         deadline = None
-        backoff = 0.05
         while True:
             try:
                 if not self._stream_in_step:
@@ -529,8 +537,12 @@ class DataLoader:
                 if now >= deadline:
                     raise
                 self._stream_in_step = False
-                time.sleep(min(backoff, deadline - now))
-                backoff = min(backoff * 2, 2.0)
+                try:
+                    # Returns as soon as the daemon listens again; in
+                    # slices, so that Ctrl-C is seen.
+                    self._resources.reconnect(min(0.5, deadline - now))
+                except errors.Unavailable:
+                    time.sleep(0.05)  # not listening yet
 
 
 class _EpochIterator:
