@@ -52,6 +52,25 @@ class DecoderTest : public ::testing::Test {
   TempDir dir_{"stoker-decoder"};
 };
 
+TEST_F(DecoderTest, BuffersAboveTheScratchBoundAreFreedAfterTheSample) {
+  // A 1600x1200 JPEG of about 1.1 MB: its file buffer alone passes 512 KiB.
+  const std::string big = WriteJpeg("big.jpg", 1600, 1200);
+  const std::string small = WriteJpeg("small.jpg", 64, 48);
+  std::vector<uint8_t> out(32 * 32 * 3);
+  SampleDecoder bounded(DecodeLimits{.max_scratch_bytes = 512 << 10});
+  ASSERT_TRUE(bounded.DecodeTo(big, {32, 32}, out.data()).ok());
+  EXPECT_EQ(bounded.scratch_bytes(), 0u);
+  // Under the bound, buffers stay for the next image (no allocation).
+  ASSERT_TRUE(bounded.DecodeTo(small, {32, 32}, out.data()).ok());
+  const size_t kept = bounded.scratch_bytes();
+  EXPECT_GT(kept, 0u);
+  EXPECT_LE(kept, size_t{512} << 10);
+  // The default bound (64 MiB) keeps the big image's buffers.
+  SampleDecoder roomy(DecodeLimits{});
+  ASSERT_TRUE(roomy.DecodeTo(big, {32, 32}, out.data()).ok());
+  EXPECT_GT(roomy.scratch_bytes(), size_t{512} << 10);
+}
+
 TEST_F(DecoderTest, RgbMatchesTheTurboJpegReferenceExactly) {
   const std::string path = WriteJpeg("a.jpg", 123, 77);
   std::vector<uint8_t> pixels;
