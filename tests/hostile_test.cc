@@ -439,6 +439,18 @@ TEST(Hostile, ConnectionFloodOfOneUserIsCappedAndOthersGoOn) {
   EXPECT_LT(MsSince(start), 1000);
 }
 
+// 4c. An honest client that connects early and calls late loses nothing:
+// its idle connection is closed, and its next call connects again.
+TEST(Hostile, AClientIdlePastTheHandshakeTimeoutStillGetsItsCall) {
+  TestDaemon daemon({.handshake_timeout = absl::Seconds(1)});
+  testing::MakeDataset(daemon.dir() + "/data", 2, 4, 32, 24);
+  auto client = daemon.Connect();
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+  auto job = client->CreateJob(SmallSpec(daemon.dir() + "/data"));
+  EXPECT_TRUE(job.ok()) << job.status();
+  EXPECT_TRUE(client->GetStats().ok());
+}
+
 // 4b. A connection that never makes a call is closed.
 TEST(Hostile, SilentConnectionIsClosedAfterTheHandshakeTimeout) {
   TestDaemon daemon({.handshake_timeout = absl::Seconds(1)});
