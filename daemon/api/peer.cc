@@ -134,11 +134,6 @@ uint32_t PeerTable::CountFor(uid_t uid) const {
   return n;
 }
 
-uint32_t PeerTable::size() const {
-  absl::MutexLock lock(&mu_);
-  return static_cast<uint32_t>(by_fd_.size());
-}
-
 Peer PeerOf(const grpc::CallbackServerContext& context,
             const PeerTable* peers) {
   Peer peer{.client = ClientOf(context)};

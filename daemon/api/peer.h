@@ -71,9 +71,8 @@ class PeerTable {
   // Call from the thread that accepts (so no descriptor number is reused
   // under it by an accept).
   int Sweep(absl::Time now);
-  // Open connections of `uid`, and in all.
+  // Open connections of `uid`.
   uint32_t CountFor(uid_t uid) const;
-  uint32_t size() const;
   uint32_t max_per_user() const;
   void SetLimits(uint32_t max_per_user, absl::Duration handshake_timeout);
 

@@ -35,13 +35,9 @@ absl::Status OpenError(int err) {
   }
 }
 
-// Opens `path` for reading if it is a regular file inside `policy`'s roots,
-// with `as`'s permissions.
+// Opens `path` for reading if it is a regular file inside `policy`'s roots.
 absl::StatusOr<UniqueFd> OpenSample(const std::string& path,
-                                    const PathPolicy* policy,
-                                    const FileIdentity* as, struct stat* st) {
-  const ActAs identity(as);
-  if (!identity.status().ok()) return identity.status();
+                                    const PathPolicy* policy, struct stat* st) {
   // Look before opening for reading: an O_PATH descriptor opens nothing (a
   // FIFO would block open(); a device could act on being opened), and the
   // file it names is the one checked, then opened through /proc.
@@ -65,9 +61,9 @@ absl::StatusOr<UniqueFd> OpenSample(const std::string& path,
 }  // namespace
 
 absl::Status ReadFile(const std::string& path, std::vector<uint8_t>* buffer,
-                      const PathPolicy* policy, const FileIdentity* as) {
+                      const PathPolicy* policy) {
   struct stat st;
-  absl::StatusOr<UniqueFd> opened = OpenSample(path, policy, as, &st);
+  absl::StatusOr<UniqueFd> opened = OpenSample(path, policy, &st);
   if (!opened.ok()) return opened.status();
   const UniqueFd& fd = *opened;
   if (static_cast<uint64_t>(st.st_size) > kMaxFileBytes) {
@@ -150,8 +146,8 @@ void BuildValueTable(const Pipeline& pipeline, ValueTable* table) {
 
 absl::Status SampleDecoder::Process(const std::string& path,
                                     const Pipeline& pipeline, uint64_t key,
-                                    uint8_t* out, const FileIdentity* as) {
-  absl::Status status = ReadFile(path, &file_, policy_, as);
+                                    uint8_t* out) {
+  absl::Status status = ReadFile(path, &file_, policy_);
   if (status.ok()) status = ProcessBytes(file_, pipeline, key, out);
   TrimScratch();
   return status;

@@ -21,7 +21,6 @@
 #include "daemon/image/jpeg_decoder.h"
 #include "daemon/image/pipeline.h"
 #include "daemon/image/png_decoder.h"
-#include "daemon/os/file_identity.h"
 #include "daemon/os/path_policy.h"
 
 namespace stoker {
@@ -30,12 +29,12 @@ namespace stoker {
 inline constexpr uint64_t kMaxFileBytes = uint64_t{256} << 20;
 
 // Reads the whole of `path` into *buffer (resized to the file's size),
-// opening it with `as`'s permissions (see ActAs; null: the daemon's own).
-// With a `policy`, a file that turns out to lie outside its roots (say, a
-// symlink to /etc) is PERMISSION_DENIED.
+// with the calling thread's file identity (a worker holds its job owner's:
+// see HeldIdentity). Only a regular file is opened for reading. With a
+// `policy`, a file that turns out to lie outside its roots (say, a symlink
+// to /etc) is PERMISSION_DENIED.
 absl::Status ReadFile(const std::string& path, std::vector<uint8_t>* buffer,
-                      const PathPolicy* policy = nullptr,
-                      const FileIdentity* as = nullptr);
+                      const PathPolicy* policy = nullptr);
 
 // Resamples packed RGB pixels (`stride` bytes per row) to three planes of
 // dst_size (R, G, B), each plane area-averaged when shrinking and bilinear
@@ -65,12 +64,10 @@ class SampleDecoder {
         policy_(policy) {}
 
   // Decodes `path` through `pipeline` with the random parameters of `key`
-  // (see SampleKey), writing pipeline.BytesPerImage() bytes to `out`; the
-  // file is opened with `as`'s permissions (null: the daemon's own).
+  // (see SampleKey), writing pipeline.BytesPerImage() bytes to `out`.
   // Errors say what was wrong with the file (not which file).
   absl::Status Process(const std::string& path, const Pipeline& pipeline,
-                       uint64_t key, uint8_t* out,
-                       const FileIdentity* as = nullptr);
+                       uint64_t key, uint8_t* out);
 
   // The same for the bytes of a file already in memory.
   absl::Status ProcessBytes(std::span<const uint8_t> file,

@@ -333,6 +333,7 @@ Job::Wake Job::Apply(const PolicyEffects& effects) {
       spdlog::info("job {}: finished: all {} batches released", id_,
                    total_batches_);
       state_ = JobState::kFinished;
+      ended_at_ = absl::Now();
       MaybeFreeRing();
     }
   }

@@ -63,11 +63,6 @@ uint64_t JobRegistry::shm_budget_bytes() const {
   return budget_;
 }
 
-uint64_t JobRegistry::shm_budget_per_user_bytes() const {
-  absl::MutexLock lock(&mu_);
-  return budget_per_user_;
-}
-
 void JobRegistry::SetLimits(const RegistryLimits& limits) {
   absl::MutexLock lock(&mu_);
   options_.limits = limits;
@@ -76,11 +71,6 @@ void JobRegistry::SetLimits(const RegistryLimits& limits) {
   budget_per_user_ = limits.shm_budget_per_user_bytes > 0
                          ? std::min(limits.shm_budget_per_user_bytes, budget_)
                          : budget_ / 2;
-}
-
-RegistryLimits JobRegistry::limits() const {
-  absl::MutexLock lock(&mu_);
-  return options_.limits;
 }
 
 bool JobRegistry::ReapOldestEnded(std::optional<uid_t> owner) {

@@ -37,19 +37,20 @@
 
 namespace stoker {
 
-// The limits SIGHUP may change.
+// The limits SIGHUP may change; the daemon's settings of the same names
+// (their defaults are DaemonOptions', see RegistryLimitsOf in daemon.h).
 struct RegistryLimits {
-  uint32_t max_jobs = 64;
-  uint32_t max_jobs_per_user = 16;
+  uint32_t max_jobs;
+  uint32_t max_jobs_per_user;
   // Total bytes all rings may reserve, and one user's rings; 0: half of
   // /dev/shm's size, and half of the total budget.
-  uint64_t shm_budget_bytes = 0;
-  uint64_t shm_budget_per_user_bytes = 0;
-  uint64_t max_dataset_samples = uint64_t{1} << 24;
-  absl::Duration scan_timeout = absl::Minutes(5);
+  uint64_t shm_budget_bytes;
+  uint64_t shm_budget_per_user_bytes;
+  uint64_t max_dataset_samples;
+  absl::Duration scan_timeout;
   // Zero: never reaped.
-  absl::Duration orphan_timeout = absl::Minutes(5);
-  absl::Duration ended_job_ttl = absl::Minutes(10);
+  absl::Duration orphan_timeout;
+  absl::Duration ended_job_ttl;
 };
 
 struct RegistryOptions {
@@ -60,7 +61,7 @@ struct RegistryOptions {
   std::string shm_dir = "/dev/shm";  // where POSIX shared memory lives
   // Where datasets may lie; must outlive the registry (nullptr: anywhere).
   const PathPolicy* dataset_paths = nullptr;
-  RegistryLimits limits;
+  RegistryLimits limits{};  // RegistryLimitsOf(the daemon's settings)
 };
 
 // Job ids are "j" and 12 hex digits; longer ones are refused unread.
@@ -89,13 +90,11 @@ class JobRegistry {
   // Ends every job with `why` and refuses new ones (daemon shutdown).
   void CloseAll(const absl::Status& why);
   uint64_t shm_bytes() const;
-  // The budgets in force (0 settings resolved).
+  // The budget in force (0 resolved).
   uint64_t shm_budget_bytes() const;
-  uint64_t shm_budget_per_user_bytes() const;
   // New limits for new jobs and the reaper (SIGHUP); running jobs are left
   // alone.
   void SetLimits(const RegistryLimits& limits);
-  RegistryLimits limits() const;
   // segment_prefix, segment_mode, shm_dir and dataset_paths never change.
   const RegistryOptions& options() const { return options_; }
 
