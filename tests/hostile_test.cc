@@ -25,6 +25,7 @@
 #include <thread>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "common/naming.h"
 #include "daemon/os/sd_listen.h"
 #include "daemon/shm/shm_segment.h"
@@ -671,6 +672,65 @@ TEST(Hostile, FinishedJobsAreForgottenLikeFailedOnes) {
   auto next = client->CreateJob(SmallSpec(daemon.dir() + "/data"));
   EXPECT_TRUE(next.ok()) << next.status();
   EXPECT_TRUE(absl::IsNotFound(client->GetJob(finished->id).status()));
+}
+
+// The anonymous memory of process `pid`, in KiB (-1 if unreadable).
+long RssAnonKb(pid_t pid) {
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  for (std::string key; status >> key;) {
+    long kb = -1;
+    if (key == "RssAnon:" && status >> kb) return kb;
+  }
+  return -1;
+}
+
+// Forgotten jobs give their dataset index back: a job that failed on its
+// own stayed in the worker pool, and 400 failed ImageNet-sized jobs had
+// grown the daemon to 1.25 GB though only 16 were listed.
+TEST(Hostile, ForgottenJobsFreeTheirMemory) {
+  testdata::TempDir dir("stoker-hostile");
+  const std::string data = dir.path() + "/empty";
+  fs::create_directories(data + "/class");
+  for (int i = 0; i < 4000; ++i) {
+    std::ofstream(absl::StrCat(data, "/class/img_", i, ".jpg"));
+  }
+  const std::string target = testing::SocketTarget(dir.path());
+  const std::string log = dir.path() + "/stokerd.log";
+  Subprocess stokerd(STOKERD_PATH,
+                     {"--config=", "--socket=" + target, "--workers=1",
+                      "--max_jobs_per_user=2"},
+                     log);
+  ASSERT_TRUE(testdata::WaitForPath(SocketPathFromTarget(target),
+                                    std::chrono::seconds(20)))
+      << testdata::ReadTextFile(log);
+  auto client = Client::Connect(target);
+  ASSERT_TRUE(client.ok()) << client.status();
+  JobSpec failing = SmallSpec(data);
+  failing.on_error = OnError::kFail;
+  auto fail_jobs = [&](int count) {
+    for (int i = 0; i < count; ++i) {
+      auto job = (*client)->CreateJob(failing);
+      ASSERT_TRUE(job.ok()) << job.status();
+      ASSERT_TRUE(testing::Eventually([&] {
+        return (*client)->GetJob(job->id)->state == JobState::kFailed;
+      }));
+    }
+  };
+  fail_jobs(40);  // warm-up: allocator arenas, gRPC, the first jobs
+  const long warm = RssAnonKb(stokerd.pid());
+  fail_jobs(120);  // each held ~0.36 MB of index
+  const long after = RssAnonKb(stokerd.pid());
+  std::printf(
+      "[ memory  ] RssAnon %ld KiB after 40 failed jobs, %ld after "
+      "160\n",
+      warm, after);
+  ASSERT_GT(warm, 0);
+  EXPECT_LT(after - warm, 12 * 1024) << "forgotten jobs kept their memory";
+  auto jobs = (*client)->ListJobs();
+  ASSERT_TRUE(jobs.ok());
+  EXPECT_LE(jobs->size(), 2u);
+  stokerd.Signal(SIGTERM);
+  EXPECT_TRUE(stokerd.Wait(std::chrono::seconds(10)).has_value());
 }
 
 // 8. A heavy weight buys a share of its own user's time, not of others'.

@@ -73,6 +73,14 @@ void JobRegistry::SetLimits(const RegistryLimits& limits) {
                          : budget_ / 2;
 }
 
+JobRegistry::JobMap::iterator JobRegistry::Forget(JobMap::iterator it) {
+  // A job that ended on its own (finished, or failed by a worker) is still
+  // one of the pool's entries: the index it holds (~90 bytes a sample) is
+  // freed only once the pool lets go too.
+  pool_->Remove(it->second.get());
+  return jobs_.erase(it);
+}
+
 bool JobRegistry::ReapOldestEnded(std::optional<uid_t> owner) {
   auto oldest = jobs_.end();
   absl::Time oldest_end = absl::InfiniteFuture();
@@ -87,7 +95,7 @@ bool JobRegistry::ReapOldestEnded(std::optional<uid_t> owner) {
   if (oldest == jobs_.end()) return false;
   spdlog::info("job {}: forgotten (ended, and its room was needed)",
                oldest->first);
-  jobs_.erase(oldest);
+  Forget(oldest);
   return true;
 }
 
@@ -291,7 +299,7 @@ int JobRegistry::Reap(absl::Time now) {
             now - job->ended_at() >= l.ended_job_ttl) {
           spdlog::info("job {}: forgotten ({} after it ended)", it->first,
                        absl::FormatDuration(l.ended_job_ttl));
-          it = jobs_.erase(it);
+          it = Forget(it);
           ++forgotten;
           continue;
         }

@@ -106,6 +106,7 @@ class JobRegistry {
   };
 
  private:
+  using JobMap = std::map<std::string, std::shared_ptr<Job>>;
   // Room taken by a Create() between its check and its ring.
   struct Reservation {
     uid_t owner;
@@ -127,6 +128,10 @@ class JobRegistry {
   // Forgets the oldest ended job (of `owner` unless nullopt); false if none.
   bool ReapOldestEnded(std::optional<uid_t> owner)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Drops an ended job from the map and the worker pool (lock order: the
+  // registry's mu_, then the pool's); returns the next entry.
+  JobMap::iterator Forget(JobMap::iterator it)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   WorkerPool* const pool_;
   std::atomic<bool> closing_{false};
@@ -136,7 +141,7 @@ class JobRegistry {
   RegistryOptions options_;
   uint64_t budget_ ABSL_GUARDED_BY(mu_) = 0;           // resolved
   uint64_t budget_per_user_ ABSL_GUARDED_BY(mu_) = 0;  // resolved
-  std::map<std::string, std::shared_ptr<Job>> jobs_ ABSL_GUARDED_BY(mu_);
+  JobMap jobs_ ABSL_GUARDED_BY(mu_);
   std::map<uint64_t, Reservation> reserved_ ABSL_GUARDED_BY(mu_);
   uint64_t next_reservation_ ABSL_GUARDED_BY(mu_) = 0;
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
