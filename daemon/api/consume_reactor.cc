@@ -1,5 +1,7 @@
 #include "daemon/api/consume_reactor.h"
 
+#include <utility>
+
 #include "absl/strings/str_cat.h"
 #include "common/grpc_status.h"
 #include "common/log.h"
@@ -125,7 +127,7 @@ absl::Status ConsumeReactor::Handle(const v1::ConsumeRequest& request) {
     case v1::ConsumeRequest::kCredit: {
       const uint64_t asked = request.credit().credits();
       const uint64_t granted = limits_->ReserveUpTo(user_, asked);
-      outstanding_ += granted;
+      if (!Hold(granted)) return absl::OkStatus();  // the stream is ending
       deferred_credits_ = std::min<uint64_t>(
           deferred_credits_ + asked - granted, kMaxDeferredCredits);
       job->AddCredit(link_.get(), static_cast<uint32_t>(granted));
@@ -140,9 +142,8 @@ absl::Status ConsumeReactor::Handle(const v1::ConsumeRequest& request) {
         --deferred_credits_;
         job->AddCredit(link_.get(), 1);
         Pump();
-      } else if (outstanding_ > 0) {
-        --outstanding_;
-        limits_->Return(user_, 1);
+      } else {
+        ReturnOne();
       }
       return absl::OkStatus();
     case v1::ConsumeRequest::kReport: {
@@ -167,7 +168,9 @@ absl::Status ConsumeReactor::HandleAttach(const v1::Attach& attach) {
                      " bytes, more than ", kMaxConsumerNameBytes));
   }
   STOKER_RETURN_IF_ERROR(limits_->Reserve(user_, attach.credits()));
-  outstanding_ = attach.credits();
+  if (!Hold(attach.credits())) {
+    return absl::CancelledError("the stream ended during its attach");
+  }
   {
     // Claim the writer so that no batch can overtake the Attached reply.
     absl::MutexLock lock(&mu_);
@@ -177,8 +180,7 @@ absl::Status ConsumeReactor::HandleAttach(const v1::Attach& attach) {
   if (absl::Status attached = (*job)->Attach(
           link_, {attach.name(), client_}, attach.credits(), &first_unreleased);
       !attached.ok()) {
-    limits_->Return(user_, outstanding_);
-    outstanding_ = 0;
+    ReturnAll(/*settle=*/false);
     if (std::optional<absl::Status> finish = ReleaseWriter()) {
       DetachAndFinish(*finish);
     }
@@ -284,12 +286,45 @@ void ConsumeReactor::DetachAndFinish(const absl::Status& status) {
     job = job_;
   }
   if (job != nullptr) job->Detach(link_.get());
+  ReturnAll(/*settle=*/true);
   if (!status.ok()) {
     spdlog::info("{}{}consumer of client {} ended: {}",
                  job != nullptr ? "job " + job->id() : std::string(),
                  job != nullptr ? ": " : "", client_, status.message());
   }
   Finish(ToGrpcStatus(status));
+}
+
+bool ConsumeReactor::Hold(uint64_t n) {
+  {
+    absl::MutexLock lock(&held_mu_);
+    if (!settled_) {
+      outstanding_ += n;
+      return true;
+    }
+  }
+  limits_->Return(user_, n);
+  return false;
+}
+
+bool ConsumeReactor::ReturnOne() {
+  {
+    absl::MutexLock lock(&held_mu_);
+    if (outstanding_ == 0) return false;
+    --outstanding_;
+  }
+  limits_->Return(user_, 1);
+  return true;
+}
+
+void ConsumeReactor::ReturnAll(bool settle) {
+  uint64_t held = 0;
+  {
+    absl::MutexLock lock(&held_mu_);
+    held = std::exchange(outstanding_, 0);
+    settled_ = settled_ || settle;
+  }
+  limits_->Return(user_, held);
 }
 
 void ConsumeReactor::Write() {
@@ -316,7 +351,7 @@ void ConsumeReactor::OnWriteDone(bool ok) {
 
 void ConsumeReactor::OnDone() {
   link_->Retire();
-  limits_->Return(user_, outstanding_);
+  ReturnAll(/*settle=*/true);
   consumers_->Remove(link_.get());
   std::shared_ptr<Job> job;
   {

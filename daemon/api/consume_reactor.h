@@ -91,6 +91,14 @@ class ConsumeReactor
   absl::Status HandleAttach(const v1::Attach& attach);
   // Serializes response_ and starts writing it (the writer role is held).
   void Write();
+  // Adds `n` units reserved in limits_ to outstanding_; once settled, gives
+  // them back instead and returns false.
+  bool Hold(uint64_t n);
+  // Takes one unit off outstanding_ (a released lease) and gives it back;
+  // false if none was held.
+  bool ReturnOne();
+  // Gives back everything held; with `settle`, for good.
+  void ReturnAll(bool settle);
 
   JobRegistry* const registry_;
   ConsumerSet* const consumers_;
@@ -98,11 +106,15 @@ class ConsumeReactor
   const Peer peer_;
   const std::string client_;
   const std::string user_;  // "uid 1000": the key of its limits
-  // Credits granted plus batches leased and not released on this stream;
-  // touched only by the reading side and OnDone, which never overlap.
-  uint64_t outstanding_ = 0;
+  // Credits granted plus batches leased and not released on this stream,
+  // given back to limits_ before the client can see the stream's status
+  // (so that its next stream finds them free), and not taken again after.
+  absl::Mutex held_mu_;
+  uint64_t outstanding_ ABSL_GUARDED_BY(held_mu_) = 0;
+  bool settled_ ABSL_GUARDED_BY(held_mu_) = false;
   // Credit asked for beyond the client's limit: granted as releases make
-  // room (the consumer simply receives nothing more until then).
+  // room (the consumer simply receives nothing more until then). Touched
+  // only by the reading side.
   uint64_t deferred_credits_ = 0;
   const std::shared_ptr<ConsumerLink> link_;
   grpc::ByteBuffer request_bytes_;   // owned by the read in flight
