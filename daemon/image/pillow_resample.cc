@@ -1,0 +1,200 @@
+#include "daemon/image/pillow_resample.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+// The weights must come out of the same double arithmetic as Pillow's (no
+// fused multiply-add, no reassociation): exactness depends on it.
+#pragma STDC FP_CONTRACT OFF
+
+namespace stoker {
+namespace {
+
+// Pillow's PRECISION_BITS: 8 bits of result, 2 of headroom in an int.
+constexpr int kPrecisionBits = 32 - 8 - 2;
+
+double Bilinear(double x) {
+  if (x < 0.0) x = -x;
+  if (x < 1.0) return 1.0 - x;
+  return 0.0;
+}
+
+double Bicubic(double x) {
+  constexpr double a = -0.5;
+  if (x < 0.0) x = -x;
+  if (x < 1.0) return ((a + 2.0) * x - (a + 3.0)) * x * x + 1;
+  if (x < 2.0) return (((x - 5) * x + 8) * x - 4) * a;
+  return 0.0;
+}
+
+// A sum in fixed point (rounding bias included) to 0..255.
+inline uint8_t Clip8(int sum) {
+  const int v = sum >> kPrecisionBits;
+  return static_cast<uint8_t>(v < 0 ? 0 : v > 255 ? 255 : v);
+}
+
+int32_t ToFixed(double w) {
+  const double scaled = w * (1 << kPrecisionBits);
+  return static_cast<int32_t>(w < 0 ? -0.5 + scaled : 0.5 + scaled);
+}
+
+// One row of `count` RGB pixels: output j from taps of `in` (RGB).
+void HorizontalRow(const uint8_t* in, const AxisWeights& w, int count,
+                   uint8_t* out) {
+  for (int j = 0; j < count; ++j) {
+    const uint8_t* p = in + 3 * w.start[j];
+    const int32_t* k = &w.weights[static_cast<size_t>(j) * w.ksize];
+    int s0 = 1 << (kPrecisionBits - 1);
+    int s1 = s0;
+    int s2 = s0;
+    for (int t = 0; t < w.taps[j]; ++t, p += 3) {
+      s0 += p[0] * k[t];
+      s1 += p[1] * k[t];
+      s2 += p[2] * k[t];
+    }
+    out[3 * j] = Clip8(s0);
+    out[3 * j + 1] = Clip8(s1);
+    out[3 * j + 2] = Clip8(s2);
+  }
+}
+
+// Output row i of the vertical pass over `rows` (stride bytes apart,
+// `first_row` being the row index of rows[0]), `bytes` bytes wide.
+void VerticalRow(const uint8_t* rows, int stride, int first_row,
+                 const AxisWeights& w, int i, int bytes, uint8_t* out) {
+  const int32_t* k = &w.weights[static_cast<size_t>(i) * w.ksize];
+  const uint8_t* top =
+      rows + static_cast<size_t>(w.start[i] - first_row) * stride;
+  for (int b = 0; b < bytes; ++b) {
+    int s = 1 << (kPrecisionBits - 1);
+    const uint8_t* p = top + b;
+    for (int t = 0; t < w.taps[i]; ++t, p += stride) s += *p * k[t];
+    out[b] = Clip8(s);
+  }
+}
+
+void NearestResample(const uint8_t* src, int src_stride, ImageSize src_size,
+                     ResampleBox box, ImageSize out_size, Region window,
+                     uint8_t* dst, int dst_stride, ResampleScratch* scratch) {
+  ComputeNearestIndices(src_size.width, box.x0, box.x1, out_size.width,
+                        window.x, window.width, &scratch->columns);
+  ComputeNearestIndices(src_size.height, box.y0, box.y1, out_size.height,
+                        window.y, window.height, &scratch->rows);
+  for (int i = 0; i < window.height; ++i) {
+    uint8_t* out = dst + static_cast<size_t>(i) * dst_stride;
+    const int y = scratch->rows[i];
+    if (y < 0) {
+      std::memset(out, 0, 3 * static_cast<size_t>(window.width));
+      continue;
+    }
+    const uint8_t* row = src + static_cast<size_t>(y) * src_stride;
+    for (int j = 0; j < window.width; ++j) {
+      const int x = scratch->columns[j];
+      for (int c = 0; c < 3; ++c) out[3 * j + c] = x < 0 ? 0 : row[3 * x + c];
+    }
+  }
+}
+
+}  // namespace
+
+void ComputeAxisWeights(int in_size, float in0, float in1, int out_size,
+                        int first, int count, ResampleFilter filter,
+                        AxisWeights* out) {
+  double (*const f)(double) =
+      filter == ResampleFilter::kBicubic ? Bicubic : Bilinear;
+  const double base_support = filter == ResampleFilter::kBicubic ? 2.0 : 1.0;
+  // As Pillow: the box's extent in single precision, then double.
+  const double scale = static_cast<double>(in1 - in0) / out_size;
+  const double filterscale = std::max(scale, 1.0);
+  const double support = base_support * filterscale;
+  const double inv_filterscale = 1.0 / filterscale;
+  out->ksize = static_cast<int>(std::ceil(support)) * 2 + 1;
+  out->start.resize(count);
+  out->taps.resize(count);
+  out->weights.assign(static_cast<size_t>(count) * out->ksize, 0);
+  std::vector<double> k(out->ksize);
+  for (int i = 0; i < count; ++i) {
+    const int xx = first + i;
+    const double center = in0 + (xx + 0.5) * scale;
+    const int xmin = std::max(static_cast<int>(center - support + 0.5), 0);
+    const int xmax =
+        std::min(static_cast<int>(center + support + 0.5), in_size) - xmin;
+    double ww = 0.0;
+    for (int x = 0; x < xmax; ++x) {
+      k[x] = f((x + xmin - center + 0.5) * inv_filterscale);
+      ww += k[x];
+    }
+    int32_t* fixed = &out->weights[static_cast<size_t>(i) * out->ksize];
+    for (int x = 0; x < xmax; ++x) {
+      fixed[x] = ToFixed(ww != 0.0 ? k[x] / ww : k[x]);
+    }
+    out->start[i] = xmin;
+    out->taps[i] = std::max(xmax, 0);
+  }
+}
+
+void ComputeNearestIndices(int in_size, float in0, float in1, int out_size,
+                           int first, int count, std::vector<int>* out) {
+  // Pillow accumulates the position from output 0 on: so does this, for
+  // the same rounding.
+  const double step = static_cast<double>(in1 - in0) / out_size;
+  double position = in0 + step * 0.5;
+  out->resize(count);
+  for (int xx = 0; xx < first + count; ++xx, position += step) {
+    if (xx < first) continue;
+    const int index = position < 0.0 ? -1 : static_cast<int>(position);
+    (*out)[xx - first] = index < in_size ? index : -1;
+  }
+}
+
+void PillowResample(const uint8_t* src, int src_stride, ImageSize src_size,
+                    ResampleBox box, ImageSize out_size, Region window,
+                    ResampleFilter filter, uint8_t* dst, int dst_stride,
+                    ResampleScratch* scratch) {
+  if (filter == ResampleFilter::kNearest) {
+    NearestResample(src, src_stride, src_size, box, out_size, window, dst,
+                    dst_stride, scratch);
+    return;
+  }
+  // As Pillow's ImagingResampleInner: a pass only where it changes pixels.
+  const bool horizontal = out_size.width != src_size.width || box.x0 != 0 ||
+                          box.x1 != static_cast<float>(out_size.width);
+  const bool vertical = out_size.height != src_size.height || box.y0 != 0 ||
+                        box.y1 != static_cast<float>(out_size.height);
+  AxisWeights& h = scratch->horizontal;
+  AxisWeights& v = scratch->vertical;
+  ComputeAxisWeights(src_size.height, box.y0, box.y1, out_size.height, window.y,
+                     window.height, filter, &v);
+  // The source rows the window's output rows read.
+  const int first_row = vertical ? v.start.front() : window.y;
+  const int end_row =
+      vertical ? v.start.back() + v.taps.back() : window.y + window.height;
+  const uint8_t* rows = src + static_cast<size_t>(first_row) * src_stride +
+                        3 * static_cast<size_t>(window.x);
+  int rows_stride = src_stride;
+  if (horizontal) {
+    ComputeAxisWeights(src_size.width, box.x0, box.x1, out_size.width, window.x,
+                       window.width, filter, &h);
+    rows_stride = 3 * window.width;
+    scratch->pass.resize(static_cast<size_t>(end_row - first_row) *
+                         rows_stride);
+    for (int y = first_row; y < end_row; ++y) {
+      HorizontalRow(
+          src + static_cast<size_t>(y) * src_stride, h, window.width,
+          &scratch->pass[static_cast<size_t>(y - first_row) * rows_stride]);
+    }
+    rows = scratch->pass.data();
+  }
+  const int bytes = 3 * window.width;
+  for (int i = 0; i < window.height; ++i) {
+    uint8_t* out = dst + static_cast<size_t>(i) * dst_stride;
+    if (vertical) {
+      VerticalRow(rows, rows_stride, first_row, v, i, bytes, out);
+    } else {
+      std::memcpy(out, rows + static_cast<size_t>(i) * rows_stride, bytes);
+    }
+  }
+}
+
+}  // namespace stoker

@@ -1,0 +1,80 @@
+// Resampling exactly as Pillow does it (Image.resize, Pillow 9.x, the
+// library under torchvision's PIL transforms): the same output bytes for
+// the same input, size, filter and box.
+//
+// Pillow resizes in two separable passes over 8-bit pixels, horizontal then
+// vertical, each clipped to 0..255 (Resample.c). For every output index it
+// centres the filter at in0 + (i + 0.5) * scale, widens its support by the
+// scale when shrinking (antialiasing), clamps the taps to the image, divides
+// the weights by their sum and rounds them to 22-bit fixed point. NEAREST is
+// not a filter there but an affine point sampling whose source position is
+// accumulated in double precision (Geometry.c, ImagingScaleAffine). The box
+// is kept in single precision, as Pillow's C layer receives it.
+//
+// A window of the output can be computed alone: resize-then-crop
+// (torchvision's Resize + CenterCrop) gives the same bytes as the whole
+// resize cropped, for a fraction of the work.
+//
+// Thread-safety: functions are reentrant; a ResampleScratch belongs to one
+// thread.
+#ifndef STOKER_DAEMON_IMAGE_PILLOW_RESAMPLE_H_
+#define STOKER_DAEMON_IMAGE_PILLOW_RESAMPLE_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "daemon/image/jpeg_decoder.h"
+
+namespace stoker {
+
+enum class ResampleFilter { kNearest, kBilinear, kBicubic };
+
+// A source rectangle in pixel coordinates (x1, y1 exclusive), as floats.
+struct ResampleBox {
+  float x0 = 0;
+  float y0 = 0;
+  float x1 = 0;
+  float y1 = 0;
+};
+
+// Fixed-point weights of one axis, for outputs first .. first + count - 1:
+// output i reads `taps[i]` inputs from `start[i]`, weighted by
+// weights[i * ksize ..]. Built as Pillow's precompute_coeffs and
+// normalize_coeffs_8bpc build them.
+struct AxisWeights {
+  int ksize = 0;
+  std::vector<int> start;
+  std::vector<int> taps;
+  std::vector<int32_t> weights;
+};
+void ComputeAxisWeights(int in_size, float in0, float in1, int out_size,
+                        int first, int count, ResampleFilter filter,
+                        AxisWeights* out);
+
+// Pillow's NEAREST positions: the source index of outputs first ..
+// first + count - 1 (-1 where it falls outside the image).
+void ComputeNearestIndices(int in_size, float in0, float in1, int out_size,
+                           int first, int count, std::vector<int>* out);
+
+struct ResampleScratch {
+  AxisWeights horizontal;
+  AxisWeights vertical;
+  std::vector<int> columns;
+  std::vector<int> rows;
+  std::vector<uint8_t> pass;  // the horizontal pass's rows
+};
+
+// Writes `window` (in output pixels) of Pillow's
+// src.resize((out_size.width, out_size.height), filter, box) as packed RGB
+// (3 bytes a pixel, `dst_stride` bytes a row) to `dst`. `src` is packed
+// RGB, `src_stride` bytes a row, src_size being the whole image Pillow sees
+// (the filter is clamped at its edges). The box must lie inside src_size
+// and the window inside out_size.
+void PillowResample(const uint8_t* src, int src_stride, ImageSize src_size,
+                    ResampleBox box, ImageSize out_size, Region window,
+                    ResampleFilter filter, uint8_t* dst, int dst_stride,
+                    ResampleScratch* scratch);
+
+}  // namespace stoker
+
+#endif  // STOKER_DAEMON_IMAGE_PILLOW_RESAMPLE_H_

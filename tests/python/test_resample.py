@@ -1,0 +1,142 @@
+"""stoker's Pillow-exact resampler (daemon/image/pillow_resample.cc) against
+Pillow's own Image.resize: the same bytes for every filter, for shrinks
+below and above 2x, enlargements, odd sizes, fractional boxes, and a window
+of the output equal to the whole resize cropped (Resize + CenterCrop).
+
+The images are photo-sized JPEGs from make_dataset (textured, as photos
+are) decoded by Pillow, and noise, which no smoothing can hide behind.
+"""
+import os
+import random
+import subprocess
+import tempfile
+
+import numpy as np
+import pytest
+from conftest import _tool
+
+Image = pytest.importorskip("PIL.Image")
+
+FILTERS = {"nearest": Image.NEAREST, "bilinear": Image.BILINEAR,
+           "bicubic": Image.BICUBIC}
+
+
+@pytest.fixture(scope="module")
+def images():
+    """Photo-like and noise images, RGB, of assorted odd sizes."""
+    make_dataset = _tool("MAKE_DATASET")
+    with tempfile.TemporaryDirectory() as tmp:
+        subprocess.run([make_dataset, f"--out={tmp}/d", "--classes=1",
+                        "--per_class=6", "--height=375"], check=True,
+                       stdout=subprocess.DEVNULL)
+        photos = []
+        for root, _, files in os.walk(f"{tmp}/d"):
+            for name in sorted(files):
+                with Image.open(os.path.join(root, name)) as im:
+                    photos.append(im.convert("RGB"))
+    rng = np.random.default_rng(7)
+    noise = [Image.fromarray(rng.integers(0, 256, (h, w, 3), np.uint8))
+             for w, h in ((37, 23), (101, 77), (480, 353))]
+    return photos + noise
+
+
+class Tool:
+    """Batches cases for pillow_resample_tool, then runs them at once."""
+
+    def __init__(self, directory):
+        self.dir = directory
+        self.lines = []
+        self.expected = []
+        self.sources = {}
+
+    def add(self, image, filter_name, size, box=None, window=None):
+        box = box or (0, 0) + image.size
+        window = window or (0, 0) + size
+        n = len(self.lines)
+        src = self.sources.get(id(image))
+        if src is None:
+            src = os.path.join(self.dir, f"in{len(self.sources)}.rgb")
+            with open(src, "wb") as f:
+                f.write(image.tobytes())
+            self.sources[id(image)] = src
+        out = os.path.join(self.dir, f"out{n}.rgb")
+        fields = [src, *image.size, filter_name, *[repr(float(v)) for v in box],
+                  *size, *window, out]
+        self.lines.append(" ".join(str(f) for f in fields))
+        want = image.resize(size, FILTERS[filter_name], box=box)
+        x, y, w, h = window
+        want = np.asarray(want.crop((x, y, x + w, y + h)))
+        self.expected.append((out, want, (image.size, filter_name, size, box,
+                                          window)))
+
+    def check(self):
+        cases = os.path.join(self.dir, "cases")
+        with open(cases, "w") as f:
+            f.write("\n".join(self.lines) + "\n")
+        subprocess.run([_tool("PILLOW_RESAMPLE_TOOL"), cases], check=True)
+        mismatches = []
+        for out, want, case in self.expected:
+            got = np.fromfile(out, np.uint8).reshape(want.shape)
+            if not np.array_equal(got, want):
+                diff = np.abs(got.astype(int) - want.astype(int))
+                mismatches.append((case, int((diff > 0).sum()),
+                                   int(diff.max())))
+        assert not mismatches, (f"{len(mismatches)} of {len(self.expected)} "
+                                f"differ (case, values off, max): "
+                                f"{mismatches[:5]}")
+        return len(self.expected)
+
+
+@pytest.fixture
+def tool():
+    with tempfile.TemporaryDirectory() as tmp:
+        yield Tool(tmp)
+
+
+@pytest.mark.parametrize("filter_name", sorted(FILTERS))
+def test_whole_image_resizes_equal_pillows(images, tool, filter_name):
+    for image in images:
+        w, h = image.size
+        for fx, fy in ((0.9, 0.9), (0.61, 0.55), (0.5, 0.5), (0.3, 0.41),
+                       (0.11, 0.13), (1.0, 0.7), (0.8, 1.0), (1.7, 2.3)):
+            tool.add(image, filter_name,
+                     (max(1, round(w * fx)), max(1, round(h * fy))))
+    tool.check()
+
+
+@pytest.mark.parametrize("filter_name", sorted(FILTERS))
+def test_random_boxes_equal_pillows_resize_with_box(images, tool,
+                                                    filter_name):
+    rng = random.Random(filter_name)
+    for image in images:
+        w, h = image.size
+        for _ in range(12):
+            x0, x1 = sorted(rng.uniform(0, w) for _ in range(2))
+            y0, y1 = sorted(rng.uniform(0, h) for _ in range(2))
+            if x1 - x0 < 1 or y1 - y0 < 1:
+                continue
+            size = (rng.randint(1, 300), rng.randint(1, 300))
+            tool.add(image, filter_name, size, box=(x0, y0, x1, y1))
+    assert tool.check() > 50
+
+
+@pytest.mark.parametrize("filter_name", sorted(FILTERS))
+def test_a_window_equals_the_whole_resize_cropped(images, tool, filter_name):
+    # Resize(256) + CenterCrop(224) as torchvision computes them, and odd
+    # windows anywhere.
+    rng = random.Random(1)
+    for image in images:
+        w, h = image.size
+        short = 256 if min(w, h) > 100 else 31
+        size = ((short, int(short * h / w)) if w <= h
+                else (int(short * w / h), short))
+        crop = min(224, short - 3)
+        left = int(round((size[0] - crop) / 2.0))
+        top = int(round((size[1] - crop) / 2.0))
+        tool.add(image, filter_name, size, window=(left, top, crop, crop))
+        for _ in range(3):
+            ww, wh = rng.randint(1, size[0]), rng.randint(1, size[1])
+            tool.add(image, filter_name, size,
+                     window=(rng.randint(0, size[0] - ww),
+                             rng.randint(0, size[1] - wh), ww, wh))
+    tool.check()
