@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstring>
 
+#include "daemon/image/pillow_resample_kernels.h"
+
 // The weights must come out of the same double arithmetic as Pillow's (no
 // fused multiply-add, no reassociation): exactness depends on it.
 #pragma STDC FP_CONTRACT OFF
@@ -11,8 +13,7 @@
 namespace stoker {
 namespace {
 
-// Pillow's PRECISION_BITS: 8 bits of result, 2 of headroom in an int.
-constexpr int kPrecisionBits = 32 - 8 - 2;
+using resample_internal::kPrecisionBits;
 
 double Bilinear(double x) {
   if (x < 0.0) x = -x;
@@ -28,50 +29,14 @@ double Bicubic(double x) {
   return 0.0;
 }
 
-// A sum in fixed point (rounding bias included) to 0..255.
-inline uint8_t Clip8(int sum) {
-  const int v = sum >> kPrecisionBits;
-  return static_cast<uint8_t>(v < 0 ? 0 : v > 255 ? 255 : v);
-}
-
 int32_t ToFixed(double w) {
   const double scaled = w * (1 << kPrecisionBits);
   return static_cast<int32_t>(w < 0 ? -0.5 + scaled : 0.5 + scaled);
 }
 
-// One row of `count` RGB pixels: output j from taps of `in` (RGB).
-void HorizontalRow(const uint8_t* in, const AxisWeights& w, int count,
-                   uint8_t* out) {
-  for (int j = 0; j < count; ++j) {
-    const uint8_t* p = in + 3 * w.start[j];
-    const int32_t* k = &w.weights[static_cast<size_t>(j) * w.ksize];
-    int s0 = 1 << (kPrecisionBits - 1);
-    int s1 = s0;
-    int s2 = s0;
-    for (int t = 0; t < w.taps[j]; ++t, p += 3) {
-      s0 += p[0] * k[t];
-      s1 += p[1] * k[t];
-      s2 += p[2] * k[t];
-    }
-    out[3 * j] = Clip8(s0);
-    out[3 * j + 1] = Clip8(s1);
-    out[3 * j + 2] = Clip8(s2);
-  }
-}
-
-// Output row i of the vertical pass over `rows` (stride bytes apart,
-// `first_row` being the row index of rows[0]), `bytes` bytes wide.
-void VerticalRow(const uint8_t* rows, int stride, int first_row,
-                 const AxisWeights& w, int i, int bytes, uint8_t* out) {
-  const int32_t* k = &w.weights[static_cast<size_t>(i) * w.ksize];
-  const uint8_t* top =
-      rows + static_cast<size_t>(w.start[i] - first_row) * stride;
-  for (int b = 0; b < bytes; ++b) {
-    int s = 1 << (kPrecisionBits - 1);
-    const uint8_t* p = top + b;
-    for (int t = 0; t < w.taps[i]; ++t, p += stride) s += *p * k[t];
-    out[b] = Clip8(s);
-  }
+bool HasAvx2() {
+  static const bool has = __builtin_cpu_supports("avx2");
+  return has;
 }
 
 void NearestResample(const uint8_t* src, int src_stride, ImageSize src_size,
@@ -98,6 +63,32 @@ void NearestResample(const uint8_t* src, int src_stride, ImageSize src_size,
 
 }  // namespace
 
+namespace resample_internal {
+
+void HorizontalRowScalar(const uint8_t* in, int in_width, const AxisWeights& w,
+                         int count, uint8_t* out) {
+  for (int j = 0; j < count; ++j) {
+    HorizontalPixel(in + 3 * w.start[j],
+                    &w.weights[static_cast<size_t>(j) * w.ksize], w.taps[j],
+                    out + 3 * j);
+  }
+}
+
+void VerticalRowScalar(const uint8_t* rows, int stride, int first_row,
+                       const AxisWeights& w, int i, int bytes, uint8_t* out) {
+  const int32_t* k = &w.weights[static_cast<size_t>(i) * w.ksize];
+  const uint8_t* top =
+      rows + static_cast<size_t>(w.start[i] - first_row) * stride;
+  for (int b = 0; b < bytes; ++b) {
+    int s = 1 << (kPrecisionBits - 1);
+    const uint8_t* p = top + b;
+    for (int t = 0; t < w.taps[i]; ++t, p += stride) s += *p * k[t];
+    out[b] = Clip8(s);
+  }
+}
+
+}  // namespace resample_internal
+
 void ComputeAxisWeights(int in_size, float in0, float in1, int out_size,
                         int first, int count, ResampleFilter filter,
                         AxisWeights* out) {
@@ -109,7 +100,9 @@ void ComputeAxisWeights(int in_size, float in0, float in1, int out_size,
   const double filterscale = std::max(scale, 1.0);
   const double support = base_support * filterscale;
   const double inv_filterscale = 1.0 / filterscale;
-  out->ksize = static_cast<int>(std::ceil(support)) * 2 + 1;
+  // Pillow's most taps, 2 * ceil(support) + 1, plus one zero: an even
+  // count, so that kernels may take taps in pairs.
+  out->ksize = static_cast<int>(std::ceil(support)) * 2 + 2;
   out->start.resize(count);
   out->taps.resize(count);
   out->weights.assign(static_cast<size_t>(count) * out->ksize, 0);
@@ -151,7 +144,13 @@ void ComputeNearestIndices(int in_size, float in0, float in1, int out_size,
 void PillowResample(const uint8_t* src, int src_stride, ImageSize src_size,
                     ResampleBox box, ImageSize out_size, Region window,
                     ResampleFilter filter, uint8_t* dst, int dst_stride,
-                    ResampleScratch* scratch) {
+                    ResampleScratch* scratch, ResampleKernels kernels) {
+  namespace ri = resample_internal;
+  const bool avx2 = kernels == ResampleKernels::kBest && HasAvx2();
+  const ri::HorizontalFn horizontal_row =
+      avx2 ? ri::HorizontalRowAvx2 : ri::HorizontalRowScalar;
+  const ri::VerticalFn vertical_row =
+      avx2 ? ri::VerticalRowAvx2 : ri::VerticalRowScalar;
   if (filter == ResampleFilter::kNearest) {
     NearestResample(src, src_stride, src_size, box, out_size, window, dst,
                     dst_stride, scratch);
@@ -180,8 +179,9 @@ void PillowResample(const uint8_t* src, int src_stride, ImageSize src_size,
     scratch->pass.resize(static_cast<size_t>(end_row - first_row) *
                          rows_stride);
     for (int y = first_row; y < end_row; ++y) {
-      HorizontalRow(
-          src + static_cast<size_t>(y) * src_stride, h, window.width,
+      horizontal_row(
+          src + static_cast<size_t>(y) * src_stride, src_size.width, h,
+          window.width,
           &scratch->pass[static_cast<size_t>(y - first_row) * rows_stride]);
     }
     rows = scratch->pass.data();
@@ -190,7 +190,7 @@ void PillowResample(const uint8_t* src, int src_stride, ImageSize src_size,
   for (int i = 0; i < window.height; ++i) {
     uint8_t* out = dst + static_cast<size_t>(i) * dst_stride;
     if (vertical) {
-      VerticalRow(rows, rows_stride, first_row, v, i, bytes, out);
+      vertical_row(rows, rows_stride, first_row, v, i, bytes, out);
     } else {
       std::memcpy(out, rows + static_cast<size_t>(i) * rows_stride, bytes);
     }

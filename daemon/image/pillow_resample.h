@@ -39,8 +39,9 @@ struct ResampleBox {
 
 // Fixed-point weights of one axis, for outputs first .. first + count - 1:
 // output i reads `taps[i]` inputs from `start[i]`, weighted by
-// weights[i * ksize ..]. Built as Pillow's precompute_coeffs and
-// normalize_coeffs_8bpc build them.
+// weights[i * ksize ..], zero past its taps (ksize is even and above any
+// taps). Built as Pillow's precompute_coeffs and normalize_coeffs_8bpc
+// build them.
 struct AxisWeights {
   int ksize = 0;
   std::vector<int> start;
@@ -55,6 +56,10 @@ void ComputeAxisWeights(int in_size, float in0, float in1, int out_size,
 // first + count - 1 (-1 where it falls outside the image).
 void ComputeNearestIndices(int in_size, float in0, float in1, int out_size,
                            int first, int count, std::vector<int>* out);
+
+// kBest: AVX2 where the CPU has it; kPortable: plain C++ everywhere. Both
+// give the same bytes.
+enum class ResampleKernels { kBest, kPortable };
 
 struct ResampleScratch {
   AxisWeights horizontal;
@@ -73,7 +78,8 @@ struct ResampleScratch {
 void PillowResample(const uint8_t* src, int src_stride, ImageSize src_size,
                     ResampleBox box, ImageSize out_size, Region window,
                     ResampleFilter filter, uint8_t* dst, int dst_stride,
-                    ResampleScratch* scratch);
+                    ResampleScratch* scratch,
+                    ResampleKernels kernels = ResampleKernels::kBest);
 
 }  // namespace stoker
 

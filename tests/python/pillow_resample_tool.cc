@@ -3,7 +3,8 @@
 //   IN W H FILTER X0 Y0 X1 Y1 OUT_W OUT_H WIN_X WIN_Y WIN_W WIN_H OUT
 // IN is packed RGB (W x H), FILTER nearest|bilinear|bicubic, the box is
 // read as double and narrowed to float (as Pillow's C layer does), and OUT
-// receives the window of the resized image, packed RGB.
+// receives the window of the resized image, packed RGB. With --portable,
+// the portable kernels run instead of the best the CPU has.
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -29,7 +30,8 @@ bool ParseFilter(const std::string& name, stoker::ResampleFilter* filter) {
   return true;
 }
 
-bool RunCase(const std::string& line, stoker::ResampleScratch* scratch) {
+bool RunCase(const std::string& line, stoker::ResampleKernels kernels,
+             stoker::ResampleScratch* scratch) {
   std::istringstream in(line);
   std::string src_path, filter_name, out_path;
   stoker::ImageSize src_size, out_size;
@@ -71,14 +73,18 @@ bool RunCase(const std::string& line, stoker::ResampleScratch* scratch) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 2) {
-    std::cerr << "usage: pillow_resample_tool CASES\n";
+  const bool portable = argc == 3 && std::string(argv[2]) == "--portable";
+  if (argc != 2 && !portable) {
+    std::cerr << "usage: pillow_resample_tool CASES [--portable]\n";
     return 2;
   }
+  const stoker::ResampleKernels kernels =
+      portable ? stoker::ResampleKernels::kPortable
+               : stoker::ResampleKernels::kBest;
   std::ifstream cases(argv[1]);
   stoker::ResampleScratch scratch;
   for (std::string line; std::getline(cases, line);) {
-    if (!line.empty() && !RunCase(line, &scratch)) return 1;
+    if (!line.empty() && !RunCase(line, kernels, &scratch)) return 1;
   }
   return 0;
 }

@@ -2,6 +2,8 @@
 Pillow's own Image.resize: the same bytes for every filter, for shrinks
 below and above 2x, enlargements, odd sizes, fractional boxes, and a window
 of the output equal to the whole resize cropped (Resize + CenterCrop).
+Every case runs twice: with the best kernels the CPU has (AVX2) and with
+the portable ones.
 
 The images are photo-sized JPEGs from make_dataset (textured, as photos
 are) decoded by Pillow, and noise, which no smoothing can hide behind.
@@ -43,8 +45,9 @@ def images():
 class Tool:
     """Batches cases for pillow_resample_tool, then runs them at once."""
 
-    def __init__(self, directory):
+    def __init__(self, directory, kernels):
         self.dir = directory
+        self.kernels = kernels
         self.lines = []
         self.expected = []
         self.sources = {}
@@ -73,7 +76,9 @@ class Tool:
         cases = os.path.join(self.dir, "cases")
         with open(cases, "w") as f:
             f.write("\n".join(self.lines) + "\n")
-        subprocess.run([_tool("PILLOW_RESAMPLE_TOOL"), cases], check=True)
+        extra = ["--portable"] if self.kernels == "portable" else []
+        subprocess.run([_tool("PILLOW_RESAMPLE_TOOL"), cases, *extra],
+                       check=True)
         mismatches = []
         for out, want, case in self.expected:
             got = np.fromfile(out, np.uint8).reshape(want.shape)
@@ -87,10 +92,10 @@ class Tool:
         return len(self.expected)
 
 
-@pytest.fixture
-def tool():
+@pytest.fixture(params=["best", "portable"])
+def tool(request):
     with tempfile.TemporaryDirectory() as tmp:
-        yield Tool(tmp)
+        yield Tool(tmp, request.param)
 
 
 @pytest.mark.parametrize("filter_name", sorted(FILTERS))
