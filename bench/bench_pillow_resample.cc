@@ -59,6 +59,8 @@ int main() {
       {"shrink6x_bilinear", {2000, 1500}, {341, 256}, {}, F::kBilinear},
       {"enlarge_bicubic", {100, 80}, {224, 224}, {}, F::kBicubic},
       {"resize256_nearest", {500, 375}, {341, 256}, {}, F::kNearest},
+      {"horizontal_only", {500, 256}, {341, 256}, {}, F::kBilinear},
+      {"vertical_only", {341, 375}, {341, 256}, {}, F::kBilinear},
   };
   std::mt19937 rng(1);
   for (const Case& c : cases) {

@@ -34,6 +34,28 @@ int32_t ToFixed(double w) {
   return static_cast<int32_t>(w < 0 ? -0.5 + scaled : 0.5 + scaled);
 }
 
+// AxisWeights::split from AxisWeights::weights (see there).
+void SplitWeights(AxisWeights* w) {
+  const int quads = w->ksize / 4;
+  const size_t outputs = w->start.size();
+  w->split.resize(outputs * quads * 32);
+  int16_t* to = w->split.data();
+  for (size_t i = 0; i < outputs; ++i) {
+    const int32_t* k = &w->weights[i * w->ksize];
+    for (int q = 0; q < quads; ++q, to += 32, k += 4) {
+      for (int half = 0; half < 2; ++half) {
+        for (int c = 0; c < 4; ++c) {
+          for (int t = 0; t < 2; ++t) {
+            const int32_t v = k[2 * half + t];
+            to[8 * half + 2 * c + t] = static_cast<int16_t>(v >> 11);
+            to[16 + 8 * half + 2 * c + t] = static_cast<int16_t>(v & 2047);
+          }
+        }
+      }
+    }
+  }
+}
+
 bool HasAvx2() {
   static const bool has = __builtin_cpu_supports("avx2");
   return has;
@@ -54,9 +76,13 @@ void NearestResample(const uint8_t* src, int src_stride, ImageSize src_size,
       continue;
     }
     const uint8_t* row = src + static_cast<size_t>(y) * src_stride;
-    for (int j = 0; j < window.width; ++j) {
-      const int x = scratch->columns[j];
-      for (int c = 0; c < 3; ++c) out[3 * j + c] = x < 0 ? 0 : row[3 * x + c];
+    const int* columns = scratch->columns.data();
+    for (int j = 0; j < window.width; ++j, out += 3) {
+      if (columns[j] < 0) {
+        out[0] = out[1] = out[2] = 0;
+      } else {
+        std::memcpy(out, row + 3 * columns[j], 3);
+      }
     }
   }
 }
@@ -100,9 +126,9 @@ void ComputeAxisWeights(int in_size, float in0, float in1, int out_size,
   const double filterscale = std::max(scale, 1.0);
   const double support = base_support * filterscale;
   const double inv_filterscale = 1.0 / filterscale;
-  // Pillow's most taps, 2 * ceil(support) + 1, plus one zero: an even
-  // count, so that kernels may take taps in pairs.
-  out->ksize = static_cast<int>(std::ceil(support)) * 2 + 2;
+  // Pillow's most taps, 2 * ceil(support) + 1, rounded up to a multiple of
+  // 4 with zeros, so that kernels may take taps in fours.
+  out->ksize = (static_cast<int>(std::ceil(support)) * 2 + 1 + 3) / 4 * 4;
   out->start.resize(count);
   out->taps.resize(count);
   out->weights.assign(static_cast<size_t>(count) * out->ksize, 0);
@@ -125,6 +151,7 @@ void ComputeAxisWeights(int in_size, float in0, float in1, int out_size,
     out->start[i] = xmin;
     out->taps[i] = std::max(xmax, 0);
   }
+  SplitWeights(out);
 }
 
 void ComputeNearestIndices(int in_size, float in0, float in1, int out_size,

@@ -39,14 +39,17 @@ struct ResampleBox {
 
 // Fixed-point weights of one axis, for outputs first .. first + count - 1:
 // output i reads `taps[i]` inputs from `start[i]`, weighted by
-// weights[i * ksize ..], zero past its taps (ksize is even and above any
-// taps). Built as Pillow's precompute_coeffs and normalize_coeffs_8bpc
-// build them.
+// weights[i * ksize ..], zero past its taps (ksize is a multiple of 4).
+// Built as Pillow's precompute_coeffs and normalize_coeffs_8bpc build them.
+// `split` holds the same weights for 16-bit multiplies, k = hi * 2048 + lo:
+// per output, per 4 taps t0..t3, 16 values hi (k >> 11) then 16 lo
+// (k & 2047), each as [t0, t1] four times, then [t2, t3] four times.
 struct AxisWeights {
   int ksize = 0;
   std::vector<int> start;
   std::vector<int> taps;
   std::vector<int32_t> weights;
+  std::vector<int16_t> split;
 };
 void ComputeAxisWeights(int in_size, float in0, float in1, int out_size,
                         int first, int count, ResampleFilter filter,

@@ -12,13 +12,48 @@ namespace {
 
 #define STOKER_AVX2 __attribute__((target("avx2")))
 
-// Four sums (R, G, B, unused) to 3 bytes at out.
-STOKER_AVX2 inline void StorePixel(__m128i sums, uint8_t* out) {
-  const __m128i shifted = _mm_srai_epi32(sums, kPrecisionBits);
-  const __m128i words = _mm_packs_epi32(shifted, shifted);
-  const uint32_t bytes =
-      static_cast<uint32_t>(_mm_cvtsi128_si32(_mm_packus_epi16(words, words)));
-  std::memcpy(out, &bytes, 3);
+// Output pixel j's sums over its taps, four a step as 16-bit products
+// (hi and lo parts of each weight, recombined exactly): lanes 0-3 hold
+// R G B - of taps t0, t1, lanes 4-7 those of t2, t3.
+STOKER_AVX2 inline __m256i PixelSums(const uint8_t* p, const int16_t* split,
+                                     int quads) {
+  // Bytes of pixels t0..t3 to 16-bit [R0 R1 G0 G1 B0 B1 0 0] and
+  // [R2 R3 G2 G3 B2 B3 0 0].
+  const __m256i spread = _mm256_setr_epi8(
+      0, -1, 3, -1, 1, -1, 4, -1, 2, -1, 5, -1, -1, -1, -1, -1,  //
+      6, -1, 9, -1, 7, -1, 10, -1, 8, -1, 11, -1, -1, -1, -1, -1);
+  __m256i hi = _mm256_setzero_si256();
+  __m256i lo = _mm256_setzero_si256();
+  for (int q = 0; q < quads; ++q, p += 12, split += 32) {
+    const __m256i px = _mm256_shuffle_epi8(
+        _mm256_broadcastsi128_si256(
+            _mm_loadu_si128(reinterpret_cast<const __m128i*>(p))),
+        spread);
+    hi = _mm256_add_epi32(
+        hi,
+        _mm256_madd_epi16(
+            px, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(split))));
+    lo = _mm256_add_epi32(
+        lo, _mm256_madd_epi16(
+                px, _mm256_loadu_si256(
+                        reinterpret_cast<const __m256i*>(split + 16))));
+  }
+  return _mm256_add_epi32(_mm256_slli_epi32(hi, 11), lo);
+}
+
+STOKER_AVX2 inline __m256i SumsOf(const uint8_t* in, const AxisWeights& w,
+                                  int i) {
+  const uint8_t* p = in + 3 * w.start[i];
+  const int16_t* split = &w.split[static_cast<size_t>(i) * (w.ksize / 4) * 32];
+  // Up to 4 taps (shrinks below 2x, bilinear): a loop of one, unrolled.
+  if (w.taps[i] <= 4) return PixelSums(p, split, 1);
+  return PixelSums(p, split, (w.taps[i] + 3) / 4);
+}
+
+// Two pixels' lanes (t0 t1 | t2 t3 each) to [first | second] R G B -.
+STOKER_AVX2 inline __m256i PairSums(__m256i a, __m256i b) {
+  return _mm256_add_epi32(_mm256_permute2x128_si256(a, b, 0x20),
+                          _mm256_permute2x128_si256(a, b, 0x31));
 }
 
 }  // namespace
@@ -26,36 +61,43 @@ STOKER_AVX2 inline void StorePixel(__m128i sums, uint8_t* out) {
 STOKER_AVX2 void HorizontalRowAvx2(const uint8_t* in, int in_width,
                                    const AxisWeights& w, int count,
                                    uint8_t* out) {
-  // Two taps a step: pixels t and t + 1 (6 bytes of an 8-byte load) spread
-  // to R G B 0 | R G B 0 in 32-bit lanes.
-  const __m128i spread =
-      _mm_setr_epi8(0, 1, 2, -1, 3, 4, 5, -1, -1, -1, -1, -1, -1, -1, -1, -1);
   const int row_bytes = 3 * in_width;
-  for (int j = 0; j < count; ++j) {
-    const int start = w.start[j];
-    const int taps = w.taps[j];
-    const int32_t* k = &w.weights[static_cast<size_t>(j) * w.ksize];
-    // Taps in pairs (an odd count's last pair has a zero weight); the last
-    // pair's 8-byte load must stay inside the row.
-    const int pairs = (taps + 1) / 2;
-    if (3 * (start + 2 * pairs) + 2 > row_bytes) {
-      HorizontalPixel(in + 3 * start, k, taps, out + 3 * j);
-      continue;
+  const __m256i bias = _mm256_set1_epi32(1 << (kPrecisionBits - 1));
+  // Pixels whose loads (16 bytes from each group of 4 taps) stay inside the
+  // row, in pairs; the others portably.
+  auto fits = [&](int j) {
+    const int used = (w.taps[j] + 3) / 4;
+    return used == 0 || 3 * (w.start[j] + 4 * (used - 1)) + 16 <= row_bytes;
+  };
+  // Four pixels' R G B - to 12 bytes R G B R G B ...
+  const __m128i pack =
+      _mm_setr_epi8(0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, -1, -1, -1, -1);
+  const int out_bytes = 3 * count;
+  int j = 0;
+  for (; j + 3 < count && fits(j + 3); j += 4) {
+    __m256i s01 = PairSums(SumsOf(in, w, j), SumsOf(in, w, j + 1));
+    __m256i s23 = PairSums(SumsOf(in, w, j + 2), SumsOf(in, w, j + 3));
+    s01 = _mm256_srai_epi32(_mm256_add_epi32(s01, bias), kPrecisionBits);
+    s23 = _mm256_srai_epi32(_mm256_add_epi32(s23, bias), kPrecisionBits);
+    // Saturating packs clip to 0..255 as Pillow's clip8 does; lanes hold
+    // [j, j+2 | j+1, j+3].
+    const __m256i words = _mm256_packs_epi32(s01, s23);
+    const __m256i bytes = _mm256_packus_epi16(words, words);
+    const __m128i ordered = _mm_unpacklo_epi32(
+        _mm256_castsi256_si128(bytes), _mm256_extracti128_si256(bytes, 1));
+    const __m128i rgb = _mm_shuffle_epi8(ordered, pack);
+    if (3 * j + 16 <= out_bytes) {
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 3 * j), rgb);
+    } else {
+      alignas(16) uint8_t last[16];
+      _mm_store_si128(reinterpret_cast<__m128i*>(last), rgb);
+      std::memcpy(out + 3 * j, last, 12);
     }
-    __m256i sums = _mm256_setzero_si256();
-    const uint8_t* p = in + 3 * start;
-    for (int q = 0; q < pairs; ++q, p += 6) {
-      const __m128i raw = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
-      const __m256i px = _mm256_cvtepu8_epi32(_mm_shuffle_epi8(raw, spread));
-      const __m256i kk = _mm256_inserti128_si256(
-          _mm256_castsi128_si256(_mm_set1_epi32(k[2 * q])),
-          _mm_set1_epi32(k[2 * q + 1]), 1);
-      sums = _mm256_add_epi32(sums, _mm256_mullo_epi32(px, kk));
-    }
-    __m128i total = _mm_add_epi32(_mm256_castsi256_si128(sums),
-                                  _mm256_extracti128_si256(sums, 1));
-    total = _mm_add_epi32(total, _mm_set1_epi32(1 << (kPrecisionBits - 1)));
-    StorePixel(total, out + 3 * j);
+  }
+  for (; j < count; ++j) {
+    HorizontalPixel(in + 3 * w.start[j],
+                    &w.weights[static_cast<size_t>(j) * w.ksize], w.taps[j],
+                    out + 3 * j);
   }
 }
 
