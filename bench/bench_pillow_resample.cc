@@ -27,10 +27,13 @@ double MicrosPerImage(const Case& c, const std::vector<uint8_t>& src) {
   stoker::ResampleScratch scratch;
   const stoker::ResampleBox box{0, 0, static_cast<float>(c.src.width),
                                 static_cast<float>(c.src.height)};
+  stoker::ResampleSource source;
+  source.pixels = src.data();
+  source.stride = 3 * c.src.width;
+  source.size = c.src;
   auto run = [&] {
-    stoker::PillowResample(src.data(), 3 * c.src.width, c.src, box, c.out,
-                           window, c.filter, dst.data(), 3 * window.width,
-                           &scratch);
+    stoker::PillowResample(source, box, c.out, window, c.filter, dst.data(),
+                           3 * window.width, &scratch);
   };
   run();  // warm-up
   int iterations = 0;

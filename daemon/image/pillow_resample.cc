@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstring>
 
 #include "daemon/image/pillow_resample_kernels.h"
@@ -61,13 +62,38 @@ bool HasAvx2() {
   return has;
 }
 
-void NearestResample(const uint8_t* src, int src_stride, ImageSize src_size,
-                     ResampleBox box, ImageSize out_size, Region window,
-                     uint8_t* dst, int dst_stride, ResampleScratch* scratch) {
-  ComputeNearestIndices(src_size.width, box.x0, box.x1, out_size.width,
+// Whether Pillow runs the horizontal and the vertical pass: only where they
+// change pixels (ImagingResampleInner).
+bool NeedsHorizontal(ImageSize size, ResampleBox box, ImageSize out_size) {
+  return out_size.width != size.width || box.x0 != 0 ||
+         box.x1 != static_cast<float>(out_size.width);
+}
+bool NeedsVertical(ImageSize size, ResampleBox box, ImageSize out_size) {
+  return out_size.height != size.height || box.y0 != 0 ||
+         box.y1 != static_cast<float>(out_size.height);
+}
+
+// [first, end) of the valid entries of Pillow's NEAREST indices.
+void IndexRange(const std::vector<int>& indices, int* first, int* end) {
+  *first = 0;
+  *end = 0;
+  bool any = false;
+  for (int index : indices) {
+    if (index < 0) continue;
+    *first = any ? std::min(*first, index) : index;
+    *end = std::max(*end, index + 1);
+    any = true;
+  }
+}
+
+void NearestResample(const ResampleSource& src, ResampleBox box,
+                     ImageSize out_size, Region window, uint8_t* dst,
+                     int dst_stride, ResampleScratch* scratch) {
+  ComputeNearestIndices(src.size.width, box.x0, box.x1, out_size.width,
                         window.x, window.width, &scratch->columns);
-  ComputeNearestIndices(src_size.height, box.y0, box.y1, out_size.height,
+  ComputeNearestIndices(src.size.height, box.y0, box.y1, out_size.height,
                         window.y, window.height, &scratch->rows);
+  const int* columns = scratch->columns.data();
   for (int i = 0; i < window.height; ++i) {
     uint8_t* out = dst + static_cast<size_t>(i) * dst_stride;
     const int y = scratch->rows[i];
@@ -75,8 +101,9 @@ void NearestResample(const uint8_t* src, int src_stride, ImageSize src_size,
       std::memset(out, 0, 3 * static_cast<size_t>(window.width));
       continue;
     }
-    const uint8_t* row = src + static_cast<size_t>(y) * src_stride;
-    const int* columns = scratch->columns.data();
+    const uint8_t* row = src.pixels +
+                         static_cast<size_t>(y - src.available.y) * src.stride -
+                         3 * static_cast<ptrdiff_t>(src.available.x);
     for (int j = 0; j < window.width; ++j, out += 3) {
       if (columns[j] < 0) {
         out[0] = out[1] = out[2] = 0;
@@ -168,10 +195,42 @@ void ComputeNearestIndices(int in_size, float in0, float in1, int out_size,
   }
 }
 
-void PillowResample(const uint8_t* src, int src_stride, ImageSize src_size,
-                    ResampleBox box, ImageSize out_size, Region window,
-                    ResampleFilter filter, uint8_t* dst, int dst_stride,
-                    ResampleScratch* scratch, ResampleKernels kernels) {
+Region ResampleFootprint(ImageSize size, ResampleBox box, ImageSize out_size,
+                         Region window, ResampleFilter filter,
+                         ResampleScratch* scratch) {
+  Region r{window.x, window.y, window.width, window.height};
+  int end_x = window.x + window.width, end_y = window.y + window.height;
+  if (filter == ResampleFilter::kNearest) {
+    ComputeNearestIndices(size.width, box.x0, box.x1, out_size.width, window.x,
+                          window.width, &scratch->columns);
+    ComputeNearestIndices(size.height, box.y0, box.y1, out_size.height,
+                          window.y, window.height, &scratch->rows);
+    IndexRange(scratch->columns, &r.x, &end_x);
+    IndexRange(scratch->rows, &r.y, &end_y);
+  } else {
+    if (NeedsHorizontal(size, box, out_size)) {
+      ComputeAxisWeights(size.width, box.x0, box.x1, out_size.width, window.x,
+                         window.width, filter, &scratch->horizontal);
+      r.x = scratch->horizontal.start.front();
+      end_x =
+          scratch->horizontal.start.back() + scratch->horizontal.taps.back();
+    }
+    if (NeedsVertical(size, box, out_size)) {
+      ComputeAxisWeights(size.height, box.y0, box.y1, out_size.height, window.y,
+                         window.height, filter, &scratch->vertical);
+      r.y = scratch->vertical.start.front();
+      end_y = scratch->vertical.start.back() + scratch->vertical.taps.back();
+    }
+  }
+  r.width = std::max(end_x - r.x, 0);
+  r.height = std::max(end_y - r.y, 0);
+  return r;
+}
+
+void PillowResample(const ResampleSource& src, ResampleBox box,
+                    ImageSize out_size, Region window, ResampleFilter filter,
+                    uint8_t* dst, int dst_stride, ResampleScratch* scratch,
+                    ResampleKernels kernels) {
   namespace ri = resample_internal;
   const bool avx2 = kernels == ResampleKernels::kBest && HasAvx2();
   const ri::HorizontalFn horizontal_row =
@@ -179,36 +238,38 @@ void PillowResample(const uint8_t* src, int src_stride, ImageSize src_size,
   const ri::VerticalFn vertical_row =
       avx2 ? ri::VerticalRowAvx2 : ri::VerticalRowScalar;
   if (filter == ResampleFilter::kNearest) {
-    NearestResample(src, src_stride, src_size, box, out_size, window, dst,
-                    dst_stride, scratch);
+    NearestResample(src, box, out_size, window, dst, dst_stride, scratch);
     return;
   }
-  // As Pillow's ImagingResampleInner: a pass only where it changes pixels.
-  const bool horizontal = out_size.width != src_size.width || box.x0 != 0 ||
-                          box.x1 != static_cast<float>(out_size.width);
-  const bool vertical = out_size.height != src_size.height || box.y0 != 0 ||
-                        box.y1 != static_cast<float>(out_size.height);
+  const Region have = src.available.width > 0
+                          ? src.available
+                          : Region{0, 0, src.size.width, src.size.height};
+  const bool horizontal = NeedsHorizontal(src.size, box, out_size);
+  const bool vertical = NeedsVertical(src.size, box, out_size);
   AxisWeights& h = scratch->horizontal;
   AxisWeights& v = scratch->vertical;
-  ComputeAxisWeights(src_size.height, box.y0, box.y1, out_size.height, window.y,
+  ComputeAxisWeights(src.size.height, box.y0, box.y1, out_size.height, window.y,
                      window.height, filter, &v);
-  // The source rows the window's output rows read.
+  // The source rows the window's output rows read, and where they are.
   const int first_row = vertical ? v.start.front() : window.y;
   const int end_row =
       vertical ? v.start.back() + v.taps.back() : window.y + window.height;
-  const uint8_t* rows = src + static_cast<size_t>(first_row) * src_stride +
-                        3 * static_cast<size_t>(window.x);
-  int rows_stride = src_stride;
+  auto source_row = [&](int y) {
+    return src.pixels + static_cast<size_t>(y - have.y) * src.stride;
+  };
+  const uint8_t* rows =
+      source_row(first_row) + 3 * static_cast<ptrdiff_t>(window.x - have.x);
+  int rows_stride = src.stride;
   if (horizontal) {
-    ComputeAxisWeights(src_size.width, box.x0, box.x1, out_size.width, window.x,
+    ComputeAxisWeights(src.size.width, box.x0, box.x1, out_size.width, window.x,
                        window.width, filter, &h);
+    for (int& start : h.start) start -= have.x;  // into the available part
     rows_stride = 3 * window.width;
     scratch->pass.resize(static_cast<size_t>(end_row - first_row) *
                          rows_stride);
     for (int y = first_row; y < end_row; ++y) {
       horizontal_row(
-          src + static_cast<size_t>(y) * src_stride, src_size.width, h,
-          window.width,
+          source_row(y), have.width, h, window.width,
           &scratch->pass[static_cast<size_t>(y - first_row) * rows_stride]);
     }
     rows = scratch->pass.data();

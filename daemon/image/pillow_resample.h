@@ -72,16 +72,29 @@ struct ResampleScratch {
   std::vector<uint8_t> pass;  // the horizontal pass's rows
 };
 
+// The image Pillow resizes, or the part of it a window reads: `pixels`
+// points at pixel (available.x, available.y) of an image of `size` pixels
+// (the filter is clamped at its edges), packed RGB, `stride` bytes a row.
+struct ResampleSource {
+  const uint8_t* pixels = nullptr;
+  int stride = 0;
+  ImageSize size;
+  Region available;  // default: all of it
+};
+
+// The pixels of `size` that `window` of the resize reads.
+Region ResampleFootprint(ImageSize size, ResampleBox box, ImageSize out_size,
+                         Region window, ResampleFilter filter,
+                         ResampleScratch* scratch);
+
 // Writes `window` (in output pixels) of Pillow's
-// src.resize((out_size.width, out_size.height), filter, box) as packed RGB
-// (3 bytes a pixel, `dst_stride` bytes a row) to `dst`. `src` is packed
-// RGB, `src_stride` bytes a row, src_size being the whole image Pillow sees
-// (the filter is clamped at its edges). The box must lie inside src_size
-// and the window inside out_size.
-void PillowResample(const uint8_t* src, int src_stride, ImageSize src_size,
-                    ResampleBox box, ImageSize out_size, Region window,
-                    ResampleFilter filter, uint8_t* dst, int dst_stride,
-                    ResampleScratch* scratch,
+// image.resize((out_size.width, out_size.height), filter, box) as packed
+// RGB (3 bytes a pixel, `dst_stride` bytes a row) to `dst`. The box must lie
+// inside the image, the window inside out_size, and the source must hold
+// the window's footprint.
+void PillowResample(const ResampleSource& src, ResampleBox box,
+                    ImageSize out_size, Region window, ResampleFilter filter,
+                    uint8_t* dst, int dst_stride, ResampleScratch* scratch,
                     ResampleKernels kernels = ResampleKernels::kBest);
 
 }  // namespace stoker

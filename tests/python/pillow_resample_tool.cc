@@ -62,8 +62,18 @@ bool RunCase(const std::string& line, stoker::ResampleKernels kernels,
       static_cast<float>(box[2]), static_cast<float>(box[3])};
   std::vector<uint8_t> out(3 * static_cast<size_t>(window.width) *
                            window.height);
-  stoker::PillowResample(src.data(), 3 * src_size.width, src_size, b, out_size,
-                         window, filter, out.data(), 3 * window.width, scratch);
+  // Only the window's footprint is handed over, as the decoders do.
+  const stoker::Region footprint =
+      stoker::ResampleFootprint(src_size, b, out_size, window, filter, scratch);
+  stoker::ResampleSource source;
+  source.pixels =
+      src.data() +
+      3 * (static_cast<size_t>(footprint.y) * src_size.width + footprint.x);
+  source.stride = 3 * src_size.width;
+  source.size = src_size;
+  source.available = footprint;
+  stoker::PillowResample(source, b, out_size, window, filter, out.data(),
+                         3 * window.width, scratch, kernels);
   std::ofstream(out_path, std::ios::binary)
       .write(reinterpret_cast<const char*>(out.data()),
              static_cast<std::streamsize>(out.size()));
