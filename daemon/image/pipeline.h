@@ -23,6 +23,9 @@ struct Pipeline {
   Geometry geometry = Geometry::kResize;
   ImageSize output;  // what every image becomes
   Interpolation interpolation = Interpolation::kBilinear;
+  // Resample as Pillow does (torchvision's bytes), or faster and
+  // approximately (area average when shrinking; DCT-scaled JPEG decode).
+  bool fast_resample = false;
   // kRandomResizedCrop.
   double scale_min = 0.08;
   double scale_max = 1.0;

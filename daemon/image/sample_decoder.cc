@@ -158,15 +158,24 @@ void SampleDecoder::TrimScratch() {
   std::vector<uint8_t>().swap(file_);
   std::vector<uint8_t>().swap(region_);
   std::vector<uint8_t>().swap(planes_);
+  std::vector<uint8_t>().swap(packed_);
+  std::vector<uint8_t>().swap(resample_.pass);
 }
 
 absl::Status SampleDecoder::ProcessBytes(std::span<const uint8_t> file,
                                          const Pipeline& pipeline, uint64_t key,
                                          uint8_t* out) {
   DecodedRegion region;
+  std::optional<ExactGeometry> exact;
   auto plan = [&](const ImageSize& size) {
     params_ = DrawSampleParams(pipeline, size, key);
-    return RegionRequest{params_.box, pipeline.output};
+    if (!pipeline.fast_resample) {
+      exact = PlanExactGeometry(pipeline, size, params_, &resample_);
+    }
+    if (!exact) return RegionRequest{params_.box, pipeline.output};
+    // Exactly the pixels Pillow would read, at full scale.
+    const Region& d = exact->decode;
+    return RegionRequest{d, {d.width, d.height}};
   };
   absl::Status decoded;
   if (IsJpeg(file)) {
@@ -178,9 +187,13 @@ absl::Status SampleDecoder::ProcessBytes(std::span<const uint8_t> file,
         file.empty() ? "empty file" : "not a JPEG or PNG file");
   }
   if (!decoded.ok()) return decoded;
-  uint8_t* planes =
-      ResampleToPlanes(region.data, region.stride, region.size, pipeline.output,
-                       pipeline.interpolation, &planes_);
+  uint8_t* planes = exact ? ResampleExactly(region, *exact, pipeline.output)
+                          : ResampleToPlanes(region.data, region.stride,
+                                             region.size, pipeline.output,
+                                             pipeline.interpolation, &planes_);
+  if (planes == nullptr) {
+    return absl::InternalError("the decoder returned another region");
+  }
   if (params_.flip) {
     const ImageSize o = pipeline.output;
     uint8_t* spare = planes + 3 * o.Pixels();
@@ -195,6 +208,30 @@ absl::Status SampleDecoder::ProcessBytes(std::span<const uint8_t> file,
   }
   WriteOutput(planes, pipeline, out);
   return absl::OkStatus();
+}
+
+uint8_t* SampleDecoder::ResampleExactly(const DecodedRegion& region,
+                                        const ExactGeometry& g, ImageSize out) {
+  if (region.scale_denom != 1 || region.size.width != g.decode.width ||
+      region.size.height != g.decode.height) {
+    return nullptr;
+  }
+  ResampleSource source;
+  source.pixels = region.data;
+  source.stride = region.stride;
+  source.size = {g.image.width, g.image.height};
+  source.available = {g.decode.x - g.image.x, g.decode.y - g.image.y,
+                      g.decode.width, g.decode.height};
+  const size_t n = out.Pixels();
+  packed_.resize(3 * n);
+  PillowResample(source, g.box, g.resized, g.window, g.filter, packed_.data(),
+                 3 * out.width, &resample_);
+  planes_.resize(4 * n);  // R, G, B and a spare plane for flipping
+  uint8_t* planes = planes_.data();
+  libyuv::SplitRGBPlane(packed_.data(), 3 * out.width, planes, out.width,
+                        planes + n, out.width, planes + 2 * n, out.width,
+                        out.width, out.height);
+  return planes;
 }
 
 void SampleDecoder::WriteOutput(const uint8_t* planes, const Pipeline& p,

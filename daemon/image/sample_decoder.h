@@ -1,8 +1,9 @@
 // SampleDecoder: the per-sample work of a worker thread. Reads one file
 // (JPEG or PNG, told apart by their first bytes), decodes the part of it the
-// sample's crop needs, resamples it to the
-// pipeline's output size, flips it if drawn, and writes it straight into its
-// row of a ring slot in the output dtype and layout.
+// sample's crop needs, resamples it to the pipeline's output size exactly
+// as Pillow would (or, with Pipeline::fast_resample, approximately), flips
+// it if drawn, and writes it straight into its row of a ring slot in the
+// output dtype and layout.
 //
 // One per worker thread; owns reusable buffers, so the hot path allocates
 // only when an image is larger than any before it; buffers above
@@ -18,7 +19,9 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "daemon/image/exact_geometry.h"
 #include "daemon/image/jpeg_decoder.h"
+#include "daemon/image/pillow_resample.h"
 #include "daemon/image/pipeline.h"
 #include "daemon/image/png_decoder.h"
 #include "daemon/os/path_policy.h"
@@ -36,11 +39,11 @@ inline constexpr uint64_t kMaxFileBytes = uint64_t{256} << 20;
 absl::Status ReadFile(const std::string& path, std::vector<uint8_t>* buffer,
                       const PathPolicy* policy = nullptr);
 
-// Resamples packed RGB pixels (`stride` bytes per row) to three planes of
-// dst_size (R, G, B), each plane area-averaged when shrinking and bilinear
-// when enlarging (kNearest: point sampling). libyuv's interleaved scalers
-// have no true box filter for non-integer ratios, hence planes. Returns the
-// first plane; the others follow, dst_size.Pixels() apart, in *scratch.
+// The fast path: resamples packed RGB pixels (`stride` bytes per row) to
+// three planes of dst_size (R, G, B), each plane area-averaged when shrinking
+// and bilinear when enlarging (kNearest: point sampling). libyuv's interleaved
+// scalers have no true box filter for non-integer ratios, hence planes. Returns
+// the first plane; the others follow, dst_size.Pixels() apart, in *scratch.
 uint8_t* ResampleToPlanes(const uint8_t* src, int stride, ImageSize src_size,
                           ImageSize dst_size, Interpolation interpolation,
                           std::vector<uint8_t>* scratch);
@@ -80,7 +83,8 @@ class SampleDecoder {
 
   // Bytes held by the reusable buffers between samples.
   size_t scratch_bytes() const {
-    return file_.capacity() + region_.capacity() + planes_.capacity();
+    return file_.capacity() + region_.capacity() + planes_.capacity() +
+           packed_.capacity() + resample_.pass.capacity();
   }
 
  private:
@@ -89,6 +93,10 @@ class SampleDecoder {
 
   void WriteOutput(const uint8_t* planes, const Pipeline& pipeline,
                    uint8_t* out);
+  // The decoded footprint of `g` resampled as Pillow does, as three planes
+  // of `out` (and a spare one) in planes_.
+  uint8_t* ResampleExactly(const DecodedRegion& region, const ExactGeometry& g,
+                           ImageSize out);
 
   JpegDecoder jpeg_;
   PngDecoder png_;
@@ -96,6 +104,8 @@ class SampleDecoder {
   std::vector<uint8_t> file_;
   std::vector<uint8_t> region_;
   std::vector<uint8_t> planes_;
+  std::vector<uint8_t> packed_;  // the exact resample's RGB output
+  ResampleScratch resample_;
   // The value table and the normalisation it was built for.
   ValueTable table_;
   bool table_valid_ = false;

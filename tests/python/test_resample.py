@@ -145,3 +145,44 @@ def test_a_window_equals_the_whole_resize_cropped(images, tool, filter_name):
                      window=(rng.randint(0, size[0] - ww),
                              rng.randint(0, size[1] - wh), ww, wh))
     tool.check()
+
+
+@pytest.mark.parametrize("name", ["eval", "resize_to_size", "nearest",
+                                  "eval_float"])
+def test_loader_gives_torchvisions_bytes(daemon, scratch, name):
+    """stoker.DataLoader against torchvision's ImageFolder with the same
+    transform, image by image, on photo-sized JPEGs (about 500x375)."""
+    import torch
+    from torchvision import datasets, transforms as T
+
+    import stoker
+    from conftest import make_dataset
+    root = make_dataset(os.path.join(scratch, "photos"), classes=2,
+                        per_class=12, width=500, height=375)
+    nearest = T.InterpolationMode.NEAREST
+    transform = {
+        "eval": T.Compose([T.Resize(256), T.CenterCrop(224),
+                           T.PILToTensor()]),
+        "resize_to_size": T.Compose([T.Resize((160, 200)), T.PILToTensor()]),
+        "nearest": T.Compose([T.Resize(256, interpolation=nearest),
+                              T.CenterCrop(224), T.PILToTensor()]),
+        "eval_float": T.Compose([
+            T.Resize(256), T.CenterCrop(224), T.ToTensor(),
+            T.Normalize([0.485, 0.456, 0.406], [0.229, 0.224, 0.225])]),
+    }[name]
+    reference = datasets.ImageFolder(root, transform)
+    loader = stoker.DataLoader(root, transform=transform, batch_size=5,
+                               shuffle=False, socket=daemon.socket)
+    got = torch.cat([images.clone() for images, _ in loader])
+    loader.close()
+    want = torch.stack([reference[i][0] for i in range(len(reference))])
+    assert got.shape == want.shape
+    if name == "eval_float":
+        # The same uint8 pixels, through the same arithmetic in float32.
+        assert torch.allclose(got, want, rtol=0, atol=1e-6), \
+            float((got - want).abs().max())
+    else:
+        identical = sum(bool(torch.equal(g, w)) for g, w in zip(got, want))
+        assert identical == len(want), (
+            f"{identical} of {len(want)} identical, max diff "
+            f"{int((got.int() - want.int()).abs().max())}")

@@ -1,0 +1,76 @@
+#include "daemon/image/exact_geometry.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace stoker {
+namespace {
+
+constexpr int kDecodeMargin = 16;  // an iMCU, at most
+
+}  // namespace
+
+ImageSize TorchvisionResizedSize(ImageSize image, const Pipeline& p) {
+  if (p.shorter_side <= 0) return p.resized;
+  // Resize(int): the shorter side becomes `shorter_side`, the longer one
+  // int(shorter_side * long / short).
+  if (image.width <= image.height) {
+    return {p.shorter_side, static_cast<int>(int64_t{p.shorter_side} *
+                                             image.height / image.width)};
+  }
+  return {
+      static_cast<int>(int64_t{p.shorter_side} * image.width / image.height),
+      p.shorter_side};
+}
+
+std::optional<ExactGeometry> PlanExactGeometry(const Pipeline& p,
+                                               ImageSize image,
+                                               const SampleParams& params,
+                                               ResampleScratch* scratch) {
+  ExactGeometry g;
+  g.filter = p.interpolation == Interpolation::kNearest
+                 ? ResampleFilter::kNearest
+                 : ResampleFilter::kBilinear;
+  if (p.geometry == Pipeline::Geometry::kRandomResizedCrop) {
+    g.image = params.box;
+    g.resized = p.output;
+    g.window = {0, 0, p.output.width, p.output.height};
+  } else {
+    g.image = {0, 0, image.width, image.height};
+    g.resized = TorchvisionResizedSize(image, p);
+    if (g.resized.width < p.output.width ||
+        g.resized.height < p.output.height) {
+      return std::nullopt;
+    }
+    // CenterCrop: top = int(round((h - ch) / 2.0)), Python rounding.
+    const int top = static_cast<int>(
+        std::nearbyint((g.resized.height - p.output.height) / 2.0));
+    const int left = static_cast<int>(
+        std::nearbyint((g.resized.width - p.output.width) / 2.0));
+    g.window = {left, top, p.output.width, p.output.height};
+  }
+  if (g.image.width <= 0 || g.image.height <= 0 || g.resized.width <= 0 ||
+      g.resized.height <= 0) {
+    return std::nullopt;
+  }
+  g.box = {0, 0, static_cast<float>(g.image.width),
+           static_cast<float>(g.image.height)};
+  const ImageSize size{g.image.width, g.image.height};
+  g.footprint =
+      ResampleFootprint(size, g.box, g.resized, g.window, g.filter, scratch);
+  g.footprint.x += g.image.x;
+  g.footprint.y += g.image.y;
+  // libjpeg-turbo's partial decode (jpeg_crop_scanline, skipped rows)
+  // upsamples chroma differently at the edges of what it decodes: keep
+  // those edges a margin away from the pixels used.
+  const int x0 = std::max(g.footprint.x - kDecodeMargin, 0);
+  const int y0 = std::max(g.footprint.y - kDecodeMargin, 0);
+  const int x1 =
+      std::min(g.footprint.x + g.footprint.width + kDecodeMargin, image.width);
+  const int y1 = std::min(g.footprint.y + g.footprint.height + kDecodeMargin,
+                          image.height);
+  g.decode = {x0, y0, x1 - x0, y1 - y0};
+  return g;
+}
+
+}  // namespace stoker
