@@ -1,10 +1,13 @@
 // The decode path: libjpeg-turbo decode, resampling, file reading, and what
 // happens with bad input.
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "daemon/image/exact_geometry.h"
 #include "daemon/image/jpeg_decoder.h"
+#include "daemon/image/pillow_resample.h"
 #include "daemon/image/sample_decoder.h"
 #include "gtest/gtest.h"
 #include "tests/test_util.h"
@@ -161,6 +164,49 @@ TEST_F(DecoderTest, ResizedOutputIsCloseToAnAreaAverageReference) {
   // Box filters agree to within rounding and edge weighting; a wrong
   // channel order, stride or scale would give tens of levels.
   EXPECT_LT(mae, 2.0);
+}
+
+// The exact path end to end: what a worker makes of a sample equals the
+// Pillow-exact resampler run on the full decode (the resampler itself is
+// held to Pillow's bytes by Python.resample). RandomResizedCrop crops, then
+// resizes, so the filter clamps at the crop's edges; Resize + CenterCrop
+// is a window of the whole image's resize. Partial decodes with their
+// margin must not change a pixel.
+TEST_F(DecoderTest, ExactPathEqualsThePillowResampleOfTheFullDecode) {
+  const std::string path = WriteJpeg("photo.jpg", 500, 375);
+  const testing::RgbImage full = ReferenceDecode(path);
+  const ImageSize size{full.width, full.height};
+  Pipeline rrc;
+  rrc.geometry = Pipeline::Geometry::kRandomResizedCrop;
+  rrc.output = {224, 224};
+  Pipeline eval;
+  eval.shorter_side = 256;
+  eval.center_crop = true;
+  eval.output = {224, 224};
+  SampleDecoder decoder({});
+  ResampleScratch scratch;
+  std::vector<uint8_t> ours(224 * 224 * 3), theirs(224 * 224 * 3);
+  for (const Pipeline* p : {&rrc, &eval}) {
+    for (uint64_t key = 0; key < 12; ++key) {
+      ASSERT_TRUE(decoder.Process(path, *p, key, ours.data()).ok());
+      const SampleParams params = DrawSampleParams(*p, size, key);
+      const std::optional<ExactGeometry> g =
+          PlanExactGeometry(*p, size, params, &scratch);
+      ASSERT_TRUE(g.has_value());
+      ResampleSource source;
+      source.pixels =
+          full.pixels.data() +
+          3 * (size_t(g->image.y) * full.width + size_t(g->image.x));
+      source.stride = 3 * full.width;
+      source.size = {g->image.width, g->image.height};
+      PillowResample(source, g->box, g->resized, g->window, g->filter,
+                     theirs.data(), 3 * 224, &scratch);
+      ASSERT_EQ(ours, theirs)
+          << (p == &rrc ? "RandomResizedCrop" : "Resize + CenterCrop")
+          << ", key " << key << ", box " << params.box.x << "," << params.box.y
+          << " " << params.box.width << "x" << params.box.height;
+    }
+  }
 }
 
 TEST_F(DecoderTest, EnlargingIsCloseToTheSource) {
