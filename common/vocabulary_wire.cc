@@ -23,8 +23,15 @@ v1::Layout ToWire(Layout value) {
 }
 
 v1::Interpolation ToWire(Interpolation value) {
-  return value == Interpolation::kNearest ? v1::INTERPOLATION_NEAREST
-                                          : v1::INTERPOLATION_BILINEAR;
+  switch (value) {
+    case Interpolation::kNearest:
+      return v1::INTERPOLATION_NEAREST;
+    case Interpolation::kBicubic:
+      return v1::INTERPOLATION_BICUBIC;
+    case Interpolation::kBilinear:
+      break;
+  }
+  return v1::INTERPOLATION_BILINEAR;
 }
 
 v1::ConsumerMode ToWire(ConsumerMode value) {
@@ -100,6 +107,8 @@ std::optional<Interpolation> FromWire(v1::Interpolation value) {
       return Interpolation::kBilinear;
     case v1::INTERPOLATION_NEAREST:
       return Interpolation::kNearest;
+    case v1::INTERPOLATION_BICUBIC:
+      return Interpolation::kBicubic;
     default:
       return std::nullopt;
   }

@@ -28,9 +28,10 @@ std::optional<ExactGeometry> PlanExactGeometry(const Pipeline& p,
                                                const SampleParams& params,
                                                ResampleScratch* scratch) {
   ExactGeometry g;
-  g.filter = p.interpolation == Interpolation::kNearest
-                 ? ResampleFilter::kNearest
-                 : ResampleFilter::kBilinear;
+  g.filter =
+      p.interpolation == Interpolation::kNearest   ? ResampleFilter::kNearest
+      : p.interpolation == Interpolation::kBicubic ? ResampleFilter::kBicubic
+                                                   : ResampleFilter::kBilinear;
   if (p.geometry == Pipeline::Geometry::kRandomResizedCrop) {
     g.image = params.box;
     g.resized = p.output;

@@ -13,8 +13,8 @@ from typing import Any, Dict, List, Tuple
 from stoker.errors import UnsupportedTransform
 
 SUPPORTED = (
-    "RandomResizedCrop(size, scale, ratio, interpolation=BILINEAR|NEAREST), "
-    "Resize(size, interpolation=BILINEAR|NEAREST, max_size=None), "
+    "RandomResizedCrop(size, scale, ratio, interpolation=BILINEAR|BICUBIC|NEAREST), "
+    "Resize(size, interpolation=BILINEAR|BICUBIC|NEAREST, max_size=None), "
     "CenterCrop(size), RandomHorizontalFlip(p), "
     "ColorJitter(brightness, contrast, saturation, hue=0), "
     "ToTensor(), PILToTensor(), ConvertImageDtype(torch.float32|torch.float16), "
@@ -57,11 +57,9 @@ def _interpolation(transform: Any) -> str:
     mode = getattr(transform, "interpolation", None)
     name = getattr(mode, "name", None)  # InterpolationMode
     if name is None:  # a PIL constant in old torchvision
-        name = {0: "NEAREST", 2: "BILINEAR"}.get(mode, str(mode))
-    if name == "BILINEAR":
-        return "INTERPOLATION_BILINEAR"
-    if name == "NEAREST":
-        return "INTERPOLATION_NEAREST"
+        name = {0: "NEAREST", 2: "BILINEAR", 3: "BICUBIC"}.get(mode, str(mode))
+    if name in ("BILINEAR", "NEAREST", "BICUBIC"):
+        return "INTERPOLATION_" + name
     raise _refuse(repr(transform), f"interpolation {name} is not supported")
 
 

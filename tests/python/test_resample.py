@@ -148,7 +148,7 @@ def test_a_window_equals_the_whole_resize_cropped(images, tool, filter_name):
 
 
 @pytest.mark.parametrize("name", ["eval", "resize_to_size", "nearest",
-                                  "eval_float"])
+                                  "bicubic", "eval_float"])
 def test_loader_gives_torchvisions_bytes(daemon, scratch, name):
     """stoker.DataLoader against torchvision's ImageFolder with the same
     transform, image by image, on photo-sized JPEGs (about 500x375)."""
@@ -160,11 +160,14 @@ def test_loader_gives_torchvisions_bytes(daemon, scratch, name):
     root = make_dataset(os.path.join(scratch, "photos"), classes=2,
                         per_class=12, width=500, height=375)
     nearest = T.InterpolationMode.NEAREST
+    bicubic = T.InterpolationMode.BICUBIC
     transform = {
         "eval": T.Compose([T.Resize(256), T.CenterCrop(224),
                            T.PILToTensor()]),
         "resize_to_size": T.Compose([T.Resize((160, 200)), T.PILToTensor()]),
         "nearest": T.Compose([T.Resize(256, interpolation=nearest),
+                              T.CenterCrop(224), T.PILToTensor()]),
+        "bicubic": T.Compose([T.Resize(256, interpolation=bicubic),
                               T.CenterCrop(224), T.PILToTensor()]),
         "eval_float": T.Compose([
             T.Resize(256), T.CenterCrop(224), T.ToTensor(),

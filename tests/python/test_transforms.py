@@ -58,6 +58,9 @@ def test_evaluation_compose_and_sizes():
                                                  T.CenterCrop((48, 32))]))
     assert pipeline[0]["resize"]["shorter_side"] == 64
     assert pipeline[1]["center_crop"] == {"height": 48, "width": 32}
+    pipeline, _ = translate_transform(
+        T.Resize(64, interpolation=T.InterpolationMode.BICUBIC))
+    assert pipeline[0]["resize"]["interpolation"] == "INTERPOLATION_BICUBIC"
 
 
 def test_outputs():
@@ -93,8 +96,8 @@ def test_native_spec_passes_through():
     (T.Compose([T.RandomResizedCrop(32), T.RandAugment()]), "RandAugment"),
     (T.Compose([T.RandomResizedCrop(32), T.Lambda(lambda x: x)]), "Lambda"),
     (T.Compose([T.RandomResizedCrop(32), T.GaussianBlur(3)]), "GaussianBlur"),
-    (T.RandomResizedCrop(32, interpolation=T.InterpolationMode.BICUBIC),
-     "BICUBIC"),
+    (T.RandomResizedCrop(32, interpolation=T.InterpolationMode.LANCZOS),
+     "LANCZOS"),
     (T.Compose([T.Resize(32, max_size=40), T.CenterCrop(32)]), "max_size"),
     (T.Compose([T.RandomResizedCrop(32), T.ColorJitter(hue=0.1)]), "hue"),
     (T.Compose([T.RandomResizedCrop(32), T.ColorJitter(brightness=(0.5, 1.1))]),

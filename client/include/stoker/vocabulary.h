@@ -21,8 +21,9 @@ enum class DType {
 
 enum class Layout { kNHWC, kNCHW };
 
-// Shrinking averages the covered area; enlarging is bilinear.
-enum class Interpolation { kBilinear, kNearest };
+// Resampling filters, as Pillow's Image.resize applies them (torchvision's
+// bytes on PIL images).
+enum class Interpolation { kBilinear, kNearest, kBicubic };
 
 // How the consumers attached to one job share its batches.
 enum class ConsumerMode {
