@@ -1,7 +1,6 @@
 #include "daemon/image/exact_geometry.h"
 
 #include <algorithm>
-#include <cmath>
 
 namespace stoker {
 namespace {
@@ -9,19 +8,6 @@ namespace {
 constexpr int kDecodeMargin = 16;  // an iMCU, at most
 
 }  // namespace
-
-ImageSize TorchvisionResizedSize(ImageSize image, const Pipeline& p) {
-  if (p.shorter_side <= 0) return p.resized;
-  // Resize(int): the shorter side becomes `shorter_side`, the longer one
-  // int(shorter_side * long / short).
-  if (image.width <= image.height) {
-    return {p.shorter_side, static_cast<int>(int64_t{p.shorter_side} *
-                                             image.height / image.width)};
-  }
-  return {
-      static_cast<int>(int64_t{p.shorter_side} * image.width / image.height),
-      p.shorter_side};
-}
 
 std::optional<ExactGeometry> PlanExactGeometry(const Pipeline& p,
                                                ImageSize image,
@@ -43,12 +29,7 @@ std::optional<ExactGeometry> PlanExactGeometry(const Pipeline& p,
         g.resized.height < p.output.height) {
       return std::nullopt;
     }
-    // CenterCrop: top = int(round((h - ch) / 2.0)), Python rounding.
-    const int top = static_cast<int>(
-        std::nearbyint((g.resized.height - p.output.height) / 2.0));
-    const int left = static_cast<int>(
-        std::nearbyint((g.resized.width - p.output.width) / 2.0));
-    g.window = {left, top, p.output.width, p.output.height};
+    g.window = CenterCropWindow(g.resized, p.output);
   }
   if (g.image.width <= 0 || g.image.height <= 0 || g.resized.width <= 0 ||
       g.resized.height <= 0) {

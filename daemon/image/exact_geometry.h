@@ -28,9 +28,6 @@ struct ExactGeometry {
   ResampleFilter filter = ResampleFilter::kBilinear;
 };
 
-// The resize torchvision's Resize gives an image of `image` pixels.
-ImageSize TorchvisionResizedSize(ImageSize image, const Pipeline& pipeline);
-
 // nullopt where torchvision would pad (a centre crop larger than the
 // resized image): the approximate path serves those.
 std::optional<ExactGeometry> PlanExactGeometry(const Pipeline& pipeline,

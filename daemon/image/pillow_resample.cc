@@ -118,10 +118,10 @@ void NearestResample(const ResampleSource& src, ResampleBox box,
 
 namespace resample_internal {
 
-void HorizontalRowScalar(const uint8_t* in, int in_width, const AxisWeights& w,
-                         int count, uint8_t* out) {
+void HorizontalRowScalar(const uint8_t* in, int origin, int in_width,
+                         const AxisWeights& w, int count, uint8_t* out) {
   for (int j = 0; j < count; ++j) {
-    HorizontalPixel(in + 3 * w.start[j],
+    HorizontalPixel(in + 3 * (w.start[j] - origin),
                     &w.weights[static_cast<size_t>(j) * w.ksize], w.taps[j],
                     out + 3 * j);
   }
@@ -145,6 +145,9 @@ void VerticalRowScalar(const uint8_t* rows, int stride, int first_row,
 void ComputeAxisWeights(int in_size, float in0, float in1, int out_size,
                         int first, int count, ResampleFilter filter,
                         AxisWeights* out) {
+  const AxisWeights::Key key{in_size, in0, in1, out_size, first, count, filter};
+  if (out->key == key) return;
+  out->key = key;
   double (*const f)(double) =
       filter == ResampleFilter::kBicubic ? Bicubic : Bilinear;
   const double base_support = filter == ResampleFilter::kBicubic ? 2.0 : 1.0;
@@ -263,13 +266,12 @@ void PillowResample(const ResampleSource& src, ResampleBox box,
   if (horizontal) {
     ComputeAxisWeights(src.size.width, box.x0, box.x1, out_size.width, window.x,
                        window.width, filter, &h);
-    for (int& start : h.start) start -= have.x;  // into the available part
     rows_stride = 3 * window.width;
     scratch->pass.resize(static_cast<size_t>(end_row - first_row) *
                          rows_stride);
     for (int y = first_row; y < end_row; ++y) {
       horizontal_row(
-          source_row(y), have.width, h, window.width,
+          source_row(y), have.x, have.width, h, window.width,
           &scratch->pass[static_cast<size_t>(y - first_row) * rows_stride]);
     }
     rows = scratch->pass.data();

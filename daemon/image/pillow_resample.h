@@ -21,6 +21,7 @@
 #define STOKER_DAEMON_IMAGE_PILLOW_RESAMPLE_H_
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "daemon/image/jpeg_decoder.h"
@@ -45,6 +46,19 @@ struct ResampleBox {
 // per output, per 4 taps t0..t3, 16 values hi (k >> 11) then 16 lo
 // (k & 2047), each as [t0, t1] four times, then [t2, t3] four times.
 struct AxisWeights {
+  // What they were computed for: asked again, ComputeAxisWeights keeps them
+  // (a sample's footprint and its resample; images of the same size).
+  struct Key {
+    int in_size = 0;
+    float in0 = 0;
+    float in1 = 0;
+    int out_size = 0;
+    int first = 0;
+    int count = 0;
+    ResampleFilter filter = ResampleFilter::kBilinear;
+    bool operator==(const Key&) const = default;
+  };
+  std::optional<Key> key;
   int ksize = 0;
   std::vector<int> start;
   std::vector<int> taps;

@@ -41,9 +41,9 @@ STOKER_AVX2 inline __m256i PixelSums(const uint8_t* p, const int16_t* split,
   return _mm256_add_epi32(_mm256_slli_epi32(hi, 11), lo);
 }
 
-STOKER_AVX2 inline __m256i SumsOf(const uint8_t* in, const AxisWeights& w,
-                                  int i) {
-  const uint8_t* p = in + 3 * w.start[i];
+STOKER_AVX2 inline __m256i SumsOf(const uint8_t* in, int origin,
+                                  const AxisWeights& w, int i) {
+  const uint8_t* p = in + 3 * (w.start[i] - origin);
   const int16_t* split = &w.split[static_cast<size_t>(i) * (w.ksize / 4) * 32];
   // Up to 4 taps (shrinks below 2x, bilinear): a loop of one, unrolled.
   if (w.taps[i] <= 4) return PixelSums(p, split, 1);
@@ -58,7 +58,7 @@ STOKER_AVX2 inline __m256i PairSums(__m256i a, __m256i b) {
 
 }  // namespace
 
-STOKER_AVX2 void HorizontalRowAvx2(const uint8_t* in, int in_width,
+STOKER_AVX2 void HorizontalRowAvx2(const uint8_t* in, int origin, int in_width,
                                    const AxisWeights& w, int count,
                                    uint8_t* out) {
   const int row_bytes = 3 * in_width;
@@ -67,7 +67,8 @@ STOKER_AVX2 void HorizontalRowAvx2(const uint8_t* in, int in_width,
   // row, in pairs; the others portably.
   auto fits = [&](int j) {
     const int used = (w.taps[j] + 3) / 4;
-    return used == 0 || 3 * (w.start[j] + 4 * (used - 1)) + 16 <= row_bytes;
+    return used == 0 ||
+           3 * (w.start[j] - origin + 4 * (used - 1)) + 16 <= row_bytes;
   };
   // Four pixels' R G B - to 12 bytes R G B R G B ...
   const __m128i pack =
@@ -75,8 +76,10 @@ STOKER_AVX2 void HorizontalRowAvx2(const uint8_t* in, int in_width,
   const int out_bytes = 3 * count;
   int j = 0;
   for (; j + 3 < count && fits(j + 3); j += 4) {
-    __m256i s01 = PairSums(SumsOf(in, w, j), SumsOf(in, w, j + 1));
-    __m256i s23 = PairSums(SumsOf(in, w, j + 2), SumsOf(in, w, j + 3));
+    __m256i s01 =
+        PairSums(SumsOf(in, origin, w, j), SumsOf(in, origin, w, j + 1));
+    __m256i s23 =
+        PairSums(SumsOf(in, origin, w, j + 2), SumsOf(in, origin, w, j + 3));
     s01 = _mm256_srai_epi32(_mm256_add_epi32(s01, bias), kPrecisionBits);
     s23 = _mm256_srai_epi32(_mm256_add_epi32(s23, bias), kPrecisionBits);
     // Saturating packs clip to 0..255 as Pillow's clip8 does; lanes hold
@@ -95,7 +98,7 @@ STOKER_AVX2 void HorizontalRowAvx2(const uint8_t* in, int in_width,
     }
   }
   for (; j < count; ++j) {
-    HorizontalPixel(in + 3 * w.start[j],
+    HorizontalPixel(in + 3 * (w.start[j] - origin),
                     &w.weights[static_cast<size_t>(j) * w.ksize], w.taps[j],
                     out + 3 * j);
   }

@@ -14,9 +14,9 @@ namespace stoker::resample_internal {
 // Pillow's PRECISION_BITS: 8 bits of result, 2 of headroom in an int.
 inline constexpr int kPrecisionBits = 32 - 8 - 2;
 
-// Output pixels 0 .. count - 1 of one row (RGB) from `in`, a row of
-// in_width RGB pixels.
-using HorizontalFn = void (*)(const uint8_t* in, int in_width,
+// Output pixels 0 .. count - 1 of one row (RGB) from `in`, in_width RGB
+// pixels of the image's row from column `origin` on.
+using HorizontalFn = void (*)(const uint8_t* in, int origin, int in_width,
                               const AxisWeights& w, int count, uint8_t* out);
 // Output row i, `bytes` wide, from `rows` (stride bytes apart; rows[0] is
 // source row first_row).
@@ -24,12 +24,12 @@ using VerticalFn = void (*)(const uint8_t* rows, int stride, int first_row,
                             const AxisWeights& w, int i, int bytes,
                             uint8_t* out);
 
-void HorizontalRowScalar(const uint8_t* in, int in_width, const AxisWeights& w,
-                         int count, uint8_t* out);
+void HorizontalRowScalar(const uint8_t* in, int origin, int in_width,
+                         const AxisWeights& w, int count, uint8_t* out);
 void VerticalRowScalar(const uint8_t* rows, int stride, int first_row,
                        const AxisWeights& w, int i, int bytes, uint8_t* out);
-void HorizontalRowAvx2(const uint8_t* in, int in_width, const AxisWeights& w,
-                       int count, uint8_t* out);
+void HorizontalRowAvx2(const uint8_t* in, int origin, int in_width,
+                       const AxisWeights& w, int count, uint8_t* out);
 void VerticalRowAvx2(const uint8_t* rows, int stride, int first_row,
                      const AxisWeights& w, int i, int bytes, uint8_t* out);
 

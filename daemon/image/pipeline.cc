@@ -49,23 +49,31 @@ Region RandomResizedCropBox(ImageSize image, const Pipeline& p, uint64_t key) {
   return {(image.width - w) / 2, (image.height - h) / 2, w, h};
 }
 
-Region ResizeCenterCropBox(ImageSize image, const Pipeline& p) {
-  // torchvision's Resize(int): the shorter side becomes `shorter_side`, the
-  // longer one int(shorter_side * long / short).
-  ImageSize resized = p.resized;
-  if (p.shorter_side > 0) {
-    if (image.width <= image.height) {
-      resized = {p.shorter_side,
-                 int(int64_t(p.shorter_side) * image.height / image.width)};
-    } else {
-      resized = {int(int64_t(p.shorter_side) * image.width / image.height),
-                 p.shorter_side};
-    }
+ImageSize TorchvisionResizedSize(ImageSize image, const Pipeline& p) {
+  if (p.shorter_side <= 0) return p.resized;
+  // Resize(int): the shorter side becomes `shorter_side`, the longer one
+  // int(shorter_side * long / short).
+  if (image.width <= image.height) {
+    return {p.shorter_side,
+            int(int64_t(p.shorter_side) * image.height / image.width)};
   }
+  return {int(int64_t(p.shorter_side) * image.width / image.height),
+          p.shorter_side};
+}
+
+Region CenterCropWindow(ImageSize resized, ImageSize output) {
+  // top = int(round((h - ch) / 2.0)), Python rounding.
+  return {RoundHalfEven((resized.width - output.width) / 2.0),
+          RoundHalfEven((resized.height - output.height) / 2.0), output.width,
+          output.height};
+}
+
+Region ResizeCenterCropBox(ImageSize image, const Pipeline& p) {
   if (!p.center_crop) return {0, 0, image.width, image.height};
-  // torchvision's CenterCrop: top = int(round((h - ch) / 2.0)).
-  const int top = RoundHalfEven((resized.height - p.output.height) / 2.0);
-  const int left = RoundHalfEven((resized.width - p.output.width) / 2.0);
+  const ImageSize resized = TorchvisionResizedSize(image, p);
+  const Region crop = CenterCropWindow(resized, p.output);
+  const int top = crop.y;
+  const int left = crop.x;
   const double sx = double(image.width) / resized.width;
   const double sy = double(image.height) / resized.height;
   Region box;

@@ -73,6 +73,12 @@ struct SampleParams {
 Region RandomResizedCropBox(ImageSize image, const Pipeline& pipeline,
                             uint64_t key);
 
+// The size torchvision's Resize (shorter side, or exact) gives an image.
+ImageSize TorchvisionResizedSize(ImageSize image, const Pipeline& pipeline);
+
+// torchvision's CenterCrop of `output` from an image of `resized` pixels.
+Region CenterCropWindow(ImageSize resized, ImageSize output);
+
 // torchvision's Resize (shorter side, or exact) + CenterCrop mapped back to
 // the source image: the box that becomes the output.
 Region ResizeCenterCropBox(ImageSize image, const Pipeline& pipeline);
