@@ -51,11 +51,12 @@ v1::Op Norm() {
   return op;
 }
 
-v1::Op Jitter(float b, float c, float s) {
+v1::Op Jitter(float b, float c, float s, float h = 0) {
   v1::Op op;
   op.mutable_color_jitter()->set_brightness(b);
   op.mutable_color_jitter()->set_contrast(c);
   op.mutable_color_jitter()->set_saturation(s);
+  op.mutable_color_jitter()->set_hue(h);
   return op;
 }
 
@@ -153,29 +154,55 @@ TEST(ParsePipeline, ColorJitterGoesAfterTheFlipAndNeedsAStrength) {
   ExpectRefused(WithOps({Rrc(8), Jitter(-1, 0, 0)}),
                 "pipeline[1].color_jitter.brightness");
   ExpectRefused(WithOps({Rrc(8), Jitter(0, 0, 0)}), "are all 0");
+  ExpectRefused(WithOps({Rrc(8), Jitter(0, 0, 0, 0.6f)}),
+                "pipeline[1].color_jitter.hue");
+  ExpectRefused(WithOps({Rrc(8), Jitter(0, 0, 0, -0.1f)}), "[0, 0.5]");
+  auto hue_only = ParsePipeline(WithOps({Rrc(8), Jitter(0, 0, 0, 0.5f)}));
+  ASSERT_TRUE(hue_only.ok()) << hue_only.status();
+  EXPECT_TRUE(hue_only->jitter());
 }
 
 TEST(DrawJitter, FactorsInTorchvisionRangesOrderAPermutation) {
   Pipeline p;
   p.brightness = 0.4f;
   p.saturation = 1.5f;  // lower bound clamps at 0
-  std::set<std::array<int, 3>> orders;
-  for (uint64_t key = 0; key < 500; ++key) {
+  p.hue = 0.2f;
+  std::set<std::array<int, 4>> orders;
+  std::set<int> shifts;
+  for (uint64_t key = 0; key < 2000; ++key) {
     const JitterParams j = DrawJitter(p, key);
+    // np.uint8(h * 255) for h in (-0.2, 0.2): 0..50, or 206..255 wrapped.
+    EXPECT_TRUE(j.hue);
+    EXPECT_TRUE(j.hue_shift <= 50 || j.hue_shift >= 206) << j.hue_shift;
+    shifts.insert(j.hue_shift);
     EXPECT_GE(j.brightness, 0.6f);
     EXPECT_LE(j.brightness, 1.4f);
     EXPECT_EQ(j.contrast, 1.0f) << "contrast is off";
     EXPECT_GE(j.saturation, 0.0f);
     EXPECT_LE(j.saturation, 2.5f);
-    std::array<int, 3> sorted = j.order;
+    std::array<int, 4> sorted = j.order;
     std::sort(sorted.begin(), sorted.end());
-    EXPECT_EQ(sorted, (std::array<int, 3>{0, 1, 2}));
+    EXPECT_EQ(sorted, (std::array<int, 4>{0, 1, 2, 3}));
     orders.insert(j.order);
     const JitterParams again = DrawJitter(p, key);
     EXPECT_EQ(again.order, j.order);
     EXPECT_EQ(again.brightness, j.brightness);
+    EXPECT_EQ(again.hue_shift, j.hue_shift);
   }
-  EXPECT_EQ(orders.size(), 6u) << "not every order occurs";
+  EXPECT_EQ(orders.size(), 24u) << "not every order occurs";
+  EXPECT_EQ(shifts.size(), 50u + 1 + 50) << "not every shift occurs";
+  p.hue = 0;
+  EXPECT_FALSE(DrawJitter(p, 1).hue);
+}
+
+TEST(HueShift, IsNumpysUint8OfTheFactorTimes255) {
+  EXPECT_EQ(HueShift(0.0), 0);
+  EXPECT_EQ(HueShift(0.003), 0);    // 0.765 truncates to 0
+  EXPECT_EQ(HueShift(-0.003), 0);   // towards zero, not down
+  EXPECT_EQ(HueShift(0.3), 76);     // 76.5
+  EXPECT_EQ(HueShift(-0.05), 244);  // -12.75 -> -12, wrapped
+  EXPECT_EQ(HueShift(0.5), 127);
+  EXPECT_EQ(HueShift(-0.5), 129);
 }
 
 TEST(RandomResizedCropBox, StaysInsideWithAreaAndRatioInRange) {

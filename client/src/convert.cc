@@ -39,6 +39,7 @@ struct OpWriter {
     p->set_brightness(o.brightness);
     p->set_contrast(o.contrast);
     p->set_saturation(o.saturation);
+    p->set_hue(o.hue);
   }
   void operator()(const Normalize& o) const {
     auto* p = op->mutable_normalize();
@@ -73,9 +74,9 @@ std::optional<Op> OpFrom(const v1::Op& op) {
     case v1::Op::kRandomHorizontalFlip:
       return RandomHorizontalFlip{op.random_horizontal_flip().p()};
     case v1::Op::kColorJitter:
-      return ColorJitter{op.color_jitter().brightness(),
-                         op.color_jitter().contrast(),
-                         op.color_jitter().saturation()};
+      return ColorJitter{
+          op.color_jitter().brightness(), op.color_jitter().contrast(),
+          op.color_jitter().saturation(), op.color_jitter().hue()};
     case v1::Op::kNormalize: {
       Normalize n;
       for (int c = 0; c < 3 && c < op.normalize().mean_size() &&

@@ -66,6 +66,9 @@ void ApplyJitter(uint8_t* planes, size_t n, const JitterParams& params) {
         if (params.saturation != 1.0f)
           AdjustSaturation(planes, n, params.saturation);
         break;
+      case 3:
+        if (params.hue) AdjustHue(planes, n, params.hue_shift);
+        break;
     }
   }
 }

@@ -87,11 +87,12 @@ Region ResizeCenterCropBox(ImageSize image, const Pipeline& p) {
 }
 
 JitterParams DrawJitter(const Pipeline& p, uint64_t key) {
-  // As torchvision's ColorJitter.get_params: an order, then each factor
-  // uniform in [max(0, 1 - x), 1 + x].
+  // As torchvision's ColorJitter.get_params: an order of the four, then
+  // each factor uniform in [max(0, 1 - x), 1 + x], and the hue factor in
+  // [-hue, hue].
   JitterParams j;
   uint64_t k = 0;
-  for (int i = 2; i > 0; --i) {
+  for (int i = 3; i > 0; --i) {
     std::swap(j.order[i], j.order[UniformBelow(key, &k, i + 1)]);
   }
   auto factor = [&](float x) {
@@ -101,6 +102,10 @@ JitterParams DrawJitter(const Pipeline& p, uint64_t key) {
   j.brightness = factor(p.brightness);
   j.contrast = factor(p.contrast);
   j.saturation = factor(p.saturation);
+  if (p.hue > 0) {
+    j.hue = true;
+    j.hue_shift = HueShift(Uniform(key, &k, -double(p.hue), double(p.hue)));
+  }
   return j;
 }
 

@@ -41,8 +41,9 @@ struct Pipeline {
   float brightness = 0;
   float contrast = 0;
   float saturation = 0;
+  float hue = 0;  // in [0, 0.5]
   bool jitter() const {
-    return brightness > 0 || contrast > 0 || saturation > 0;
+    return brightness > 0 || contrast > 0 || saturation > 0 || hue > 0;
   }
   bool normalize = false;
   std::array<float, 3> mean = {0, 0, 0};

@@ -43,6 +43,41 @@ absl::Status PngError(int rc) {
       absl::StrCat("corrupt or unsupported PNG: ", spng_strerror(rc)));
 }
 
+absl::Status DecodeRgb8(spng_ctx* ctx, std::vector<uint8_t>* buffer) {
+  size_t bytes = 0;
+  if (const int rc = spng_decoded_image_size(ctx, SPNG_FMT_RGB8, &bytes);
+      rc != 0) {
+    return PngError(rc);
+  }
+  buffer->resize(bytes);
+  if (const int rc =
+          spng_decode_image(ctx, buffer->data(), bytes, SPNG_FMT_RGB8, 0);
+      rc != 0) {
+    return PngError(rc);
+  }
+  return absl::OkStatus();
+}
+
+// Pillow opens 16-bit greyscale as mode "I", and convert("RGB") clips each
+// value to 255 (it does not scale): most such images come out white through
+// torchvision's loader, and so they do here.
+absl::Status DecodeGrey16(spng_ctx* ctx, ImageSize size,
+                          std::vector<uint8_t>* buffer) {
+  const size_t pixels = size.Pixels();
+  buffer->resize(5 * pixels);  // RGB in front, the raw samples behind
+  uint8_t* raw = buffer->data() + 3 * pixels;
+  if (const int rc = spng_decode_image(ctx, raw, 2 * pixels, SPNG_FMT_RAW, 0);
+      rc != 0) {
+    return PngError(rc);
+  }
+  uint8_t* rgb = buffer->data();
+  for (size_t i = 0; i < pixels; ++i) {  // raw is big-endian
+    const uint8_t v = raw[2 * i] != 0 ? 255 : raw[2 * i + 1];
+    rgb[3 * i] = rgb[3 * i + 1] = rgb[3 * i + 2] = v;
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 bool IsPng(std::span<const uint8_t> bytes) {
@@ -80,17 +115,11 @@ absl::Status PngDecoder::DecodeRegion(
                      " pixels, above the limit of ", limits_.max_pixels));
   }
   const Region r = ClampRegion(plan(size).region, size);
-  size_t bytes = 0;
-  if (const int rc = spng_decoded_image_size(ctx.get(), SPNG_FMT_RGB8, &bytes);
-      rc != 0) {
-    return PngError(rc);
-  }
-  buffer->resize(bytes);
-  if (const int rc =
-          spng_decode_image(ctx.get(), buffer->data(), bytes, SPNG_FMT_RGB8, 0);
-      rc != 0) {
-    return PngError(rc);
-  }
+  absl::Status decoded =
+      ihdr.color_type == SPNG_COLOR_TYPE_GRAYSCALE && ihdr.bit_depth == 16
+          ? DecodeGrey16(ctx.get(), size, buffer)
+          : DecodeRgb8(ctx.get(), buffer);
+  if (!decoded.ok()) return decoded;
   out->stride = size.width * 3;
   out->data = buffer->data() + size_t(r.y) * out->stride + size_t(r.x) * 3;
   out->size = {r.width, r.height};

@@ -1,8 +1,9 @@
 // PngDecoder: decodes PNG bytes to 8-bit RGB with libspng, as
 // PIL.Image.convert("RGB") would: palette, grayscale and 16-bit images are
-// converted, alpha is dropped. Animated PNGs are refused (their first frame
-// is not what a dataset means), as are images over the pixel limit, checked
-// from the header before decoding.
+// converted (16-bit RGB by its high bytes; 16-bit greyscale, which Pillow
+// opens as mode "I", clipped to 255), alpha is dropped. Animated PNGs are
+// refused (their first frame is not what a dataset means), as are images over
+// the pixel limit, checked from the header before decoding.
 //
 // One per worker thread; not thread-safe.
 #ifndef STOKER_DAEMON_IMAGE_PNG_DECODER_H_

@@ -134,8 +134,13 @@ absl::Status ParseJitter(const OpError& e, const v1::ColorJitter& op,
   p->brightness = values[0];
   p->contrast = values[1];
   p->saturation = values[2];
-  if (!p->jitter())
-    return e.Bad("brightness", "contrast and saturation are all 0");
+  if (!(op.hue() >= 0 && op.hue() <= 0.5f)) {
+    return e.Bad("hue", absl::StrCat("must be in [0, 0.5], got ", op.hue()));
+  }
+  p->hue = op.hue();
+  if (!p->jitter()) {
+    return e.Bad("brightness", "contrast, saturation and hue are all 0");
+  }
   return absl::OkStatus();
 }
 
@@ -308,6 +313,7 @@ void PipelineToProto(const Pipeline& p, v1::JobSpec* spec) {
     op->set_brightness(p.brightness);
     op->set_contrast(p.contrast);
     op->set_saturation(p.saturation);
+    op->set_hue(p.hue);
   }
   if (p.normalize) {
     auto* op = spec->add_pipeline()->mutable_normalize();

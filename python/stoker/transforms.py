@@ -16,7 +16,7 @@ SUPPORTED = (
     "RandomResizedCrop(size, scale, ratio, interpolation=BILINEAR|BICUBIC|NEAREST), "
     "Resize(size, interpolation=BILINEAR|BICUBIC|NEAREST, max_size=None), "
     "CenterCrop(size), RandomHorizontalFlip(p), "
-    "ColorJitter(brightness, contrast, saturation, hue=0), "
+    "ColorJitter(brightness, contrast, saturation, hue), "
     "ToTensor(), PILToTensor(), ConvertImageDtype(torch.float32|torch.float16), "
     "Normalize(mean, std), in torchvision's order: a crop or resize first, "
     "ToTensor/PILToTensor after the ops on images, Normalize last"
@@ -77,6 +77,22 @@ def _jitter_factor(transform: Any, name: str) -> float:
     return factor
 
 
+def _hue_factor(transform: Any) -> float:
+    """h for a hue range [-h, h] (torchvision keeps ColorJitter(hue=h) as
+    that range, or None for 0)."""
+    value = getattr(transform, "hue", None)
+    if value is None:
+        return 0.0
+    if isinstance(value, (int, float)):
+        lo, hi = -abs(float(value)), abs(float(value))
+    else:
+        lo, hi = float(value[0]), float(value[1])
+    if not math.isclose(lo, -hi, abs_tol=1e-9) or not 0.0 <= hi <= 0.5:
+        raise _refuse(repr(transform),
+                      f"hue range ({lo}, {hi}) is not [-h, h] with h <= 0.5")
+    return hi
+
+
 def _op(transform: Any) -> Dict[str, Any]:
     kind = type(transform).__name__
     if kind == "RandomResizedCrop":
@@ -103,14 +119,11 @@ def _op(transform: Any) -> Dict[str, Any]:
     if kind == "RandomHorizontalFlip":
         return {"random_horizontal_flip": {"p": float(transform.p)}}
     if kind == "ColorJitter":
-        hue = getattr(transform, "hue", None)
-        if hue is not None and any(float(h) != 0.0 for h in (
-                hue if not isinstance(hue, (int, float)) else (hue,))):
-            raise _refuse(repr(transform), "hue is not supported")
         return {"color_jitter": {
             "brightness": _jitter_factor(transform, "brightness"),
             "contrast": _jitter_factor(transform, "contrast"),
-            "saturation": _jitter_factor(transform, "saturation")}}
+            "saturation": _jitter_factor(transform, "saturation"),
+            "hue": _hue_factor(transform)}}
     raise AssertionError(kind)
 
 

@@ -26,7 +26,10 @@ stoker::Pipeline PipelineFrom(const uint8_t* h) {
     p.resized = p.output;
   }
   p.flip_p = (select & 4) ? 0.5 : 0.0;
-  if (select & 8) p.brightness = p.contrast = p.saturation = 0.4f;
+  if (select & 8) {
+    p.brightness = p.contrast = p.saturation = 0.4f;
+    p.hue = 0.2f;
+  }
   if (select & 16) {
     p.dtype = (select & 32) ? stoker::DType::kFloat16 : stoker::DType::kFloat32;
     p.normalize = true;

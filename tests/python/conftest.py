@@ -111,6 +111,28 @@ def dataset(scratch):
     return make_dataset(os.path.join(scratch, "data"))
 
 
+PHOTOS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                      "fixtures", "photos")
+
+
+def photo_paths():
+    """The real photographs of tests/fixtures/photos (see its MANIFEST):
+    JPEG, progressive, 4:4:4, greyscale, CMYK, and PNG in RGB, RGBA,
+    palette, greyscale and 16 bits, at 100 to 1000 pixels a side."""
+    return sorted(os.path.join(PHOTOS, n) for n in os.listdir(PHOTOS)
+                  if n.endswith((".jpg", ".png")))
+
+
+def photo_folder(root):
+    """An ImageFolder of the photographs, a class per source kind."""
+    for path in photo_paths():
+        name = os.path.basename(path)
+        kind = name.split(".")[1] if name.count(".") > 1 else "colour"
+        os.makedirs(os.path.join(root, kind), exist_ok=True)
+        shutil.copy(path, os.path.join(root, kind, name))
+    return root
+
+
 def dump_batches(daemon, dataset, out, **flags):
     """The C++ SDK's bytes of the first batches of a job: a list of
     (images bytes, labels bytes) per batch, split by the caller."""

@@ -5,8 +5,9 @@ of the output equal to the whole resize cropped (Resize + CenterCrop).
 Every case runs twice: with the best kernels the CPU has (AVX2) and with
 the portable ones.
 
-The images are photo-sized JPEGs from make_dataset (textured, as photos
-are) decoded by Pillow, and noise, which no smoothing can hide behind.
+The images are real photographs (tests/fixtures/photos), photo-sized
+JPEGs from make_dataset (textured, as photos are) decoded by Pillow, and
+noise, which no smoothing can hide behind.
 """
 import os
 import random
@@ -15,7 +16,7 @@ import tempfile
 
 import numpy as np
 import pytest
-from conftest import _tool
+from conftest import _tool, photo_paths
 
 Image = pytest.importorskip("PIL.Image")
 
@@ -36,6 +37,9 @@ def images():
             for name in sorted(files):
                 with Image.open(os.path.join(root, name)) as im:
                     photos.append(im.convert("RGB"))
+    for path in photo_paths()[::6]:  # real photographs, 8 of the 43
+        with Image.open(path) as im:
+            photos.append(im.convert("RGB"))
     rng = np.random.default_rng(7)
     noise = [Image.fromarray(rng.integers(0, 256, (h, w, 3), np.uint8))
              for w, h in ((37, 23), (101, 77), (480, 353))]

@@ -33,7 +33,8 @@ def test_arguments_are_carried():
         T.RandomResizedCrop((96, 128), scale=(0.3, 0.9), ratio=(0.5, 2.0),
                             interpolation=T.InterpolationMode.NEAREST),
         T.RandomHorizontalFlip(p=0.25),
-        T.ColorJitter(brightness=0.4, contrast=0.3, saturation=0.2)]))
+        T.ColorJitter(brightness=0.4, contrast=0.3, saturation=0.2,
+                      hue=0.1)]))
     crop = pipeline[0]["random_resized_crop"]
     assert (crop["height"], crop["width"]) == (96, 128)
     assert (crop["scale_min"], crop["scale_max"]) == pytest.approx((0.3, 0.9))
@@ -41,8 +42,8 @@ def test_arguments_are_carried():
     assert crop["interpolation"] == "INTERPOLATION_NEAREST"
     assert pipeline[1]["random_horizontal_flip"]["p"] == 0.25
     jitter = pipeline[2]["color_jitter"]
-    assert (jitter["brightness"], jitter["contrast"], jitter["saturation"]) == \
-        pytest.approx((0.4, 0.3, 0.2))
+    assert (jitter["brightness"], jitter["contrast"], jitter["saturation"],
+            jitter["hue"]) == pytest.approx((0.4, 0.3, 0.2, 0.1))
 
 
 def test_evaluation_compose_and_sizes():
@@ -99,7 +100,8 @@ def test_native_spec_passes_through():
     (T.RandomResizedCrop(32, interpolation=T.InterpolationMode.LANCZOS),
      "LANCZOS"),
     (T.Compose([T.Resize(32, max_size=40), T.CenterCrop(32)]), "max_size"),
-    (T.Compose([T.RandomResizedCrop(32), T.ColorJitter(hue=0.1)]), "hue"),
+    (T.Compose([T.RandomResizedCrop(32), T.ColorJitter(hue=(-0.1, 0.2))]),
+     "hue"),
     (T.Compose([T.RandomResizedCrop(32), T.ColorJitter(brightness=(0.5, 1.1))]),
      "brightness"),
     (T.Compose([T.RandomResizedCrop(32), T.Normalize(MEAN, STD)]),

@@ -41,10 +41,11 @@ struct CenterCrop {
 struct RandomHorizontalFlip {
   float p = 0.5f;
 };
-struct ColorJitter {  // 0 leaves a property alone; no hue
+struct ColorJitter {  // 0 leaves a property alone
   float brightness = 0.4f;
   float contrast = 0.4f;
   float saturation = 0.4f;
+  float hue = 0.0f;  // in [0, 0.5]: the factor is drawn from [-hue, hue]
 };
 struct Normalize {  // ImageNet statistics by default
   std::array<float, 3> mean = {0.485f, 0.456f, 0.406f};
