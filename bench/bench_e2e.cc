@@ -49,6 +49,8 @@ ABSL_FLAG(std::string, mode, "report", "report, bare_full or client");
 ABSL_FLAG(std::string, target, "", "--mode=client: the daemon to use");
 ABSL_FLAG(std::string, pipeline, "resize", "resize, train or eval");
 ABSL_FLAG(std::string, dtype, "uint8", "uint8, float32 or float16");
+ABSL_FLAG(bool, fast_resample, false,
+          "resample approximately instead of as Pillow (JobSpec)");
 ABSL_FLAG(double, step_ms, 0,
           "--mode=client: simulated training step per batch, in ms");
 
@@ -93,7 +95,8 @@ stoker::JobSpec Spec(const std::string& root) {
                        .slots = absl::GetFlag(FLAGS_slots),
                        .height = size,
                        .width = size,
-                       .epochs = absl::GetFlag(FLAGS_epochs)};
+                       .epochs = absl::GetFlag(FLAGS_epochs),
+                       .fast_resample = absl::GetFlag(FLAGS_fast_resample)};
   const std::string pipeline = absl::GetFlag(FLAGS_pipeline);
   if (pipeline == "train") spec.pipeline = stoker::TrainPipeline(size);
   if (pipeline == "eval")

@@ -79,5 +79,18 @@ TEST(ValidateJobSpec, ExplicitShuffleFalseIsKept) {
   EXPECT_FALSE(ValidateJobSpec(spec)->shuffle);
 }
 
+TEST(ValidateJobSpec, ExactUnlessFastResampleIsAsked) {
+  auto exact = ValidateJobSpec(ValidSpec());
+  ASSERT_TRUE(exact.ok()) << exact.status();
+  EXPECT_FALSE(exact->pipeline.fast_resample);
+  EXPECT_FALSE(EffectiveSpec(*exact).fast_resample());
+  v1::JobSpec spec = ValidSpec();
+  spec.set_fast_resample(true);
+  auto fast = ValidateJobSpec(spec);
+  ASSERT_TRUE(fast.ok()) << fast.status();
+  EXPECT_TRUE(fast->pipeline.fast_resample);
+  EXPECT_TRUE(EffectiveSpec(*fast).fast_resample());  // GetJob shows it
+}
+
 }  // namespace
 }  // namespace stoker

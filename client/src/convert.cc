@@ -123,6 +123,7 @@ JobSpec SpecFrom(const v1::JobSpec& p) {
       std::max<uint32_t>(p.sharing().min_consumers(), 1);
   spec.weight = std::max<uint32_t>(p.weight(), 1);
   spec.access_group = p.access_group();
+  spec.fast_resample = p.fast_resample();
   return spec;
 }
 
@@ -162,6 +163,7 @@ v1::JobSpec ToProto(const JobSpec& spec) {
   }
   p.set_weight(spec.weight);
   p.set_access_group(spec.access_group);
+  p.set_fast_resample(spec.fast_resample);
   return p;
 }
 

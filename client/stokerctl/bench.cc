@@ -36,7 +36,8 @@ std::optional<JobSpec> BenchSpec(const BenchOptions& bench) {
                .height = bench.size,
                .width = bench.size,
                .epochs = 0,
-               .name = "stokerctl bench"};
+               .name = "stokerctl bench",
+               .fast_resample = bench.fast_resample};
   if (bench.pipeline == "train") {
     spec.pipeline = TrainPipeline(bench.size);
   } else if (bench.pipeline == "eval") {

@@ -25,6 +25,7 @@ struct BenchOptions {
   uint32_t size = 224;  // output height and width
   uint32_t slots = 8;
   std::string pipeline = "train";  // train, eval or resize
+  bool fast_resample = false;
   absl::Duration duration = absl::Seconds(30);
   uint64_t max_batches = 0;  // 0: until `duration`
 };

@@ -22,6 +22,8 @@ ABSL_FLAG(uint32_t, slots, 8, "bench: ring slots");
 ABSL_FLAG(std::string, pipeline, "train",
           "bench: train (random resized crop and flip), eval (resize and "
           "center crop) or resize");
+ABSL_FLAG(bool, fast_resample, false,
+          "bench: resample approximately (JobSpec::fast_resample)");
 ABSL_FLAG(absl::Duration, duration, absl::Seconds(30),
           "bench: how long to run");
 ABSL_FLAG(uint64_t, batches, 0,
@@ -82,14 +84,15 @@ int main(int argc, char** argv) {
   }
   if (command == "bench") {
     if (args.size() != 2) return Usage("expected `bench DATASET_DIRECTORY`");
-    return stoker::ctl::Bench(options,
-                              {.dataset = args[1],
-                               .batch_size = absl::GetFlag(FLAGS_batch_size),
-                               .size = absl::GetFlag(FLAGS_size),
-                               .slots = absl::GetFlag(FLAGS_slots),
-                               .pipeline = absl::GetFlag(FLAGS_pipeline),
-                               .duration = absl::GetFlag(FLAGS_duration),
-                               .max_batches = absl::GetFlag(FLAGS_batches)});
+    return stoker::ctl::Bench(
+        options, {.dataset = args[1],
+                  .batch_size = absl::GetFlag(FLAGS_batch_size),
+                  .size = absl::GetFlag(FLAGS_size),
+                  .slots = absl::GetFlag(FLAGS_slots),
+                  .pipeline = absl::GetFlag(FLAGS_pipeline),
+                  .fast_resample = absl::GetFlag(FLAGS_fast_resample),
+                  .duration = absl::GetFlag(FLAGS_duration),
+                  .max_batches = absl::GetFlag(FLAGS_batches)});
   }
   return Usage("unknown command '" + command + "' (or wrong arguments)");
 }

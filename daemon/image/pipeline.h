@@ -25,7 +25,7 @@ struct Pipeline {
   Interpolation interpolation = Interpolation::kBilinear;
   // Resample as Pillow does (torchvision's bytes), or faster and
   // approximately (area average when shrinking; DCT-scaled JPEG decode).
-  bool fast_resample = false;
+  bool fast_resample = false;  // JobSpec.fast_resample
   // kRandomResizedCrop.
   double scale_min = 0.08;
   double scale_max = 1.0;

@@ -275,11 +275,13 @@ absl::StatusOr<Pipeline> ParsePipeline(const v1::JobSpec& spec) {
       !s.ok()) {
     return s;
   }
+  p.fast_resample = spec.fast_resample();
   return p;
 }
 
 void PipelineToProto(const Pipeline& p, v1::JobSpec* spec) {
   spec->clear_pipeline();
+  spec->set_fast_resample(p.fast_resample);
   const v1::Interpolation interpolation = ToWire(p.interpolation);
   if (p.geometry == Pipeline::Geometry::kRandomResizedCrop) {
     auto* op = spec->add_pipeline()->mutable_random_resized_crop();

@@ -263,6 +263,9 @@ class DataLoader:
     each epoch, a broadcast one may skip batches with on_lag="skip"); it
     cannot be moved (set_epoch to another epoch, load_state_dict) and does
     not re-create the job after a daemon restart.
+    fast_resample: resample approximately (a DCT-scaled JPEG decode, an
+        area average) instead of exactly as Pillow: less daemon CPU, but
+        pixels that differ from torchvision's (see the README's numbers).
     reconnect_timeout: seconds to keep reconnecting when the daemon restarts
         or the connection drops; the loader re-creates its job at the batch
         after the last one it yielded.
@@ -278,7 +281,8 @@ class DataLoader:
                  sharing: str = "exclusive", max_lag: int = 0,
                  on_lag: str = "detach", min_consumers: int = 1,
                  access_group: str = "", name: str = "python",
-                 reconnect_timeout: float = 60.0, job_id: Optional[str] = None):
+                 reconnect_timeout: float = 60.0, job_id: Optional[str] = None,
+                 fast_resample: bool = False):
         # Attached to another's job, its pipeline applies.
         pipeline, output = (transforms.translate(transform) if job_id is None
                             else ([], {}))
@@ -312,6 +316,7 @@ class DataLoader:
             "shard_drop_last": bool(shard_drop_last),
             "sharing": {"mode": _SHARING[sharing]},
             "weight": int(weight), "access_group": access_group,
+            "fast_resample": bool(fast_resample),
         }
         if (sharing == "broadcast" or max_lag != 0 or on_lag != "detach" or
                 min_consumers != 1):  # the daemon refuses them otherwise

@@ -115,6 +115,9 @@ struct JobSpec {
   // of this group on the daemon's node (name or number). Empty: only the
   // creating user (and root, and the daemon's own user).
   std::string access_group;
+  // Resample approximately (DCT-scaled decode, area average) instead of
+  // exactly as Pillow: less CPU, pixels differ from torchvision's.
+  bool fast_resample = false;
 };
 
 struct JobInfo {
