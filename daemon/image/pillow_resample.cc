@@ -86,30 +86,67 @@ void IndexRange(const std::vector<int>& indices, int* first, int* end) {
   }
 }
 
-void NearestResample(const ResampleSource& src, ResampleBox box,
+// Pixel `column` of `row` as the low three bytes of a word (the load reads
+// a fourth byte, which the caller has checked lies inside the row).
+inline uint64_t PixelWord(const uint8_t* row, int column) {
+  uint32_t pixel;
+  std::memcpy(&pixel, row + 3 * column, 4);
+  return pixel & 0xffffff;
+}
+
+// One output row of NEAREST: columns[j] is the source column of output
+// pixel j (-1 outside the image: black; columns never decrease). Inside,
+// four pixels at a time are gathered as words and stored as 12 bytes.
+void NearestRow(const uint8_t* row, int row_bytes, const int* columns,
+                int width, uint8_t* out) {
+  int begin = 0, end = width;
+  while (begin < end && columns[begin] < 0) ++begin;
+  while (end > begin && columns[end - 1] < 0) --end;
+  std::memset(out, 0, 3 * static_cast<size_t>(begin));
+  std::memset(out + 3 * end, 0, 3 * static_cast<size_t>(width - end));
+  // Word loads need a byte after the pixel: the last pixel of the row has
+  // none.
+  int fast_end = end;
+  while (fast_end > begin && 3 * columns[fast_end - 1] + 4 > row_bytes) {
+    --fast_end;
+  }
+  int j = begin;
+  for (; j + 4 <= fast_end; j += 4) {
+    const uint64_t p0 = PixelWord(row, columns[j]);
+    const uint64_t p1 = PixelWord(row, columns[j + 1]);
+    const uint64_t p2 = PixelWord(row, columns[j + 2]);
+    const uint64_t p3 = PixelWord(row, columns[j + 3]);
+    const uint64_t first = p0 | p1 << 24 | p2 << 48;
+    const uint32_t second = static_cast<uint32_t>(p2 >> 16 | p3 << 8);
+    std::memcpy(out + 3 * j, &first, 8);
+    std::memcpy(out + 3 * j + 8, &second, 4);
+  }
+  for (; j < end; ++j) std::memcpy(out + 3 * j, row + 3 * columns[j], 3);
+}
+
+void NearestResample(const ResampleSource& src, Region have, ResampleBox box,
                      ImageSize out_size, Region window, uint8_t* dst,
                      int dst_stride, ResampleScratch* scratch) {
   ComputeNearestIndices(src.size.width, box.x0, box.x1, out_size.width,
                         window.x, window.width, &scratch->columns);
   ComputeNearestIndices(src.size.height, box.y0, box.y1, out_size.height,
                         window.y, window.height, &scratch->rows);
-  const int* columns = scratch->columns.data();
+  // Columns relative to the decoded part; the row's readable bytes.
+  for (int& c : scratch->columns) {
+    if (c >= 0) c -= have.x;
+  }
+  const int row_bytes = 3 * have.width;
+  const size_t out_bytes = 3 * static_cast<size_t>(window.width);
   for (int i = 0; i < window.height; ++i) {
     uint8_t* out = dst + static_cast<size_t>(i) * dst_stride;
     const int y = scratch->rows[i];
-    if (y < 0) {
-      std::memset(out, 0, 3 * static_cast<size_t>(window.width));
-      continue;
-    }
-    const uint8_t* row = src.pixels +
-                         static_cast<size_t>(y - src.available.y) * src.stride -
-                         3 * static_cast<ptrdiff_t>(src.available.x);
-    for (int j = 0; j < window.width; ++j, out += 3) {
-      if (columns[j] < 0) {
-        out[0] = out[1] = out[2] = 0;
-      } else {
-        std::memcpy(out, row + 3 * columns[j], 3);
-      }
+    if (i > 0 && y == scratch->rows[i - 1]) {  // enlarging: a repeated row
+      std::memcpy(out, out - dst_stride, out_bytes);
+    } else if (y < 0) {
+      std::memset(out, 0, out_bytes);
+    } else {
+      NearestRow(src.pixels + static_cast<size_t>(y - have.y) * src.stride,
+                 row_bytes, scratch->columns.data(), window.width, out);
     }
   }
 }
@@ -240,13 +277,13 @@ void PillowResample(const ResampleSource& src, ResampleBox box,
       avx2 ? ri::HorizontalRowAvx2 : ri::HorizontalRowScalar;
   const ri::VerticalFn vertical_row =
       avx2 ? ri::VerticalRowAvx2 : ri::VerticalRowScalar;
-  if (filter == ResampleFilter::kNearest) {
-    NearestResample(src, box, out_size, window, dst, dst_stride, scratch);
-    return;
-  }
   const Region have = src.available.width > 0
                           ? src.available
                           : Region{0, 0, src.size.width, src.size.height};
+  if (filter == ResampleFilter::kNearest) {
+    NearestResample(src, have, box, out_size, window, dst, dst_stride, scratch);
+    return;
+  }
   const bool horizontal = NeedsHorizontal(src.size, box, out_size);
   const bool vertical = NeedsVertical(src.size, box, out_size);
   AxisWeights& h = scratch->horizontal;

@@ -1,6 +1,6 @@
 // AVX2 versions of the resampler's inner loops (see
-// pillow_resample_kernels.h): 32-bit products and sums exactly as the
-// portable loops make them, eight or four at a time.
+// pillow_resample_kernels.h): 16-bit products of split weights, summed and
+// recombined to exactly the 32-bit sums of the portable loops.
 #include <immintrin.h>
 
 #include <cstring>
@@ -104,6 +104,55 @@ STOKER_AVX2 void HorizontalRowAvx2(const uint8_t* in, int origin, int in_width,
   }
 }
 
+namespace {
+
+// One 32-bit lane of two taps' 16-bit weight parts, for _mm256_madd_epi16.
+inline int32_t WeightPair(int32_t first, int32_t second) {
+  return static_cast<int32_t>(static_cast<uint32_t>(uint16_t(first)) |
+                              static_cast<uint32_t>(uint16_t(second)) << 16);
+}
+
+// Sixteen output bytes of a vertical pass: two source rows a step,
+// interleaved as 16-bit pairs and multiplied by each weight split as
+// k = hi * 32768 + lo (lo in [0, 32768), so both parts are int16); the sums
+// recombine exactly to the 32-bit sums of the portable loop.
+STOKER_AVX2 inline __m128i VerticalSixteen(const uint8_t* p, int stride,
+                                           const int32_t* k, int taps) {
+  __m256i lo0 = _mm256_set1_epi32(1 << (kPrecisionBits - 1));
+  __m256i lo1 = lo0;
+  __m256i hi0 = _mm256_setzero_si256();
+  __m256i hi1 = hi0;
+  for (int t = 0; t < taps; t += 2, p += 2 * stride) {
+    const bool pair = t + 1 < taps;
+    const __m256i x = _mm256_cvtepu8_epi16(
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    const __m256i y = pair ? _mm256_cvtepu8_epi16(_mm_loadu_si128(
+                                 reinterpret_cast<const __m128i*>(p + stride)))
+                           : _mm256_setzero_si256();
+    const int32_t k1 = pair ? k[t + 1] : 0;
+    const __m256i wl =
+        _mm256_set1_epi32(WeightPair(k[t] & 0x7fff, k1 & 0x7fff));
+    const __m256i wh = _mm256_set1_epi32(WeightPair(k[t] >> 15, k1 >> 15));
+    const __m256i xy0 = _mm256_unpacklo_epi16(x, y);  // bytes 0-3, 8-11
+    const __m256i xy1 = _mm256_unpackhi_epi16(x, y);  // bytes 4-7, 12-15
+    lo0 = _mm256_add_epi32(lo0, _mm256_madd_epi16(xy0, wl));
+    lo1 = _mm256_add_epi32(lo1, _mm256_madd_epi16(xy1, wl));
+    hi0 = _mm256_add_epi32(hi0, _mm256_madd_epi16(xy0, wh));
+    hi1 = _mm256_add_epi32(hi1, _mm256_madd_epi16(xy1, wh));
+  }
+  const __m256i s0 = _mm256_srai_epi32(
+      _mm256_add_epi32(_mm256_slli_epi32(hi0, 15), lo0), kPrecisionBits);
+  const __m256i s1 = _mm256_srai_epi32(
+      _mm256_add_epi32(_mm256_slli_epi32(hi1, 15), lo1), kPrecisionBits);
+  // Saturate to 0..255 (Pillow's clip8); each 128-bit lane holds 8 bytes
+  // in order.
+  const __m256i bytes =
+      _mm256_packus_epi16(_mm256_packs_epi32(s0, s1), _mm256_setzero_si256());
+  return _mm256_castsi256_si128(_mm256_permute4x64_epi64(bytes, 0x08));
+}
+
+}  // namespace
+
 STOKER_AVX2 void VerticalRowAvx2(const uint8_t* rows, int stride, int first_row,
                                  const AxisWeights& w, int i, int bytes,
                                  uint8_t* out) {
@@ -111,38 +160,10 @@ STOKER_AVX2 void VerticalRowAvx2(const uint8_t* rows, int stride, int first_row,
   const int taps = w.taps[i];
   const uint8_t* top =
       rows + static_cast<size_t>(w.start[i] - first_row) * stride;
-  const __m256i bias = _mm256_set1_epi32(1 << (kPrecisionBits - 1));
-  const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
   int b = 0;
-  for (; b + 32 <= bytes; b += 32) {
-    __m256i a0 = bias, a1 = bias, a2 = bias, a3 = bias;
-    const uint8_t* p = top + b;
-    for (int t = 0; t < taps; ++t, p += stride) {
-      const __m256i kt = _mm256_set1_epi32(k[t]);
-      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
-      const __m128i lo = _mm256_castsi256_si128(v);
-      const __m128i hi = _mm256_extracti128_si256(v, 1);
-      a0 = _mm256_add_epi32(a0,
-                            _mm256_mullo_epi32(_mm256_cvtepu8_epi32(lo), kt));
-      a1 = _mm256_add_epi32(
-          a1,
-          _mm256_mullo_epi32(_mm256_cvtepu8_epi32(_mm_srli_si128(lo, 8)), kt));
-      a2 = _mm256_add_epi32(a2,
-                            _mm256_mullo_epi32(_mm256_cvtepu8_epi32(hi), kt));
-      a3 = _mm256_add_epi32(
-          a3,
-          _mm256_mullo_epi32(_mm256_cvtepu8_epi32(_mm_srli_si128(hi, 8)), kt));
-    }
-    // Shift, saturate to 0..255 (Pillow's clip8), back in order.
-    const __m256i s01 =
-        _mm256_packs_epi32(_mm256_srai_epi32(a0, kPrecisionBits),
-                           _mm256_srai_epi32(a1, kPrecisionBits));
-    const __m256i s23 =
-        _mm256_packs_epi32(_mm256_srai_epi32(a2, kPrecisionBits),
-                           _mm256_srai_epi32(a3, kPrecisionBits));
-    const __m256i packed =
-        _mm256_permutevar8x32_epi32(_mm256_packus_epi16(s01, s23), order);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + b), packed);
+  for (; b + 16 <= bytes; b += 16) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + b),
+                     VerticalSixteen(top + b, stride, k, taps));
   }
   for (; b < bytes; ++b) {
     int s = 1 << (kPrecisionBits - 1);
