@@ -11,6 +11,9 @@ find_package(spdlog CONFIG REQUIRED)
 find_library(YUV_LIBRARY yuv REQUIRED)
 find_path(YUV_INCLUDE_DIR libyuv.h REQUIRED)
 find_library(SPNG_LIBRARY spng REQUIRED)
+find_package(TIFF 4.5 REQUIRED)  # TIFFOpenOptions: per-handle error handlers
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(WEBP REQUIRED IMPORTED_TARGET libwebp)
 
 # stoker_library(NAME SOURCES source... LINK target...): the static library
 # stoker_NAME, also known as stoker::NAME, linking its targets PUBLIC.

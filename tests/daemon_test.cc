@@ -388,7 +388,7 @@ TEST_F(DaemonTest, RejectsBadJobSpecsNamingTheField) {
   expect(Spec(DataDir("absent")), absl::StatusCode::kNotFound, "dataset.path");
   std::filesystem::create_directories(DataDir("empty") + "/class_a");
   expect(Spec(DataDir("empty")), absl::StatusCode::kInvalidArgument,
-         "holds no images");
+         "found no valid file for the classes class_a");
   MakeDataset(DataDir(), 1, 2);
   JobSpec spec = Spec(DataDir());
   spec.batch_size = 0;

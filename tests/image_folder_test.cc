@@ -1,5 +1,7 @@
 #include "daemon/jobs/image_folder.h"
 
+#include <sys/stat.h>
+
 #include <filesystem>
 #include <fstream>
 
@@ -23,8 +25,6 @@ TEST(ScanImageFolder, ClassesSortedLabelsByClassFilesInTorchvisionOrder) {
   Touch(root + "/ant/sub/c.jpg");
   Touch(root + "/ant/d.jpg");
   Touch(root + "/ant/notes.txt");
-  Touch(root + "/ant/.hidden.jpg");
-  Touch(root + "/.cache/e.jpg");
   Touch(root + "/readme.jpg");  // not in a class directory
   auto dataset = ScanImageFolder(root);
   ASSERT_TRUE(dataset.ok()) << dataset.status();
@@ -40,6 +40,98 @@ TEST(ScanImageFolder, ClassesSortedLabelsByClassFilesInTorchvisionOrder) {
   EXPECT_EQ(dataset->samples[3].label, 1);
 }
 
+std::vector<std::string> PathsUnder(const Dataset& dataset) {
+  std::vector<std::string> paths;
+  for (const Sample& sample : dataset.samples) {
+    paths.push_back(sample.path.substr(dataset.root.size() + 1));
+  }
+  return paths;
+}
+
+// torchvision lists classes with os.scandir and files with os.walk: only
+// "." and ".." are left out.
+TEST(ScanImageFolder, HiddenClassesDirectoriesAndFilesCountAsInTorchvision) {
+  testdata::TempDir dir("stoker-folder");
+  const std::string root = dir.path();
+  Touch(root + "/.ipynb_checkpoints/x.jpg");
+  Touch(root + "/cat/._photo.jpg");  // macOS metadata: a sample too
+  Touch(root + "/cat/photo.jpg");
+  Touch(root + "/cat/.thumbs/t.png");
+  auto dataset = ScanImageFolder(root);
+  ASSERT_TRUE(dataset.ok()) << dataset.status();
+  EXPECT_EQ(dataset->class_names,
+            (std::vector<std::string>{".ipynb_checkpoints", "cat"}));
+  EXPECT_EQ(
+      PathsUnder(*dataset),
+      (std::vector<std::string>{".ipynb_checkpoints/x.jpg", "cat/._photo.jpg",
+                                "cat/photo.jpg", "cat/.thumbs/t.png"}));
+  EXPECT_EQ(dataset->samples[0].label, 0);
+  EXPECT_EQ(dataset->samples[3].label, 1);
+}
+
+// has_file_allowed_extension: the lower-cased name ends with one of
+// IMG_EXTENSIONS, the dot included.
+TEST(ScanImageFolder, ExtensionsAreTorchvisionsAnyCaseOnTheWholeName) {
+  for (const char* yes :
+       {"a.jpg", "b.JPG", "c.Jpeg", "d.png", "e.ppm", "f.BMP", "g.pgm", "h.tif",
+        "i.TIFF", "j.webp", ".jpg", "k.tar.jpg"}) {
+    EXPECT_TRUE(IsImageFile(yes)) << yes;
+  }
+  for (const char* no :
+       {"jpg", "a.gif", "b.jpg.txt", "c.pbm", "d.jpe", "e.jfif", "f", ""}) {
+    EXPECT_FALSE(IsImageFile(no)) << no;
+  }
+}
+
+// Directories sort by their whole path, as Python sorts os.walk's roots:
+// "a-b" ('-' is 0x2d) comes before "a/b" ('/' is 0x2f).
+TEST(ScanImageFolder, DirectoriesSortByWholePathAsPythonSortsWalkRoots) {
+  testdata::TempDir dir("stoker-folder");
+  const std::string root = dir.path();
+  for (const char* path : {"c/z.jpg", "c/a/b/1.jpg", "c/a-b/2.jpg", "c/a/3.jpg",
+                           "c/A/4.jpg", "c/a.jpg"}) {
+    Touch(root + "/" + path);
+  }
+  auto dataset = ScanImageFolder(root);
+  ASSERT_TRUE(dataset.ok()) << dataset.status();
+  EXPECT_EQ(
+      PathsUnder(*dataset),
+      (std::vector<std::string>{"c/a.jpg", "c/z.jpg", "c/A/4.jpg", "c/a/3.jpg",
+                                "c/a-b/2.jpg", "c/a/b/1.jpg"}));
+}
+
+// os.walk puts whatever is not a directory among the files: a FIFO or a
+// broken link named like an image is a sample (it fails when decoded).
+TEST(ScanImageFolder, NonRegularEntriesNamedLikeImagesAreSamples) {
+  testdata::TempDir dir("stoker-folder");
+  const std::string root = dir.path();
+  Touch(root + "/c/a.jpg");
+  ASSERT_EQ(::mkfifo((root + "/c/b.jpg").c_str(), 0600), 0);
+  std::filesystem::create_symlink(root + "/absent", root + "/c/c.jpg");
+  std::filesystem::create_directories(root + "/c/d.jpg");  // a directory
+  auto dataset = ScanImageFolder(root);
+  ASSERT_TRUE(dataset.ok()) << dataset.status();
+  EXPECT_EQ(PathsUnder(*dataset),
+            (std::vector<std::string>{"c/a.jpg", "c/b.jpg", "c/c.jpg"}));
+}
+
+TEST(ScanImageFolder, AClassWithoutImagesIsAnErrorNamingIt) {
+  testdata::TempDir dir("stoker-folder");
+  const std::string root = dir.path();
+  Touch(root + "/bird/a.jpg");
+  Touch(root + "/cat/notes.txt");
+  std::filesystem::create_directories(root + "/.git");
+  auto dataset = ScanImageFolder(root);
+  EXPECT_EQ(dataset.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(dataset.status().message().find(
+                "found no valid file for the classes .git, cat"),
+            absl::string_view::npos)
+      << dataset.status();
+  EXPECT_NE(dataset.status().message().find(".tiff, .webp"),
+            absl::string_view::npos)
+      << dataset.status();
+}
+
 TEST(ScanImageFolder, ErrorsNameTheField) {
   testdata::TempDir dir("stoker-folder");
   auto missing = ScanImageFolder(dir.path() + "/absent");
@@ -48,7 +140,7 @@ TEST(ScanImageFolder, ErrorsNameTheField) {
             absl::string_view::npos);
   auto empty = ScanImageFolder(dir.path());
   EXPECT_EQ(empty.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(empty.status().message().find("holds no images"),
+  EXPECT_NE(empty.status().message().find("holds no class directory"),
             absl::string_view::npos);
   Touch(dir.path() + "/file.jpg");
   auto file = ScanImageFolder(dir.path() + "/file.jpg");

@@ -157,7 +157,7 @@ TEST(Png, ThePipelineTellsPngFromJpegByContent) {
   const std::string text = dir.path() + "/text.png";
   ASSERT_TRUE(testdata::WriteFile(text, {'h', 'e', 'l', 'l', 'o'}).ok());
   EXPECT_EQ(decoder.DecodeTo(text, {kW, kH}, out.data()).message(),
-            "not a JPEG or PNG file");
+            "not a JPEG, PNG, WebP, TIFF, BMP or PPM/PGM file");
 }
 
 }  // namespace

@@ -177,15 +177,8 @@ absl::Status SampleDecoder::ProcessBytes(std::span<const uint8_t> file,
     const Region& d = exact->decode;
     return RegionRequest{d, {d.width, d.height}};
   };
-  absl::Status decoded;
-  if (IsJpeg(file)) {
-    decoded = jpeg_.DecodeRegion(file, plan, &region_, &region);
-  } else if (IsPng(file)) {
-    decoded = png_.DecodeRegion(file, plan, &region_, &region);
-  } else {
-    decoded = absl::InvalidArgumentError(
-        file.empty() ? "empty file" : "not a JPEG or PNG file");
-  }
+  const absl::Status decoded =
+      decoder_.DecodeRegion(file, plan, &region_, &region);
   if (!decoded.ok()) return decoded;
   uint8_t* planes = exact ? ResampleExactly(region, *exact, pipeline.output)
                           : ResampleToPlanes(region.data, region.stride,

@@ -1,5 +1,6 @@
 // SampleDecoder: the per-sample work of a worker thread. Reads one file
-// (JPEG or PNG, told apart by their first bytes), decodes the part of it the
+// (JPEG, PNG, WebP, TIFF, BMP or PPM/PGM, told apart by their first bytes:
+// see ImageDecoder), decodes the part of it the
 // sample's crop needs, resamples it to the pipeline's output size exactly
 // as Pillow would (or, with Pipeline::fast_resample, approximately), flips
 // it if drawn, and writes it straight into its row of a ring slot in the
@@ -20,10 +21,9 @@
 
 #include "absl/status/status.h"
 #include "daemon/image/exact_geometry.h"
-#include "daemon/image/jpeg_decoder.h"
+#include "daemon/image/image_decoder.h"
 #include "daemon/image/pillow_resample.h"
 #include "daemon/image/pipeline.h"
-#include "daemon/image/png_decoder.h"
 #include "daemon/os/path_policy.h"
 
 namespace stoker {
@@ -61,8 +61,7 @@ class SampleDecoder {
  public:
   explicit SampleDecoder(DecodeLimits limits,
                          const PathPolicy* policy = nullptr)
-      : jpeg_(limits),
-        png_(limits),
+      : decoder_(limits),
         max_scratch_bytes_(limits.max_scratch_bytes),
         policy_(policy) {}
 
@@ -98,8 +97,7 @@ class SampleDecoder {
   uint8_t* ResampleExactly(const DecodedRegion& region, const ExactGeometry& g,
                            ImageSize out);
 
-  JpegDecoder jpeg_;
-  PngDecoder png_;
+  ImageDecoder decoder_;
   SampleParams params_;
   std::vector<uint8_t> file_;
   std::vector<uint8_t> region_;

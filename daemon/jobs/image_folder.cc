@@ -12,7 +12,9 @@
 #include <utility>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/unique_fd.h"
 
 namespace stoker {
@@ -30,7 +32,11 @@ struct DirCloser {
 };
 using DirHandle = std::unique_ptr<DIR, DirCloser>;
 
-bool IsHidden(const char* name) { return name[0] == '.'; }
+// "." and "..": the only entries os.scandir leaves out (hidden ones count).
+bool IsDotOrDotDot(const char* name) {
+  return name[0] == '.' &&
+         (name[1] == '\0' || (name[1] == '.' && name[2] == '\0'));
+}
 
 absl::Status DirectoryError(const std::string& path, int err) {
   const std::string text = absl::StrCat("dataset.path: cannot read directory '",
@@ -150,10 +156,13 @@ absl::Status Scanner::Walk(DIR* dir, const std::string& path) {
       if (errno != 0) return DirectoryError(path, errno);
       return absl::OkStatus();
     }
-    if (IsHidden(entry->d_name)) continue;  // also "." and ".."
+    if (IsDotOrDotDot(entry->d_name)) continue;
     if (absl::Status ok = Tick(); !ok.ok()) return ok;
     const unsigned char type = TypeOf(dir, *entry);
-    if (type == DT_REG && IsImageFile(entry->d_name)) {
+    // Like os.walk: whatever is not a directory (after links) is a file,
+    // and torchvision keeps it if its name ends in an image extension. A
+    // FIFO or a broken link named x.jpg is a sample that fails to decode.
+    if (type != DT_DIR && IsImageFile(entry->d_name)) {
       if (++images_ > limits_.max_samples) {
         return absl::ResourceExhaustedError(
             absl::StrCat("dataset.path holds more than ", limits_.max_samples,
@@ -188,7 +197,7 @@ absl::StatusOr<std::vector<std::string>> Scanner::Classes(
       if (errno != 0) return DirectoryError(root, errno);
       break;
     }
-    if (IsHidden(entry->d_name)) continue;
+    if (IsDotOrDotDot(entry->d_name)) continue;
     if (absl::Status ok = Tick(); !ok.ok()) return ok;
     if (TypeOf(dir, *entry) == DT_DIR) classes.emplace_back(entry->d_name);
   }
@@ -221,13 +230,29 @@ absl::StatusOr<std::vector<std::string>> Scanner::Images(
   return paths;
 }
 
+// torchvision's FileNotFoundError, as a status: the first classes by name.
+absl::Status EmptyClassesError(const std::vector<std::string>& empty) {
+  constexpr size_t kNamed = 20;
+  std::string names = absl::StrJoin(
+      empty.begin(), empty.begin() + std::min(empty.size(), kNamed), ", ");
+  if (empty.size() > kNamed) {
+    absl::StrAppend(&names, " and ", empty.size() - kNamed, " more");
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "dataset.path: found no valid file for the classes ", names,
+      " (torchvision's ImageFolder refuses them too); supported extensions "
+      "are: ",
+      absl::StrJoin(kImageExtensions, ", ")));
+}
+
 }  // namespace
 
 bool IsImageFile(const std::string& name) {
-  const auto dot = name.rfind('.');
-  if (dot == std::string::npos) return false;
-  const std::string ext = absl::AsciiStrToLower(name.substr(dot + 1));
-  return ext == "jpg" || ext == "jpeg" || ext == "png";
+  const std::string lower = absl::AsciiStrToLower(name);
+  for (const char* extension : kImageExtensions) {
+    if (absl::EndsWith(lower, extension)) return true;
+  }
+  return false;
 }
 
 absl::StatusOr<Dataset> ScanImageFolder(const std::string& root,
@@ -254,19 +279,22 @@ absl::StatusOr<Dataset> ScanImageFolder(const std::string& root,
   auto classes = scanner.Classes(root_fd.get(), root);
   if (!classes.ok()) return classes.status();
   dataset.class_names = *std::move(classes);
+  if (dataset.class_names.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "dataset.path '", root,
+        "' holds no class directory: expected <root>/<class>/<image>"));
+  }
+  std::vector<std::string> empty;
   for (size_t label = 0; label < dataset.class_names.size(); ++label) {
     auto images =
         scanner.Images(root_fd.get(), root, dataset.class_names[label]);
     if (!images.ok()) return images.status();
+    if (images->empty()) empty.push_back(dataset.class_names[label]);
     for (std::string& path : *images) {
       dataset.samples.push_back({std::move(path), static_cast<int64_t>(label)});
     }
   }
-  if (dataset.samples.empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("dataset.path '", root,
-                     "' holds no images: expected <root>/<class>/<image>.jpg"));
-  }
+  if (!empty.empty()) return EmptyClassesError(empty);
   return dataset;
 }
 

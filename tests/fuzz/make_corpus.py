@@ -1,8 +1,10 @@
 #!/usr/bin/python3
 """Writes the seed corpus of fuzz_decode (run once, from this directory,
 with Debian's python3-pil): small JPEGs (baseline, progressive, grayscale,
-CMYK) and PNGs (RGB, RGBA, palette, grayscale, 16-bit), each behind a few
-8-byte pipeline selectors (see fuzz_decode.cc)."""
+CMYK), PNGs (RGB, RGBA, palette, grayscale, 16-bit), WebPs (lossy, lossless
+with alpha), TIFFs (LZW RGB, RGBA, palette, group 4), BMPs (24-bit, palette)
+and PPM/PGM, each behind a few 8-byte pipeline selectors (see
+fuzz_decode.cc)."""
 import io
 import os
 
@@ -28,6 +30,24 @@ def images():
                      "gray16.png": Image.fromarray((rgb[..., 0].astype(np.uint16) * 257), "I;16")}.items():
         buf = io.BytesIO()
         im.save(buf, "PNG")
+        out[name] = buf.getvalue()
+    rgba = img.convert("RGBA")
+    rgba.putalpha(img.convert("L"))
+    others = {
+        "lossy.webp": (img, "WEBP", {"quality": 80}),
+        "lossless.webp": (rgba, "WEBP", {"lossless": True}),
+        "rgb.tif": (img, "TIFF", {"compression": "tiff_lzw"}),
+        "rgba.tif": (rgba, "TIFF", {}),
+        "palette.tif": (img.convert("P"), "TIFF", {"compression": "packbits"}),
+        "bits.tif": (img.convert("1"), "TIFF", {"compression": "group4"}),
+        "rgb.bmp": (img, "BMP", {}),
+        "palette.bmp": (img.convert("P"), "BMP", {}),
+        "rgb.ppm": (img, "PPM", {}),
+        "gray.pgm": (img.convert("L"), "PPM", {}),
+    }
+    for name, (im, fmt, options) in others.items():
+        buf = io.BytesIO()
+        im.save(buf, fmt, **options)
         out[name] = buf.getvalue()
     return out
 

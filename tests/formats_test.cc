@@ -1,0 +1,319 @@
+// The WebP, TIFF, BMP and PNM decoders on their own: exact pixels for a
+// plain file of each, and for bad input (truncated files, garbage after the
+// magic bytes, huge declared sizes, variants Pillow reads differently) an
+// INVALID_ARGUMENT that says what is wrong, with nothing printed. The
+// comparison with Pillow itself, variant by variant, is
+// tests/python/test_formats.py.
+#include <tiffio.h>
+#include <webp/encode.h>
+
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "daemon/image/image_decoder.h"
+#include "gtest/gtest.h"
+#include "tests/test_util.h"
+
+namespace stoker {
+namespace {
+
+constexpr int kW = 13, kH = 7;
+
+std::vector<uint8_t> Rgb() { return testdata::RenderImage(kW, kH, 5); }
+
+// Decodes the whole of `file` with the decoder its first bytes pick.
+absl::StatusOr<std::vector<uint8_t>> Decode(std::span<const uint8_t> file,
+                                            DecodeLimits limits = {}) {
+  ImageDecoder decoder(limits);
+  std::vector<uint8_t> rgb;
+  ImageSize size;
+  absl::Status status = testing::DecodeWhole(decoder, file, &rgb, &size);
+  if (!status.ok()) return status;
+  return rgb;
+}
+
+// Decodes `file`, which must fail with INVALID_ARGUMENT saying `why`,
+// without a word on stderr.
+void ExpectRefused(const std::vector<uint8_t>& file, const std::string& why,
+                   DecodeLimits limits = {}) {
+  SCOPED_TRACE(why);
+  ::testing::internal::CaptureStderr();
+  const absl::Status status = Decode(file, limits).status();
+  const std::string printed = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
+  EXPECT_NE(status.message().find(why), absl::string_view::npos) << status;
+  EXPECT_EQ(printed, "");
+}
+
+std::vector<uint8_t> Truncated(std::vector<uint8_t> file, size_t keep) {
+  file.resize(std::min(keep, file.size()));
+  return file;
+}
+
+void PutLe(std::vector<uint8_t>* out, uint64_t value, int bytes) {
+  for (int i = 0; i < bytes; ++i) out->push_back(uint8_t(value >> (8 * i)));
+}
+
+// ---- WebP ----
+
+std::vector<uint8_t> LosslessWebp(const std::vector<uint8_t>& rgb) {
+  uint8_t* data = nullptr;
+  const size_t size = WebPEncodeLosslessRGB(rgb.data(), kW, kH, kW * 3, &data);
+  std::vector<uint8_t> out(data, data + size);
+  WebPFree(data);
+  return out;
+}
+
+TEST(Webp, LosslessDecodesExactly) {
+  const auto rgb = Rgb();
+  auto out = Decode(LosslessWebp(rgb));
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(*out, rgb);
+}
+
+TEST(Webp, BadFilesAreRefusedWithTheirReason) {
+  const auto webp = LosslessWebp(Rgb());
+  ExpectRefused(Truncated(webp, webp.size() / 2), "WebP");
+  ExpectRefused(Truncated(webp, 12), "WebP");
+  std::vector<uint8_t> garbage(webp.begin(), webp.begin() + 12);
+  garbage.insert(garbage.end(), 40, 0x5a);
+  ExpectRefused(garbage, "corrupt or unsupported WebP");
+  ExpectRefused(webp, "above the limit", {.max_pixels = kW * kH - 1});
+  // A VP8L header declaring 16384 x 16384: refused before any decoding.
+  std::vector<uint8_t> huge = {'R', 'I', 'F',  'F',  18,   0,    0,    0, 'W',
+                               'E', 'B', 'P',  'V',  'P',  '8',  'L',  5, 0,
+                               0,   0,   0x2f, 0xff, 0xff, 0xff, 0x0f, 0};
+  ExpectRefused(huge, "above the limit");
+  // VP8X with the animation flag: Pillow would composite frames.
+  std::vector<uint8_t> animated = {
+      'R', 'I', 'F', 'F', 22, 0, 0, 0, 'W', 'E', 'B', 'P', 'V', 'P', '8',
+      'X', 10,  0,   0,   0,  2, 0, 0, 0,   12,  0,   0,   6,   0,   0};
+  ExpectRefused(animated, "animated WebP");
+}
+
+// ---- TIFF, written with libtiff ----
+
+std::vector<uint8_t> ReadAll(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+
+// A one-strip TIFF of `samples` (contiguous), with these tags.
+std::vector<uint8_t> WriteTiff(const std::vector<uint8_t>& samples, int spp,
+                               int bits, int photometric,
+                               int compression = COMPRESSION_NONE) {
+  testdata::TempDir dir("stoker-tiff");
+  const std::string path = dir.path() + "/x.tif";
+  TIFF* tiff = TIFFOpen(path.c_str(), "w");
+  TIFFSetField(tiff, TIFFTAG_IMAGEWIDTH, kW);
+  TIFFSetField(tiff, TIFFTAG_IMAGELENGTH, kH);
+  TIFFSetField(tiff, TIFFTAG_SAMPLESPERPIXEL, spp);
+  TIFFSetField(tiff, TIFFTAG_BITSPERSAMPLE, bits);
+  TIFFSetField(tiff, TIFFTAG_PHOTOMETRIC, photometric);
+  TIFFSetField(tiff, TIFFTAG_PLANARCONFIG, PLANARCONFIG_CONTIG);
+  TIFFSetField(tiff, TIFFTAG_COMPRESSION, compression);
+  // Several strips (JPEG wants multiples of 8 rows).
+  TIFFSetField(tiff, TIFFTAG_ROWSPERSTRIP,
+               compression == COMPRESSION_JPEG ? 8 : 3);
+  const size_t row = samples.size() / kH;
+  for (int y = 0; y < kH; ++y) {
+    TIFFWriteScanline(tiff, const_cast<uint8_t*>(&samples[y * row]), y, 0);
+  }
+  TIFFClose(tiff);
+  return ReadAll(path);
+}
+
+TEST(Tiff, RgbDecodesExactly) {
+  const auto rgb = Rgb();
+  for (int compression : {COMPRESSION_NONE, COMPRESSION_LZW,
+                          COMPRESSION_ADOBE_DEFLATE, COMPRESSION_PACKBITS}) {
+    auto out = Decode(WriteTiff(rgb, 3, 8, PHOTOMETRIC_RGB, compression));
+    ASSERT_TRUE(out.ok()) << out.status();
+    EXPECT_EQ(*out, rgb) << "compression " << compression;
+  }
+}
+
+TEST(Tiff, LayoutsPillowReadsOtherwiseAreRefusedByName) {
+  std::vector<uint8_t> wide(kW * kH * 3 * 2, 0x40);
+  ExpectRefused(WriteTiff(wide, 3, 16, PHOTOMETRIC_RGB), "16-bit samples");
+  std::vector<uint8_t> cmyk(kW * kH * 4, 0x40);
+  ExpectRefused(WriteTiff(cmyk, 4, 8, PHOTOMETRIC_SEPARATED), "CMYK");
+  ExpectRefused(WriteTiff(Rgb(), 3, 8, PHOTOMETRIC_RGB, COMPRESSION_JPEG),
+                "compression 7");
+  std::vector<uint8_t> gray_alpha(kW * kH * 2, 0x40);  // no ExtraSamples
+  ExpectRefused(WriteTiff(gray_alpha, 2, 8, PHOTOMETRIC_MINISBLACK),
+                "ExtraSamples");
+}
+
+// A classic little-endian TIFF: 8-bit grey, one strip, stored at offset 8
+// (the StripOffsets tag says `strip_at`).
+std::vector<uint8_t> HandTiff(uint32_t width, uint32_t height,
+                              const std::vector<uint8_t>& pixels,
+                              uint32_t strip_at = 8) {
+  std::vector<uint8_t> out = {'I', 'I', 42, 0};
+  PutLe(&out, 8 + pixels.size() + (pixels.size() & 1), 4);
+  out.insert(out.end(), pixels.begin(), pixels.end());
+  if (pixels.size() & 1) out.push_back(0);
+  const uint32_t tags[][3] = {
+      {256, 4, width},  {257, 4, height},
+      {258, 3, 8},      {259, 3, 1},
+      {262, 3, 1},      {273, 4, strip_at},
+      {278, 4, height}, {279, 4, uint32_t(pixels.size())}};
+  PutLe(&out, std::size(tags), 2);
+  for (const auto& [tag, type, value] : tags) {
+    PutLe(&out, tag, 2);
+    PutLe(&out, type, 2);
+    PutLe(&out, 1, 4);
+    PutLe(&out, value, 4);
+  }
+  PutLe(&out, 0, 4);
+  return out;
+}
+
+TEST(Tiff, BadFilesAreRefusedQuietly) {
+  const auto tiff = WriteTiff(Rgb(), 3, 8, PHOTOMETRIC_RGB, COMPRESSION_LZW);
+  ExpectRefused(Truncated(tiff, tiff.size() / 2), "TIFF:");
+  ExpectRefused(Truncated(tiff, 6), "unsupported TIFF");
+  std::vector<uint8_t> garbage = {'I', 'I', 42, 0};
+  garbage.insert(garbage.end(), 60, 0xa5);
+  ExpectRefused(garbage, "corrupt or unsupported TIFF");
+  ExpectRefused(tiff, "above the limit", {.max_pixels = kW * kH - 1});
+  std::vector<uint8_t> pixels(kW * kH, 9);
+  ASSERT_TRUE(Decode(HandTiff(kW, kH, pixels)).ok());
+  ExpectRefused(HandTiff(1u << 20, 1u << 20, pixels), "above the limit");
+  // The strip lies past the end of the file: libtiff's error, as a status.
+  ExpectRefused(HandTiff(kW, kH, pixels, 1 << 20), "Read error");
+}
+
+// libtiff's handlers belong to each TIFF handle: threads decoding good and
+// bad files side by side each get their own outcome.
+TEST(Tiff, ThreadsKeepTheirOwnErrors) {
+  const auto good = WriteTiff(Rgb(), 3, 8, PHOTOMETRIC_RGB, COMPRESSION_LZW);
+  const auto bad = Truncated(good, good.size() - 20);
+  std::vector<std::thread> threads;
+  std::vector<int> wrong(4, 0);
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 50; ++i) {
+        const bool ok = Decode((i + t) % 2 ? good : bad).ok();
+        wrong[t] += ok != bool((i + t) % 2);
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  EXPECT_EQ(wrong, std::vector<int>(4, 0));
+}
+
+// ---- BMP ----
+
+// A BITMAPINFOHEADER bitmap: `rows` stored as given, padded to 4 bytes.
+std::vector<uint8_t> Bmp(int32_t width, int32_t height, int bits,
+                         const std::vector<std::vector<uint8_t>>& rows,
+                         const std::vector<uint8_t>& palette = {},
+                         uint32_t compression = 0) {
+  std::vector<uint8_t> data;
+  for (const auto& row : rows) {
+    data.insert(data.end(), row.begin(), row.end());
+    data.resize((data.size() + 3) / 4 * 4);
+  }
+  std::vector<uint8_t> out = {'B', 'M'};
+  const size_t offset = 54 + palette.size();
+  PutLe(&out, offset + data.size(), 4);
+  PutLe(&out, 0, 4);
+  PutLe(&out, offset, 4);
+  for (uint64_t v : {40u, uint32_t(width), uint32_t(height)}) PutLe(&out, v, 4);
+  PutLe(&out, 1, 2);
+  PutLe(&out, bits, 2);
+  for (uint64_t v : {compression, uint32_t(data.size()), 0u, 0u, 0u, 0u}) {
+    PutLe(&out, v, 4);
+  }
+  out.insert(out.end(), palette.begin(), palette.end());
+  out.insert(out.end(), data.begin(), data.end());
+  return out;
+}
+
+std::vector<std::vector<uint8_t>> BgrRowsBottomUp(
+    const std::vector<uint8_t>& rgb) {
+  std::vector<std::vector<uint8_t>> rows;
+  for (int y = kH - 1; y >= 0; --y) {
+    std::vector<uint8_t> row;
+    for (int x = 0; x < kW; ++x) {
+      const uint8_t* p = &rgb[(y * kW + x) * 3];
+      row.insert(row.end(), {p[2], p[1], p[0]});
+    }
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+TEST(Bmp, TwentyFourBitDecodesExactly) {
+  const auto rgb = Rgb();
+  auto out = Decode(Bmp(kW, kH, 24, BgrRowsBottomUp(rgb)));
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(*out, rgb);
+}
+
+TEST(Bmp, BadAndUnsupportedFilesAreRefusedByName) {
+  const auto bmp = Bmp(kW, kH, 24, BgrRowsBottomUp(Rgb()));
+  // Every row but the last one's padding is needed.
+  ASSERT_TRUE(Decode(Truncated(bmp, bmp.size() - 1)).ok());
+  ExpectRefused(Truncated(bmp, bmp.size() - 3), "truncated pixel data");
+  ExpectRefused(Truncated(bmp, 30), "truncated header");
+  std::vector<uint8_t> garbage = {'B', 'M'};
+  garbage.insert(garbage.end(), 60, 0x77);
+  ExpectRefused(garbage, "header size");
+  ExpectRefused(Bmp(1 << 20, 1 << 20, 24, {}), "above the limit");
+  ExpectRefused(Bmp(kW, kH, 16, {}), "16-bit");
+  ExpectRefused(Bmp(kW, kH, 8, {}, std::vector<uint8_t>(1024), 1), "RLE");
+  ExpectRefused(Bmp(kW, kH, 7, {}), "pixel depth 7");
+  // Sixteen grey entries equal to their index: Pillow reads 4-bit pixels
+  // as 8-bit ones then.
+  std::vector<uint8_t> grey;
+  for (int i = 0; i < 16; ++i)
+    grey.insert(grey.end(), {uint8_t(i), uint8_t(i), uint8_t(i), 0});
+  ExpectRefused(
+      Bmp(kW, kH, 4,
+          std::vector<std::vector<uint8_t>>(kH, std::vector<uint8_t>(7)), grey),
+      "Pillow misreads");
+}
+
+// ---- PNM ----
+
+std::vector<uint8_t> Bytes(const std::string& text) {
+  return {text.begin(), text.end()};
+}
+
+TEST(Pnm, PpmDecodesExactly) {
+  const auto rgb = Rgb();
+  auto ppm = Bytes("P6\n13 7\n255\n");
+  ppm.insert(ppm.end(), rgb.begin(), rgb.end());
+  auto out = Decode(ppm);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(*out, rgb);
+  ExpectRefused(Truncated(ppm, ppm.size() - 1), "truncated pixel data");
+}
+
+TEST(Pnm, BadAndUnsupportedFilesAreRefusedByName) {
+  ExpectRefused(Bytes("P3\n1 1\n255\n0 0 0\n"), "plain (ASCII)");
+  ExpectRefused(Bytes("P6\n1 1\n1000\n......"), "maxval 1000");
+  ExpectRefused(Bytes("P5\n1 1\n0\n."), "maxval out of range");
+  ExpectRefused(Bytes("P5 +1 1 255\n."), "not digits");
+  ExpectRefused(Bytes("P6\n99999999 99999999\n255\n"), "above the limit");
+  ExpectRefused(Bytes("P6\n12345678901 1\n255\n"), "too long");
+  ExpectRefused(Bytes("P5\n4 4"), "the header ends early");
+  ExpectRefused(Bytes("P6#\n1 1\n255\n..."), "format 'P6#'");
+  ExpectRefused(Bytes("P0CMYK\n1 1 255\n...."), "format 'P0CMYK'");
+}
+
+TEST(ImageDecoder, OtherFilesAreNamedForTheFormatsRead) {
+  ExpectRefused({}, "empty file");
+  ExpectRefused(Bytes("GIF89a......"), kUnknownFormat);
+}
+
+}  // namespace
+}  // namespace stoker
