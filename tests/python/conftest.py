@@ -123,13 +123,32 @@ def photo_paths():
                   if n.endswith((".jpg", ".png")))
 
 
-def photo_folder(root):
-    """An ImageFolder of the photographs, a class per source kind."""
-    for path in photo_paths():
+def photo_folder(root, other_formats=False):
+    """An ImageFolder of the photographs, a class per source kind. With
+    other_formats, every third photograph is also saved by Pillow as lossy
+    and lossless WebP, LZW TIFF, BMP and PPM (PGM when greyscale), in a
+    class per format."""
+    from PIL import Image
+    for n, path in enumerate(photo_paths()):
         name = os.path.basename(path)
         kind = name.split(".")[1] if name.count(".") > 1 else "colour"
         os.makedirs(os.path.join(root, kind), exist_ok=True)
         shutil.copy(path, os.path.join(root, kind, name))
+        if not other_formats or n % 3:
+            continue
+        with Image.open(path) as im:
+            image = im.convert("L" if im.mode in ("L", "I") else "RGB")
+        for fmt, ext, options in (("WEBP", "webp", {"quality": 80}),
+                                  ("WEBP", "lossless.webp", {"lossless": True}),
+                                  ("TIFF", "tif", {"compression": "tiff_lzw"}),
+                                  ("BMP", "bmp", {}),
+                                  ("PPM", "pgm" if image.mode == "L" else "ppm",
+                                   {})):
+            directory = os.path.join(root, ext.split(".")[0])
+            os.makedirs(directory, exist_ok=True)
+            stem = os.path.splitext(name)[0].replace(".", "_")
+            image.save(os.path.join(directory, f"{stem}.{ext}"), fmt,
+                       **options)
     return root
 
 

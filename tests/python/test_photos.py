@@ -67,6 +67,20 @@ def test_uint8_is_torchvisions_bytes(daemon, scratch, name, mode):
     assert identical == len(want), f"differ: {differing}"
 
 
+@pytest.mark.parametrize("mode", ["bilinear", "bicubic"])
+def test_photographs_in_every_format_are_torchvisions_bytes(daemon, scratch,
+                                                            mode):
+    root = photo_folder(os.path.join(scratch, "photos"), other_formats=True)
+    assert {"webp", "tif", "bmp", "ppm", "pgm"} <= set(os.listdir(root))
+    got, want = both(daemon, root, transform_for("eval", mode))
+    per_image = (got.int() - want.int()).abs().flatten(1).amax(1)
+    differing = [os.path.basename(path) for (path, _), d in zip(
+        datasets.ImageFolder(root).samples, per_image) if d > 0]
+    print(f"formats/{mode}: {len(want) - len(differing)} of {len(want)} "
+          f"identical")
+    assert not differing
+
+
 @pytest.mark.parametrize("mode", sorted(MODES))
 def test_float32_is_torchvisions_to_tensor_normalize(daemon, scratch, mode):
     root = photo_folder(os.path.join(scratch, "photos"))
