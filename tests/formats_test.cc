@@ -190,6 +190,43 @@ TEST(Tiff, BadFilesAreRefusedQuietly) {
   ExpectRefused(HandTiff(kW, kH, pixels, 1 << 20), "Read error");
 }
 
+// A tiled grey TIFF of width x height in tiles of tile_width x tile_height
+// (multiples of 16), every tile deflate-compressed zeros.
+std::vector<uint8_t> TiledTiff(uint32_t width, uint32_t height,
+                               uint32_t tile_width, uint32_t tile_height) {
+  testdata::TempDir dir("stoker-tiff");
+  const std::string path = dir.path() + "/x.tif";
+  TIFF* tiff = TIFFOpen(path.c_str(), "w");
+  TIFFSetField(tiff, TIFFTAG_IMAGEWIDTH, width);
+  TIFFSetField(tiff, TIFFTAG_IMAGELENGTH, height);
+  TIFFSetField(tiff, TIFFTAG_SAMPLESPERPIXEL, 1);
+  TIFFSetField(tiff, TIFFTAG_BITSPERSAMPLE, 8);
+  TIFFSetField(tiff, TIFFTAG_PHOTOMETRIC, PHOTOMETRIC_MINISBLACK);
+  TIFFSetField(tiff, TIFFTAG_PLANARCONFIG, PLANARCONFIG_CONTIG);
+  TIFFSetField(tiff, TIFFTAG_COMPRESSION, COMPRESSION_ADOBE_DEFLATE);
+  TIFFSetField(tiff, TIFFTAG_TILEWIDTH, tile_width);
+  TIFFSetField(tiff, TIFFTAG_TILELENGTH, tile_height);
+  std::vector<uint8_t> zeros(size_t(tile_width) * tile_height, 0);
+  for (uint32_t t = 0; t < TIFFNumberOfTiles(tiff); ++t) {
+    TIFFWriteEncodedTile(tiff, t, zeros.data(), tmsize_t(zeros.size()));
+  }
+  TIFFClose(tiff);
+  return ReadAll(path);
+}
+
+// libtiff does not clamp tiles to the image: a small image declaring huge
+// tiles would make a worker inflate (and allocate) far more than the image
+// holds, per tile. Such tiles are refused; tiles within the image rounded
+// up to 16 pixels are read.
+TEST(Tiff, TilesLargerThanTheImageNeedsAreRefused) {
+  const auto fits = TiledTiff(20, 10, 32, 16);
+  auto out = Decode(fits);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(*out, std::vector<uint8_t>(20 * 10 * 3, 0));
+  ExpectRefused(TiledTiff(20, 1, 16, 4096), "tiles larger than the image");
+  ExpectRefused(TiledTiff(1, 1, 1024, 16), "tiles larger than the image");
+}
+
 // libtiff's handlers belong to each TIFF handle: threads decoding good and
 // bad files side by side each get their own outcome.
 TEST(Tiff, ThreadsKeepTheirOwnErrors) {

@@ -9,6 +9,9 @@
 
 #include "daemon/image/color_jitter.h"
 
+// Pillow's float expressions, evaluated as written: no fused multiply-add.
+#pragma STDC FP_CONTRACT OFF
+
 namespace stoker {
 namespace {
 

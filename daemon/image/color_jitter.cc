@@ -2,6 +2,9 @@
 
 #include <cmath>
 
+// Pillow's float expressions, evaluated as written: no fused multiply-add.
+#pragma STDC FP_CONTRACT OFF
+
 namespace stoker {
 namespace {
 

@@ -156,6 +156,16 @@ absl::Status ReadStrips(TIFF* tiff, const MemoryTiff& m, const TiffFormat& f,
   return absl::OkStatus();
 }
 
+// Tiles are multiples of 16 pixels (TIFF 6.0): none needs to exceed the
+// image rounded up to 16 in either direction.
+bool TilesFit(TIFF* tiff, uint32_t width, uint32_t height) {
+  uint32_t tile_width = 0, tile_height = 0;
+  TIFFGetField(tiff, TIFFTAG_TILEWIDTH, &tile_width);
+  TIFFGetField(tiff, TIFFTAG_TILELENGTH, &tile_height);
+  auto round16 = [](uint32_t v) { return (uint64_t(v) + 15) / 16 * 16; };
+  return tile_width <= round16(width) && tile_height <= round16(height);
+}
+
 absl::Status ReadTiles(TIFF* tiff, const MemoryTiff& m, const TiffFormat& f,
                        ImageSize size, Chunk chunk, uint8_t* rgb) {
   uint32_t tile_width = 0, tile_height = 0;
@@ -223,6 +233,11 @@ absl::Status TiffDecoder::DecodeRegion(
     return ok;
   }
   const bool tiled = TIFFIsTiled(tiff.get()) != 0;
+  if (tiled && !TilesFit(tiff.get(), width, height)) {
+    // libtiff does not clamp tiles to the image: a 1-row image of 4M-row
+    // tiles would have a worker inflate gigabytes per row it keeps.
+    return TiffError(m, "tiles larger than the image needs");
+  }
   const tmsize_t chunk_bytes =
       tiled ? TIFFTileSize(tiff.get()) : TIFFStripSize(tiff.get());
   const tmsize_t row_bytes =
