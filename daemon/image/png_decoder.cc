@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "absl/strings/str_cat.h"
+#include "daemon/image/whole_image.h"
 
 namespace stoker {
 namespace {
@@ -106,24 +107,18 @@ absl::Status PngDecoder::DecodeRegion(
   if (const int rc = spng_get_ihdr(ctx.get(), &ihdr); rc != 0) {
     return PngError(rc);
   }
-  const ImageSize size{int(ihdr.width), int(ihdr.height)};
-  if (uint64_t(ihdr.width) * ihdr.height > limits_.max_pixels ||
-      ihdr.width > (1u << 30) || ihdr.height > (1u << 30)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("image is ", ihdr.width, "x", ihdr.height, " = ",
-                     uint64_t(ihdr.width) * ihdr.height,
-                     " pixels, above the limit of ", limits_.max_pixels));
+  if (absl::Status ok = CheckImageSize("PNG", ihdr.width, ihdr.height, limits_);
+      !ok.ok()) {
+    return ok;
   }
-  const Region r = ClampRegion(plan(size).region, size);
+  const ImageSize size{int(ihdr.width), int(ihdr.height)};
+  const Region r = PlanRegion(plan, size);
   absl::Status decoded =
       ihdr.color_type == SPNG_COLOR_TYPE_GRAYSCALE && ihdr.bit_depth == 16
           ? DecodeGrey16(ctx.get(), size, buffer)
           : DecodeRgb8(ctx.get(), buffer);
   if (!decoded.ok()) return decoded;
-  out->stride = size.width * 3;
-  out->data = buffer->data() + size_t(r.y) * out->stride + size_t(r.x) * 3;
-  out->size = {r.width, r.height};
-  out->scale_denom = 1;
+  PointAtRegion(buffer->data(), size, r, out);
   return absl::OkStatus();
 }
 

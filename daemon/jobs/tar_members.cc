@@ -20,19 +20,6 @@ using Header = std::array<uint8_t, kBlock>;
 
 uint64_t RoundUp(uint64_t n) { return (n + kBlock - 1) / kBlock * kBlock; }
 
-// Reads exactly n bytes at `offset`; false on an error or end of file.
-bool ReadAt(int fd, uint8_t* out, size_t n, uint64_t offset) {
-  while (n > 0) {
-    const ssize_t got = ::pread(fd, out, n, static_cast<off_t>(offset));
-    if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) return false;
-    out += got;
-    n -= size_t(got);
-    offset += uint64_t(got);
-  }
-  return true;
-}
-
 absl::Status Bad(const std::string& shard, uint64_t at,
                  absl::string_view what) {
   return absl::InvalidArgumentError(absl::StrCat("shard '", shard, "': ", what,
@@ -188,6 +175,18 @@ absl::Status AddMember(const std::string& shard, const TarLimits& limits,
 }
 
 }  // namespace
+
+bool ReadAt(int fd, uint8_t* out, size_t n, uint64_t offset) {
+  while (n > 0) {
+    const ssize_t got = ::pread(fd, out, n, static_cast<off_t>(offset));
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) return false;
+    out += got;
+    n -= size_t(got);
+    offset += uint64_t(got);
+  }
+  return true;
+}
 
 absl::StatusOr<std::vector<TarMember>> ReadTarMembers(int fd,
                                                       const std::string& shard,

@@ -34,6 +34,10 @@ struct TarLimits {
   uint64_t max_header_bytes = uint64_t{1} << 20;  // a pax header or long name
 };
 
+// Reads exactly n bytes at `offset` of `fd` (retrying short reads and
+// EINTR); false on an error or the end of the file.
+bool ReadAt(int fd, uint8_t* out, size_t n, uint64_t offset);
+
 // Lists the regular files of the tar archive open at `fd`, in archive
 // order (directories, links and other entries are skipped). `shard` names
 // the archive in errors, which are INVALID_ARGUMENT and give the byte

@@ -1,9 +1,6 @@
 #include "daemon/jobs/webdataset.h"
 
-#include <unistd.h>
-
 #include <array>
-#include <cerrno>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
@@ -43,16 +40,11 @@ absl::Status ReadLabel(int fd, const std::string& shard, const std::string& key,
                        const TarMember& cls, int64_t* label) {
   if (cls.size > 64) return Bad(shard, key, "has a cls member over 64 bytes");
   char text[64];
-  size_t got = 0;
-  while (got < cls.size) {
-    const ssize_t n = ::pread(fd, text + got, cls.size - got,
-                              static_cast<off_t>(cls.offset + got));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return Bad(shard, key, "has an unreadable cls member");
-    got += size_t(n);
+  if (!ReadAt(fd, reinterpret_cast<uint8_t*>(text), cls.size, cls.offset)) {
+    return Bad(shard, key, "has an unreadable cls member");
   }
   const absl::string_view value =
-      absl::StripAsciiWhitespace(absl::string_view(text, got));
+      absl::StripAsciiWhitespace(absl::string_view(text, cls.size));
   if (!absl::SimpleAtoi(value, label)) {
     return Bad(shard, key,
                absl::StrCat("has a label that is not an integer: '",
