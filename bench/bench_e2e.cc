@@ -71,18 +71,19 @@ double SelfCpuSeconds() {
 
 // (a): one thread, every file once per pass; returns images/s of the best
 // of two passes (the first also warms the page cache).
-double BareLoop(const stoker::Dataset& dataset, int size) {
+double BareLoop(const stoker::DatasetIndex& dataset, int size) {
   stoker::SampleDecoder decoder({});
   std::vector<uint8_t> out(size_t(size) * size * 3);
   double best = 0;
   for (int pass = 0; pass < 2; ++pass) {
     const auto start = Clock::now();
-    for (const stoker::Sample& s : dataset.samples) {
-      if (!decoder.DecodeTo(s.path, {size, size}, out.data()).ok()) {
-        std::fprintf(stderr, "bare loop: cannot decode %s\n", s.path.c_str());
+    for (uint32_t i = 0; i < dataset.size(); ++i) {
+      const std::string path = dataset.Path(i);
+      if (!decoder.DecodeTo(path, {size, size}, out.data()).ok()) {
+        std::fprintf(stderr, "bare loop: cannot decode %s\n", path.c_str());
       }
     }
-    best = std::max(best, dataset.samples.size() / Seconds(start));
+    best = std::max(best, dataset.size() / Seconds(start));
   }
   return best;
 }
@@ -112,14 +113,14 @@ stoker::JobSpec Spec(const std::string& root) {
 
 // (c) of the torch comparison: libjpeg-turbo's full decode, nothing else,
 // one thread, best of two passes.
-double BareFullDecode(const stoker::Dataset& dataset) {
+double BareFullDecode(const stoker::DatasetIndex& dataset) {
   tjhandle handle = tjInitDecompress();
   std::vector<uint8_t> file, pixels;
   double best = 0;
   for (int pass = 0; pass < 2; ++pass) {
     const auto start = Clock::now();
-    for (const stoker::Sample& s : dataset.samples) {
-      if (!stoker::ReadFile(s.path, &file).ok()) continue;
+    for (uint32_t i = 0; i < dataset.size(); ++i) {
+      if (!stoker::ReadFile(dataset.Path(i), &file).ok()) continue;
       int w = 0, h = 0, sub = 0, space = 0;
       if (tjDecompressHeader3(handle, file.data(), file.size(), &w, &h, &sub,
                               &space) != 0) {
@@ -129,7 +130,7 @@ double BareFullDecode(const stoker::Dataset& dataset) {
       tjDecompress2(handle, file.data(), file.size(), pixels.data(), w, 0, h,
                     TJPF_RGB, 0);
     }
-    best = std::max(best, dataset.samples.size() / Seconds(start));
+    best = std::max(best, dataset.size() / Seconds(start));
   }
   tjDestroy(handle);
   return best;
@@ -290,7 +291,7 @@ int main(int argc, char** argv) {
   }
   const std::string mode = absl::GetFlag(FLAGS_mode);
   if (mode == "bare_full") {
-    std::printf("images_per_s %.1f\n", BareFullDecode(*dataset));
+    std::printf("images_per_s %.1f\n", BareFullDecode(**dataset));
     return 0;
   }
   if (mode == "client") return RunClient(root);
@@ -299,7 +300,7 @@ int main(int argc, char** argv) {
       absl::GetFlag(FLAGS_workers) > 0 ? absl::GetFlag(FLAGS_workers) : cores;
   const int size = static_cast<int>(absl::GetFlag(FLAGS_size));
 
-  const double bare = BareLoop(*dataset, size);
+  const double bare = BareLoop(**dataset, size);
   auto e2e = RunDaemon(root, workers, dir.path());
   if (!e2e.ok()) {
     std::fprintf(stderr, "end to end: %s\n", e2e.status().ToString().c_str());
@@ -309,7 +310,7 @@ int main(int argc, char** argv) {
   std::printf(
       "machine: %d cores; stokerd workers: %d; %zu images -> %dx%d, "
       "batch %u\n",
-      cores, workers, dataset->samples.size(), size, size,
+      cores, workers, (*dataset)->size(), size, size,
       absl::GetFlag(FLAGS_batch_size));
   std::printf("bare decode+resize loop, 1 thread : %8.0f images/s\n", bare);
   std::printf("stokerd + client, end to end      : %8.0f images/s\n",

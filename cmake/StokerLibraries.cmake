@@ -12,6 +12,7 @@ find_library(YUV_LIBRARY yuv REQUIRED)
 find_path(YUV_INCLUDE_DIR libyuv.h REQUIRED)
 find_library(SPNG_LIBRARY spng REQUIRED)
 find_package(TIFF 4.5 REQUIRED)  # TIFFOpenOptions: per-handle error handlers
+find_package(simdjson CONFIG REQUIRED)  # manifests and WebDataset json labels
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(WEBP REQUIRED IMPORTED_TARGET libwebp)
 

@@ -153,4 +153,29 @@ std::optional<JobState> FromWire(v1::JobState value) {
   }
 }
 
+v1::DatasetKind ToWire(DatasetKind value) {
+  switch (value) {
+    case DatasetKind::kTarShards:
+      return v1::DATASET_KIND_TAR_SHARDS;
+    case DatasetKind::kManifest:
+      return v1::DATASET_KIND_MANIFEST;
+    case DatasetKind::kImageFolder:
+      break;
+  }
+  return v1::DATASET_KIND_IMAGE_FOLDER;
+}
+
+std::optional<DatasetKind> FromWire(v1::DatasetKind value) {
+  switch (value) {
+    case v1::DATASET_KIND_IMAGE_FOLDER:
+      return DatasetKind::kImageFolder;
+    case v1::DATASET_KIND_TAR_SHARDS:
+      return DatasetKind::kTarShards;
+    case v1::DATASET_KIND_MANIFEST:
+      return DatasetKind::kManifest;
+    default:
+      return std::nullopt;
+  }
+}
+
 }  // namespace stoker

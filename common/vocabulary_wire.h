@@ -4,7 +4,8 @@
 // ToWire gives each value's wire enum. FromWire reads one: UNSPECIFIED is
 // the wire's documented default (REPLACE, UINT8, BILINEAR, EXCLUSIVE,
 // DETACH), and nullopt means a value this build does not know (or, for
-// DType, INT64, which is no image type). Layout and JobState have no
+// DType, INT64, which is no image type). Layout, JobState and DatasetKind
+// have no
 // default: UNSPECIFIED reads as nullopt (an image's layout then follows its
 // dtype, see loader.proto).
 #ifndef STOKER_COMMON_VOCABULARY_WIRE_H_
@@ -24,6 +25,7 @@ v1::Interpolation ToWire(Interpolation value);
 v1::ConsumerMode ToWire(ConsumerMode value);
 v1::LagPolicy ToWire(LagPolicy value);
 v1::JobState ToWire(JobState value);
+v1::DatasetKind ToWire(DatasetKind value);
 
 std::optional<OnError> FromWire(v1::OnError value);
 std::optional<DType> FromWire(v1::DType value);
@@ -32,6 +34,7 @@ std::optional<Interpolation> FromWire(v1::Interpolation value);
 std::optional<ConsumerMode> FromWire(v1::ConsumerMode value);
 std::optional<LagPolicy> FromWire(v1::LagPolicy value);
 std::optional<JobState> FromWire(v1::JobState value);
+std::optional<DatasetKind> FromWire(v1::DatasetKind value);
 
 }  // namespace stoker
 

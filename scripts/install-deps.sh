@@ -8,7 +8,7 @@ packages=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libboost-dev libspdlog-dev
   libjpeg62-turbo-dev libturbojpeg0-dev libyuv-dev libspng-dev
-  libwebp-dev libtiff-dev
+  libwebp-dev libtiff-dev libsimdjson-dev
   libgtest-dev clang clang-format libclang-rt-14-dev
   libcivetweb-dev systemd
   # Packaging: cpack's dependency scan needs `file` and dpkg-shlibdeps

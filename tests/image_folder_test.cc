@@ -28,22 +28,25 @@ TEST(ScanImageFolder, ClassesSortedLabelsByClassFilesInTorchvisionOrder) {
   Touch(root + "/readme.jpg");  // not in a class directory
   auto dataset = ScanImageFolder(root);
   ASSERT_TRUE(dataset.ok()) << dataset.status();
-  EXPECT_EQ(dataset->class_names, (std::vector<std::string>{"ant", "zebra"}));
-  ASSERT_EQ(dataset->samples.size(), 4u);
-  EXPECT_EQ(dataset->samples[0].path, root + "/ant/d.jpg");
-  EXPECT_EQ(dataset->samples[1].path, root + "/ant/sub/c.jpg");
-  EXPECT_EQ(dataset->samples[2].path, root + "/zebra/a.JPEG");
-  EXPECT_EQ(dataset->samples[3].path, root + "/zebra/b.jpg");
-  EXPECT_EQ(dataset->samples[0].label, 0);
-  EXPECT_EQ(dataset->samples[1].label, 0);
-  EXPECT_EQ(dataset->samples[2].label, 1);
-  EXPECT_EQ(dataset->samples[3].label, 1);
+  EXPECT_EQ((*dataset)->class_names(),
+            (std::vector<std::string>{"ant", "zebra"}));
+  ASSERT_EQ((*dataset)->size(), 4u);
+  EXPECT_EQ((*dataset)->Path(0), root + "/ant/d.jpg");
+  EXPECT_EQ((*dataset)->Path(1), root + "/ant/sub/c.jpg");
+  EXPECT_EQ((*dataset)->Path(2), root + "/zebra/a.JPEG");
+  EXPECT_EQ((*dataset)->Path(3), root + "/zebra/b.jpg");
+  EXPECT_EQ((*dataset)->label(0), 0);
+  EXPECT_EQ((*dataset)->label(1), 0);
+  EXPECT_EQ((*dataset)->label(2), 1);
+  EXPECT_EQ((*dataset)->label(3), 1);
 }
 
-std::vector<std::string> PathsUnder(const Dataset& dataset) {
+std::vector<std::string> PathsUnder(
+    const std::shared_ptr<const DatasetIndex>& dataset,
+    const std::string& root) {
   std::vector<std::string> paths;
-  for (const Sample& sample : dataset.samples) {
-    paths.push_back(sample.path.substr(dataset.root.size() + 1));
+  for (uint32_t i = 0; i < dataset->size(); ++i) {
+    paths.push_back(dataset->Path(i).substr(root.size() + 1));
   }
   return paths;
 }
@@ -59,14 +62,14 @@ TEST(ScanImageFolder, HiddenClassesDirectoriesAndFilesCountAsInTorchvision) {
   Touch(root + "/cat/.thumbs/t.png");
   auto dataset = ScanImageFolder(root);
   ASSERT_TRUE(dataset.ok()) << dataset.status();
-  EXPECT_EQ(dataset->class_names,
+  EXPECT_EQ((*dataset)->class_names(),
             (std::vector<std::string>{".ipynb_checkpoints", "cat"}));
   EXPECT_EQ(
-      PathsUnder(*dataset),
+      PathsUnder(*dataset, root),
       (std::vector<std::string>{".ipynb_checkpoints/x.jpg", "cat/._photo.jpg",
                                 "cat/photo.jpg", "cat/.thumbs/t.png"}));
-  EXPECT_EQ(dataset->samples[0].label, 0);
-  EXPECT_EQ(dataset->samples[3].label, 1);
+  EXPECT_EQ((*dataset)->label(0), 0);
+  EXPECT_EQ((*dataset)->label(3), 1);
 }
 
 // has_file_allowed_extension: the lower-cased name ends with one of
@@ -95,7 +98,7 @@ TEST(ScanImageFolder, DirectoriesSortByWholePathAsPythonSortsWalkRoots) {
   auto dataset = ScanImageFolder(root);
   ASSERT_TRUE(dataset.ok()) << dataset.status();
   EXPECT_EQ(
-      PathsUnder(*dataset),
+      PathsUnder(*dataset, root),
       (std::vector<std::string>{"c/a.jpg", "c/z.jpg", "c/A/4.jpg", "c/a/3.jpg",
                                 "c/a-b/2.jpg", "c/a/b/1.jpg"}));
 }
@@ -111,7 +114,7 @@ TEST(ScanImageFolder, NonRegularEntriesNamedLikeImagesAreSamples) {
   std::filesystem::create_directories(root + "/c/d.jpg");  // a directory
   auto dataset = ScanImageFolder(root);
   ASSERT_TRUE(dataset.ok()) << dataset.status();
-  EXPECT_EQ(PathsUnder(*dataset),
+  EXPECT_EQ(PathsUnder(*dataset, root),
             (std::vector<std::string>{"c/a.jpg", "c/b.jpg", "c/c.jpg"}));
 }
 

@@ -32,6 +32,19 @@ std::string NewClientId() {
   return absl::StrFormat("%d-%08x", ::getpid(), random());
 }
 
+// A relative dataset path, taken from the caller's directory.
+absl::Status MakeAbsolute(std::string* path) {
+  if (path->empty() || path->starts_with('/')) return absl::OkStatus();
+  std::error_code error;
+  const auto absolute = std::filesystem::absolute(*path, error);
+  if (error) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "cannot make dataset path '", *path, "' absolute: ", error.message()));
+  }
+  *path = absolute.lexically_normal().string();
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 Client::Impl::Impl(std::unique_ptr<v1::Loader::StubInterface> stub,
@@ -86,15 +99,11 @@ void Client::Impl::AwaitConnection(absl::Duration up_to) {
 
 absl::StatusOr<v1::Job> Client::Impl::CreateJob(v1::JobSpec spec) {
   // The daemon resolves paths in its own directory, not the caller's.
-  const std::string& path = spec.dataset().path();
-  if (!path.empty() && !path.starts_with('/')) {
-    std::error_code error;
-    const auto absolute = std::filesystem::absolute(path, error);
-    if (error) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "cannot make dataset path '", path, "' absolute: ", error.message()));
-    }
-    spec.mutable_dataset()->set_path(absolute.lexically_normal().string());
+  v1::DatasetSpec* dataset = spec.mutable_dataset();
+  STOKER_RETURN_IF_ERROR(MakeAbsolute(dataset->mutable_path()));
+  STOKER_RETURN_IF_ERROR(MakeAbsolute(dataset->mutable_manifest()));
+  for (std::string& shard : *dataset->mutable_shards()) {
+    STOKER_RETURN_IF_ERROR(MakeAbsolute(&shard));
   }
   v1::CreateJobRequest request;
   *request.mutable_spec() = std::move(spec);

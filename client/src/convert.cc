@@ -95,6 +95,9 @@ std::optional<Op> OpFrom(const v1::Op& op) {
 JobSpec SpecFrom(const v1::JobSpec& p) {
   JobSpec spec;
   spec.dataset_path = p.dataset().path();
+  spec.shards.assign(p.dataset().shards().begin(), p.dataset().shards().end());
+  spec.label_field = p.dataset().label_field();
+  spec.manifest = p.dataset().manifest();
   spec.batch_size = p.batch_size();
   spec.slots = p.slots();
   for (const v1::Op& op : p.pipeline()) {
@@ -131,7 +134,11 @@ JobSpec SpecFrom(const v1::JobSpec& p) {
 
 v1::JobSpec ToProto(const JobSpec& spec) {
   v1::JobSpec p;
-  p.mutable_dataset()->set_path(spec.dataset_path);
+  v1::DatasetSpec* dataset = p.mutable_dataset();
+  dataset->set_path(spec.dataset_path);
+  for (const std::string& shard : spec.shards) dataset->add_shards(shard);
+  dataset->set_label_field(spec.label_field);
+  dataset->set_manifest(spec.manifest);
   p.set_batch_size(spec.batch_size);
   p.set_slots(spec.slots);
   for (const Op& op : spec.pipeline) {
@@ -179,6 +186,10 @@ JobInfo FromProto(const v1::Job& job) {
   info.segment_name = job.segment().name();
   info.segment_bytes = job.segment().bytes();
   info.owner_uid = job.owner_uid();
+  info.dataset_kind =
+      FromWire(job.dataset_kind()).value_or(DatasetKind::kImageFolder);
+  info.num_shards = job.num_shards();
+  info.index_bytes = job.index_bytes();
   return info;
 }
 

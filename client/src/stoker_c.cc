@@ -14,6 +14,7 @@
 #include "client/src/client_impl.h"
 #include "client/src/convert.h"
 #include "common/version.h"
+#include "common/vocabulary_wire.h"
 #include "stoker/client.h"
 #include "stoker/consumer.h"
 #include "stoker/cuda.h"
@@ -223,6 +224,9 @@ int stoker_consumer_job(stoker_consumer* consumer, char** job_json) {
     for (const std::string& name : job.class_names)
       message.add_class_names(name);
     message.set_owner_uid(job.owner_uid);
+    message.set_dataset_kind(stoker::ToWire(job.dataset_kind));
+    message.set_num_shards(job.num_shards);
+    message.set_index_bytes(job.index_bytes);
     return WriteJson(message, job_json);
   });
 }

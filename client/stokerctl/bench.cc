@@ -7,8 +7,10 @@
 #include <optional>
 #include <string>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "client/stokerctl/commands.h"
 #include "client/stokerctl/format.h"
 #include "stoker/client.h"
@@ -28,16 +30,30 @@ void Fail(const std::string& doing, const absl::Status& status) {
                 last == '.' || last == '?' ? "" : ".");
 }
 
+// Names the dataset in `spec` by what the arguments look like.
+void SetDataset(const BenchOptions& bench, JobSpec* spec) {
+  const std::string& first = bench.dataset.front();
+  if (absl::EndsWith(first, ".tar")) {
+    spec->shards = bench.dataset;
+    spec->label_field = bench.label_field;
+  } else if (absl::EndsWith(first, ".csv") || absl::EndsWith(first, ".jsonl") ||
+             absl::EndsWith(first, ".ndjson")) {
+    spec->manifest = first;
+  } else {
+    spec->dataset_path = first;
+  }
+}
+
 // The job a bench runs; nullopt (after saying why) for an unknown pipeline.
 std::optional<JobSpec> BenchSpec(const BenchOptions& bench) {
-  JobSpec spec{.dataset_path = bench.dataset,
-               .batch_size = bench.batch_size,
+  JobSpec spec{.batch_size = bench.batch_size,
                .slots = bench.slots,
                .height = bench.size,
                .width = bench.size,
                .epochs = 0,
                .name = "stokerctl bench",
                .fast_resample = bench.fast_resample};
+  SetDataset(bench, &spec);
   if (bench.pipeline == "train") {
     spec.pipeline = TrainPipeline(bench.size);
   } else if (bench.pipeline == "eval") {
@@ -103,8 +119,8 @@ void PrintResult(const BenchOptions& bench, const BenchResult& r, bool json) {
         "{\"dataset\":%s,\"images\":%d,\"batches\":%d,\"seconds\":%.3f,"
         "\"images_per_second\":%.1f,\"batch_size\":%d,\"size\":%d,"
         "\"pipeline\":\"%s\"}\n",
-        JsonString(bench.dataset), r.images, r.batches, r.seconds, rate,
-        bench.batch_size, bench.size, bench.pipeline);
+        JsonString(absl::StrJoin(bench.dataset, " ")), r.images, r.batches,
+        r.seconds, rate, bench.batch_size, bench.size, bench.pipeline);
   } else {
     absl::PrintF(
         "%d images in %d batches of %d (%dx%d, %s) in %.1f s: %.0f "
@@ -126,7 +142,7 @@ int Bench(const Options& options, const BenchOptions& bench) {
   }
   auto job = (*client)->CreateJob(*spec);
   if (!job.ok()) {
-    Fail("start a job on " + bench.dataset, job.status());
+    Fail("start a job on " + absl::StrJoin(bench.dataset, " "), job.status());
     return 1;
   }
   auto consumer = (*client)->Attach(job->id);

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/time/time.h"
 
@@ -20,7 +21,10 @@ struct Options {
 };
 
 struct BenchOptions {
-  std::string dataset;
+  // An ImageFolder directory, a manifest (.csv, .jsonl, .ndjson) or tar
+  // shards (.tar, brace patterns allowed).
+  std::vector<std::string> dataset;
+  std::string label_field;  // shards: the json field holding the label
   uint32_t batch_size = 256;
   uint32_t size = 224;  // output height and width
   uint32_t slots = 8;

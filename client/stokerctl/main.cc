@@ -24,6 +24,9 @@ ABSL_FLAG(std::string, pipeline, "train",
           "center crop) or resize");
 ABSL_FLAG(bool, fast_resample, false,
           "bench: resample approximately (JobSpec::fast_resample)");
+ABSL_FLAG(std::string, label_field, "",
+          "bench: tar shards take each label from this field of the json "
+          "member (default: the cls member)");
 ABSL_FLAG(absl::Duration, duration, absl::Seconds(30),
           "bench: how long to run");
 ABSL_FLAG(uint64_t, batches, 0,
@@ -41,8 +44,10 @@ Commands:
   top                  status and jobs, refreshed every --interval
   job delete JOB_ID    end a job; its consumers see CANCELLED, its ring is
                        freed
-  bench DATASET        run a job on an ImageFolder directory as fast as
-                       stokerd delivers and print images/s
+  bench DATASET...     run a job as fast as stokerd delivers and print
+                       images/s; DATASET is an ImageFolder directory, a
+                       manifest (.csv, .jsonl) or tar shards (.tar, brace
+                       patterns allowed: 'train-{0000..0099}.tar')
 
 Common flags: --socket=/run/stoker/stoker.sock, --json; --help lists every
 flag with its default)";
@@ -83,9 +88,10 @@ int main(int argc, char** argv) {
     return Usage("expected `job delete JOB_ID`");
   }
   if (command == "bench") {
-    if (args.size() != 2) return Usage("expected `bench DATASET_DIRECTORY`");
+    if (args.size() < 2) return Usage("expected `bench DATASET...`");
     return stoker::ctl::Bench(
-        options, {.dataset = args[1],
+        options, {.dataset = {args.begin() + 1, args.end()},
+                  .label_field = absl::GetFlag(FLAGS_label_field),
                   .batch_size = absl::GetFlag(FLAGS_batch_size),
                   .size = absl::GetFlag(FLAGS_size),
                   .slots = absl::GetFlag(FLAGS_slots),

@@ -7,6 +7,7 @@
 #include "common/version.h"
 #include "daemon/api/proto_convert.h"
 #include "daemon/api/stats.h"
+#include "daemon/jobs/dataset_sources.h"
 #include "daemon/spec/job_spec.h"
 
 namespace stoker {
@@ -59,7 +60,7 @@ grpc::ServerUnaryReactor* LoaderService::CreateJob(
     auto job =
         registry_->Create(config, [context] { return context->IsCancelled(); });
     if (!job.ok()) {
-      spdlog::info("CreateJob on {} for uid {} failed: {}", config.dataset_path,
+      spdlog::info("CreateJob on {} for uid {} failed: {}", DatasetName(config),
                    config.owner_uid, job.status().message());
       reactor->Finish(ToGrpcStatus(job.status()));
       return;

@@ -35,14 +35,22 @@ void JobToProto(const Job& job, v1::Job* out) {
   out->set_id(job.id());
   *out->mutable_spec() = EffectiveSpec(job.config());
   // The resolved path may hold any bytes a symlink's target did.
-  out->mutable_spec()->mutable_dataset()->set_path(
-      SafeText(job.config().dataset_path));
+  v1::DatasetSpec* dataset = out->mutable_spec()->mutable_dataset();
+  dataset->set_path(SafeText(dataset->path()));
+  dataset->set_manifest(SafeText(dataset->manifest()));
+  for (std::string& shard : *dataset->mutable_shards()) {
+    shard = SafeText(shard);
+  }
+  dataset->set_label_field(SafeText(dataset->label_field()));
   const JobState state = job.state();
   out->set_state(ToWire(state));
   if (state == JobState::kFailed) {
     out->set_error(SafeText(std::string(job.error().message())));
   }
-  out->set_num_samples(job.dataset().samples.size());
+  out->set_num_samples(job.dataset().samples);
+  out->set_dataset_kind(ToWire(job.dataset().kind));
+  out->set_num_shards(job.dataset().shards);
+  out->set_index_bytes(job.dataset().index_bytes);
   for (const std::string& name : job.dataset().class_names) {
     out->add_class_names(SafeText(name));
   }
@@ -58,6 +66,8 @@ void JobToProto(const Job& job, v1::Job* out) {
 void CountersToProto(const Job& job, const JobCounters& c, v1::JobStats* out) {
   out->set_job_id(job.id());
   out->set_name(SafeText(job.config().name));
+  out->set_dataset_kind(ToWire(job.dataset().kind));
+  out->set_num_shards(job.dataset().shards);
   out->set_owner(SafeText(job.config().owner));
   out->set_state(ToWire(c.state));
   out->set_samples_decoded(c.samples_decoded);

@@ -44,6 +44,9 @@ void CollectStats(const WorkerPool& pool, const JobRegistry& registry,
   daemon->set_shm_budget_bytes(registry.shm_budget_bytes());
   daemon->set_shm_free_bytes(FreeBytes(registry.options().shm_dir));
   daemon->set_rss_bytes(ResidentBytes());
+  const DatasetCache::Usage datasets = registry.dataset_usage();
+  daemon->set_dataset_indexes(datasets.indexes);
+  daemon->set_dataset_index_bytes(datasets.bytes);
   for (const auto& job : registry.List()) {
     if (include && !include(*job)) continue;
     CountersToProto(*job, job->Counters(), out->add_jobs());

@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/unique_fd.h"
+#include "daemon/os/read_at.h"
 #include "libyuv/planar_functions.h"
 #include "libyuv/scale.h"
 
@@ -71,20 +72,17 @@ absl::Status ReadFile(const std::string& path, std::vector<uint8_t>* buffer,
         "file is ", st.st_size, " bytes, above the limit of ", kMaxFileBytes));
   }
   buffer->resize(static_cast<size_t>(st.st_size));
-  size_t done = 0;
-  while (done < buffer->size()) {
-    const ssize_t n = ::pread(fd.get(), buffer->data() + done,
-                              buffer->size() - done, static_cast<off_t>(done));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const int err = n < 0 ? errno : 0;
-      return absl::DataLossError(
-          err ? absl::StrCat("read failed: ", std::strerror(err))
-              : "file shrank while being read");
-    }
-    done += static_cast<size_t>(n);
+  return ReadBytes(fd.get(), 0, buffer);
+}
+
+absl::Status ReadBytes(int fd, uint64_t offset, std::vector<uint8_t>* buffer) {
+  if (ReadAt(fd, buffer->data(), buffer->size(), offset)) {
+    return absl::OkStatus();
   }
-  return absl::OkStatus();
+  const int err = errno;
+  return absl::DataLossError(
+      err ? absl::StrCat("read failed: ", std::strerror(err))
+          : "file shrank while being read");
 }
 
 uint8_t* ResampleToPlanes(const uint8_t* src, int stride, ImageSize src_size,
@@ -148,6 +146,22 @@ absl::Status SampleDecoder::Process(const std::string& path,
                                     const Pipeline& pipeline, uint64_t key,
                                     uint8_t* out) {
   absl::Status status = ReadFile(path, &file_, policy_);
+  if (status.ok()) status = ProcessBytes(file_, pipeline, key, out);
+  TrimScratch();
+  return status;
+}
+
+absl::Status SampleDecoder::ProcessRange(int fd, uint64_t offset, uint64_t size,
+                                         const Pipeline& pipeline, uint64_t key,
+                                         uint8_t* out) {
+  absl::Status status;
+  if (size > kMaxFileBytes) {
+    status = absl::InvalidArgumentError(absl::StrCat(
+        "member is ", size, " bytes, above the limit of ", kMaxFileBytes));
+  } else {
+    file_.resize(static_cast<size_t>(size));
+    status = ReadBytes(fd, offset, &file_);
+  }
   if (status.ok()) status = ProcessBytes(file_, pipeline, key, out);
   TrimScratch();
   return status;

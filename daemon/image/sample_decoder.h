@@ -39,6 +39,10 @@ inline constexpr uint64_t kMaxFileBytes = uint64_t{256} << 20;
 absl::Status ReadFile(const std::string& path, std::vector<uint8_t>* buffer,
                       const PathPolicy* policy = nullptr);
 
+// Fills *buffer (its size is how many bytes) from `offset` of `fd`;
+// DATA_LOSS when the file ends first or the read fails.
+absl::Status ReadBytes(int fd, uint64_t offset, std::vector<uint8_t>* buffer);
+
 // The fast path: resamples packed RGB pixels (`stride` bytes per row) to
 // three planes of dst_size (R, G, B), each plane area-averaged when shrinking
 // and bilinear when enlarging (kNearest: point sampling). libyuv's interleaved
@@ -70,6 +74,12 @@ class SampleDecoder {
   // Errors say what was wrong with the file (not which file).
   absl::Status Process(const std::string& path, const Pipeline& pipeline,
                        uint64_t key, uint8_t* out);
+
+  // The same for `size` bytes at `offset` of the file open at `fd` (a tar
+  // shard's member).
+  absl::Status ProcessRange(int fd, uint64_t offset, uint64_t size,
+                            const Pipeline& pipeline, uint64_t key,
+                            uint8_t* out);
 
   // The same for the bytes of a file already in memory.
   absl::Status ProcessBytes(std::span<const uint8_t> file,

@@ -15,6 +15,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/status_macros.h"
 #include "common/unique_fd.h"
 
 namespace stoker {
@@ -51,16 +52,15 @@ absl::Status DirectoryError(const std::string& path, int err) {
 // One scan: its limits, its counters, and the images it found.
 class Scanner {
  public:
-  explicit Scanner(const ScanLimits& limits)
-      : limits_(limits), deadline_(absl::Now() + limits.timeout) {}
+  Scanner(const ScanLimits& limits, DatasetIndex::Builder* index)
+      : limits_(limits), clock_(limits), index_(index) {}
 
   // The class directories (by name) under `root_fd`, sorted.
   absl::StatusOr<std::vector<std::string>> Classes(int root_fd,
                                                    const std::string& root);
-  // Every image under root/name, in (directory, file name) order.
-  absl::StatusOr<std::vector<std::string>> Images(int root_fd,
-                                                  const std::string& root,
-                                                  const std::string& name);
+  // Every image under root/name, as (directory, file name) in that order.
+  absl::StatusOr<std::vector<std::pair<std::string, std::string>>> Images(
+      int root_fd, const std::string& root, const std::string& name);
 
  private:
   // What an entry of `dir` is, following symlinks: DT_DIR, DT_REG or
@@ -76,7 +76,8 @@ class Scanner {
   absl::Status Tick();
 
   const ScanLimits& limits_;
-  const absl::Time deadline_;
+  const ScanClock clock_;
+  DatasetIndex::Builder* const index_;
   uint64_t entries_ = 0;
   uint64_t images_ = 0;
   std::vector<std::pair<DirId, std::string>> ancestors_;
@@ -91,16 +92,7 @@ absl::Status Scanner::Tick() {
         "(--max_dataset_samples) for one dataset"));
   }
   if (entries_ % 256 != 0) return absl::OkStatus();
-  if (limits_.cancelled && limits_.cancelled()) {
-    return absl::CancelledError("the dataset scan was cancelled");
-  }
-  if (absl::Now() > deadline_) {
-    return absl::DeadlineExceededError(absl::StrCat(
-        "dataset.path: scanning took longer than ",
-        absl::FormatDuration(limits_.timeout),
-        " (--scan_timeout) and was stopped after ", entries_, " entries"));
-  }
-  return absl::OkStatus();
+  return clock_.Check(absl::StrCat("entry ", entries_, " of dataset.path"));
 }
 
 unsigned char Scanner::TypeOf(DIR* dir, const dirent& entry) {
@@ -124,9 +116,9 @@ absl::StatusOr<DirHandle> Scanner::Enter(int dir_fd, const char* name,
   UniqueFd fd(
       ::openat(dir_fd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NONBLOCK));
   if (!fd) return DirectoryError(path, errno);
-  struct stat st;
-  if (::fstat(fd.get(), &st) != 0) return DirectoryError(path, errno);
-  const DirId id{st.st_dev, st.st_ino};
+  FileStamp stamp;
+  STOKER_RETURN_IF_ERROR(StampOf(fd.get(), path, /*directory=*/true, &stamp));
+  const DirId id{stamp.dev, stamp.ino};
   for (const auto& [ancestor, ancestor_path] : ancestors_) {
     if (ancestor == id) {
       return absl::InvalidArgumentError(
@@ -145,6 +137,7 @@ absl::StatusOr<DirHandle> Scanner::Enter(int dir_fd, const char* name,
   if (dir == nullptr) return DirectoryError(path, errno);
   (void)fd.release();  // the DIR owns it now
   ancestors_.emplace_back(id, path);
+  index_->AddStamp(std::move(stamp));
   return DirHandle(dir);
 }
 
@@ -205,8 +198,8 @@ absl::StatusOr<std::vector<std::string>> Scanner::Classes(
   return classes;
 }
 
-absl::StatusOr<std::vector<std::string>> Scanner::Images(
-    int root_fd, const std::string& root, const std::string& name) {
+absl::StatusOr<std::vector<std::pair<std::string, std::string>>>
+Scanner::Images(int root_fd, const std::string& root, const std::string& name) {
   const std::string path = absl::StrCat(root, "/", name);
   struct stat st;
   if (::fstat(root_fd, &st) != 0) return DirectoryError(root, errno);
@@ -222,12 +215,7 @@ absl::StatusOr<std::vector<std::string>> Scanner::Images(
     return walked;
   }
   std::sort(found_.begin(), found_.end());
-  std::vector<std::string> paths;
-  paths.reserve(found_.size());
-  for (const auto& [dir_path, file] : found_) {
-    paths.push_back(absl::StrCat(dir_path, "/", file));
-  }
-  return paths;
+  return std::move(found_);
 }
 
 // torchvision's FileNotFoundError, as a status: the first classes by name.
@@ -255,8 +243,8 @@ bool IsImageFile(const std::string& name) {
   return false;
 }
 
-absl::StatusOr<Dataset> ScanImageFolder(const std::string& root,
-                                        const ScanLimits& limits) {
+absl::StatusOr<std::shared_ptr<const DatasetIndex>> ScanImageFolder(
+    const std::string& root, const ScanLimits& limits) {
   if (root.empty()) {
     return absl::InvalidArgumentError("dataset.path is empty");
   }
@@ -273,29 +261,30 @@ absl::StatusOr<Dataset> ScanImageFolder(const std::string& root,
     }
     return DirectoryError(root, errno);
   }
-  Scanner scanner(limits);
-  Dataset dataset;
-  dataset.root = root;
-  auto classes = scanner.Classes(root_fd.get(), root);
-  if (!classes.ok()) return classes.status();
-  dataset.class_names = *std::move(classes);
-  if (dataset.class_names.empty()) {
+  DatasetIndex::Builder index(DatasetKind::kImageFolder);
+  FileStamp stamp;
+  STOKER_RETURN_IF_ERROR(StampOf(root_fd.get(), root, true, &stamp));
+  index.AddStamp(std::move(stamp));
+  Scanner scanner(limits, &index);
+  STOKER_ASSIGN_OR_RETURN(std::vector<std::string> classes,
+                          scanner.Classes(root_fd.get(), root));
+  if (classes.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "dataset.path '", root,
         "' holds no class directory: expected <root>/<class>/<image>"));
   }
   std::vector<std::string> empty;
-  for (size_t label = 0; label < dataset.class_names.size(); ++label) {
-    auto images =
-        scanner.Images(root_fd.get(), root, dataset.class_names[label]);
-    if (!images.ok()) return images.status();
-    if (images->empty()) empty.push_back(dataset.class_names[label]);
-    for (std::string& path : *images) {
-      dataset.samples.push_back({std::move(path), static_cast<int64_t>(label)});
+  for (size_t label = 0; label < classes.size(); ++label) {
+    STOKER_ASSIGN_OR_RETURN(
+        auto images, scanner.Images(root_fd.get(), root, classes[label]));
+    if (images.empty()) empty.push_back(classes[label]);
+    for (const auto& [directory, file] : images) {
+      STOKER_RETURN_IF_ERROR(index.AddFile(directory, file, int64_t(label)));
     }
   }
   if (!empty.empty()) return EmptyClassesError(empty);
-  return dataset;
+  index.SetClassNames(std::move(classes));
+  return index.Build();
 }
 
 }  // namespace stoker

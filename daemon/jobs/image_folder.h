@@ -25,37 +25,17 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "daemon/jobs/dataset_index.h"
+#include "daemon/jobs/scan_limits.h"
 #include "daemon/os/path_policy.h"
 
 namespace stoker {
-
-struct Sample {
-  std::string path;
-  int64_t label = 0;
-};
-
-struct Dataset {
-  std::string root;
-  std::vector<std::string> class_names;
-  std::vector<Sample> samples;
-};
-
-struct ScanLimits {
-  uint64_t max_samples = uint64_t{1} << 24;
-  // Directory entries looked at, images or not (a class linked to /usr).
-  uint64_t max_entries = uint64_t{1} << 26;
-  int max_depth = 32;  // directories below a class directory
-  absl::Duration timeout = absl::Minutes(5);
-  // Directories reached through a symlink must lie inside its roots.
-  const PathPolicy* policy = nullptr;
-  // Polled while scanning; true ends the scan (CANCELLED).
-  std::function<bool()> cancelled;
-};
 
 // torchvision's IMG_EXTENSIONS.
 inline constexpr const char* kImageExtensions[] = {
@@ -73,8 +53,9 @@ bool IsImageFile(const std::string& name);
 // exist; PERMISSION_DENIED naming a directory that cannot be read or that a
 // symlink leads to outside the policy's roots; RESOURCE_EXHAUSTED past
 // max_samples or max_entries; DEADLINE_EXCEEDED past the timeout.
-absl::StatusOr<Dataset> ScanImageFolder(const std::string& root,
-                                        const ScanLimits& limits = {});
+// The index stamps every directory it looked into.
+absl::StatusOr<std::shared_ptr<const DatasetIndex>> ScanImageFolder(
+    const std::string& root, const ScanLimits& limits = {});
 
 }  // namespace stoker
 

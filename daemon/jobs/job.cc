@@ -10,20 +10,29 @@
 #include "common/status_macros.h"
 
 namespace stoker {
+namespace {
+
+uint64_t NextSerial() {
+  static std::atomic<uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
+
+}  // namespace
 
 absl::StatusOr<std::shared_ptr<Job>> Job::Create(
-    std::string id, JobConfig config, Dataset dataset, std::string segment_name,
+    std::string id, JobConfig config,
+    std::shared_ptr<const DatasetIndex> dataset, std::string segment_name,
     mode_t segment_mode, std::function<void()> on_work) {
-  const uint64_t per_rank = ShardSize(dataset.samples.size(), config.sharding);
+  const uint64_t per_rank = ShardSize(dataset->size(), config.sharding);
   const uint64_t per_epoch =
       BatchPlan(per_rank, config.batch_size, config.drop_last)
           .batches_per_epoch();
   if (per_epoch == 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "an epoch would hold no batch: ", per_rank,
-        " samples per rank (dataset of ", dataset.samples.size(),
-        ", world_size ", config.sharding.world_size, ") with batch_size ",
-        config.batch_size, " and drop_last"));
+        " samples per rank (dataset of ", dataset->size(), ", world_size ",
+        config.sharding.world_size, ") with batch_size ", config.batch_size,
+        " and drop_last"));
   }
   // Positions are numbered epoch * per_epoch + batch in 64 bits.
   constexpr uint64_t kMaxSeq = std::numeric_limits<uint64_t>::max();
@@ -52,13 +61,15 @@ absl::StatusOr<std::shared_ptr<Job>> Job::Create(
                                       std::move(on_work)));
 }
 
-Job::Job(std::string id, JobConfig config, Dataset dataset,
-         std::unique_ptr<Ring> ring, std::function<void()> on_work)
+Job::Job(std::string id, JobConfig config,
+         std::shared_ptr<const DatasetIndex> index, std::unique_ptr<Ring> ring,
+         std::function<void()> on_work)
     : id_(std::move(id)),
+      serial_(NextSerial()),
       config_(std::move(config)),
-      dataset_(std::move(dataset)),
-      plan_(ShardSize(dataset_.samples.size(), config_.sharding),
-            config_.batch_size, config_.drop_last),
+      dataset_(Summarize(*index)),
+      plan_(ShardSize(dataset_.samples, config_.sharding), config_.batch_size,
+            config_.drop_last),
       total_batches_(config_.epochs == 0
                          ? std::numeric_limits<uint64_t>::max()
                          : config_.epochs * plan_.batches_per_epoch()),
@@ -68,6 +79,7 @@ Job::Job(std::string id, JobConfig config, Dataset dataset,
       segment_name_(ring->name()),
       on_work_(std::move(on_work)),
       ring_(std::move(ring)),
+      index_(std::move(index)),
       policy_(DeliveryPolicy::Create(
           {.job_id = id_,
            .sharing = config_.sharing,
@@ -89,11 +101,11 @@ const std::vector<uint32_t>& Job::Order(uint64_t epoch) {
   orders_.erase(orders_.begin(), orders_.lower_bound(oldest));
   // Every rank draws the same order and takes its DistributedSampler share.
   return orders_
-      .emplace(epoch, Shard(EpochPermutation(
-                                config_.seed, epoch,
-                                static_cast<uint32_t>(dataset_.samples.size()),
-                                config_.shuffle),
-                            config_.sharding))
+      .emplace(epoch,
+               Shard(EpochPermutation(config_.seed, epoch,
+                                      static_cast<uint32_t>(dataset_.samples),
+                                      config_.shuffle),
+                     config_.sharding))
       .first->second;
 }
 
@@ -134,6 +146,7 @@ bool Job::TakeTask(SampleTask* task) {
   task->slot = open->slot;
   task->row = row;
   task->sample = Order(epoch)[batch * config_.batch_size + row];
+  task->dataset = index_.get();
   task->image = data + layout.images_offset +
                 uint64_t{row} * config_.pipeline.BytesPerImage();
   task->label = reinterpret_cast<int64_t*>(data + layout.labels_offset) + row;
@@ -145,10 +158,13 @@ bool Job::TakeTask(SampleTask* task) {
 void Job::RecordError(uint32_t sample, std::string reason) {
   // The first distinct failures are logged (one line each); the rest are
   // only counted, so that a broken dataset cannot flood the journal.
-  const std::string& path = dataset_.samples[sample].path;
   JobTally::ErrorLog log;
+  std::string path;
   {
     absl::MutexLock lock(&mu_);
+    // A task is in flight: the index is still held.
+    path = index_ != nullptr ? index_->Describe(sample)
+                             : absl::StrCat("sample ", sample);
     log = tally_.RecordError(sample, path, reason);
   }
   if (log == JobTally::ErrorLog::kCountOnly) return;
@@ -361,7 +377,10 @@ void Job::Stop(JobState state, const absl::Status& why) {
 }
 
 void Job::MaybeFreeRing() {
-  if (state_ != JobState::kRunning && inflight_tasks_ == 0) ring_.reset();
+  if (state_ != JobState::kRunning && inflight_tasks_ == 0) {
+    ring_.reset();
+    index_.reset();
+  }
 }
 
 }  // namespace stoker

@@ -30,10 +30,10 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "daemon/jobs/dataset_index.h"
 #include "daemon/jobs/delivery.h"
 #include "daemon/jobs/delivery_policy.h"
 #include "daemon/jobs/epoch_order.h"
-#include "daemon/jobs/image_folder.h"
 #include "daemon/jobs/job_tally.h"
 #include "daemon/shm/ring.h"
 #include "daemon/spec/job_config.h"
@@ -47,6 +47,8 @@ struct SampleTask {
   uint32_t slot = 0;
   uint32_t row = 0;
   uint32_t sample = 0;  // dataset index
+  // The job's index; valid until FinishTask.
+  const DatasetIndex* dataset = nullptr;
   uint8_t* image = nullptr;
   int64_t* label = nullptr;
   int64_t* index = nullptr;
@@ -66,15 +68,17 @@ class Job {
   // size would hold no batch. `on_work` is called (without locks) whenever
   // slots free up.
   static absl::StatusOr<std::shared_ptr<Job>> Create(
-      std::string id, JobConfig config, Dataset dataset,
-      std::string segment_name, mode_t segment_mode,
-      std::function<void()> on_work);
+      std::string id, JobConfig config,
+      std::shared_ptr<const DatasetIndex> dataset, std::string segment_name,
+      mode_t segment_mode, std::function<void()> on_work);
 
-  // Constant after construction.
+  // Constant after construction. serial(): unique among the jobs of this
+  // process, never reused (ids are names; a serial keys per-job caches).
   const std::string& id() const { return id_; }
+  uint64_t serial() const { return serial_; }
   const JobConfig& config() const { return config_; }
   JobAccess access() const { return {config_.owner_uid, config_.access_gid}; }
-  const Dataset& dataset() const { return dataset_; }
+  const DatasetSummary& dataset() const { return dataset_; }
   const RingGeometry& geometry() const { return geometry_; }
   const std::string& segment_name() const { return segment_name_; }
   uint64_t batches_per_epoch() const { return plan_.batches_per_epoch(); }
@@ -143,8 +147,9 @@ class Job {
     bool work = false;
   };
 
-  Job(std::string id, JobConfig config, Dataset dataset,
-      std::unique_ptr<Ring> ring, std::function<void()> on_work);
+  Job(std::string id, JobConfig config,
+      std::shared_ptr<const DatasetIndex> index, std::unique_ptr<Ring> ring,
+      std::function<void()> on_work);
 
   bool running() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return state_ == JobState::kRunning && ring_ != nullptr;
@@ -158,13 +163,16 @@ class Job {
   Wake Apply(const PolicyEffects& effects) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Stop(JobState state, const absl::Status& why)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Lets go of the ring and the index once the job has ended and no task
+  // is in flight.
   void MaybeFreeRing() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Notify(const Wake& wake) ABSL_LOCKS_EXCLUDED(mu_);
 
   // Constant after construction.
   const std::string id_;
+  const uint64_t serial_;
   const JobConfig config_;
-  const Dataset dataset_;
+  const DatasetSummary dataset_;
   const BatchPlan plan_;
   const uint64_t total_batches_;  // UINT64_MAX when epochs == 0
   const uint64_t start_seq_;      // first batch served (resume)
@@ -179,6 +187,7 @@ class Job {
   absl::Time ended_at_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
   absl::Time alone_since_ ABSL_GUARDED_BY(mu_) = absl::Now();
   std::unique_ptr<Ring> ring_ ABSL_GUARDED_BY(mu_);
+  std::shared_ptr<const DatasetIndex> index_ ABSL_GUARDED_BY(mu_);
   std::unique_ptr<DeliveryPolicy> policy_ ABSL_GUARDED_BY(mu_);
   JobTally tally_ ABSL_GUARDED_BY(mu_);
   std::map<uint64_t, std::vector<uint32_t>> orders_ ABSL_GUARDED_BY(mu_);

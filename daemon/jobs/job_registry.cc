@@ -9,6 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "common/log.h"
 #include "common/status_macros.h"
+#include "daemon/jobs/dataset_sources.h"
 #include "daemon/os/byte_size.h"
 #include "daemon/spec/job_spec.h"
 
@@ -180,18 +181,26 @@ absl::Status JobRegistry::CheckMemory(const JobConfig& config,
   return absl::OkStatus();
 }
 
-absl::StatusOr<Dataset> JobRegistry::Scan(JobConfig* config,
-                                          const ScanLimits& limits) const {
+absl::StatusOr<std::shared_ptr<const DatasetIndex>> JobRegistry::Index(
+    JobConfig* config, const ScanLimits& limits) {
   // What the scan opens, it opens with the owner's permissions (the ring
   // Create makes afterwards is the daemon's own).
   const ActAs as_owner(&config->owner_files);
   STOKER_RETURN_IF_ERROR(as_owner.status());
-  if (options_.dataset_paths != nullptr) {
-    STOKER_ASSIGN_OR_RETURN(
-        config->dataset_path,
-        options_.dataset_paths->Resolve(config->dataset_path));
+  static const PathPolicy* const kAnywhere = new PathPolicy();
+  const PathPolicy& policy =
+      options_.dataset_paths != nullptr ? *options_.dataset_paths : *kAnywhere;
+  if (config->dataset_kind == DatasetKind::kImageFolder) {
+    STOKER_ASSIGN_OR_RETURN(config->dataset_path,
+                            policy.Resolve(config->dataset_path));
   }
-  return ScanImageFolder(config->dataset_path, limits);
+  const std::string key = DatasetKey(*config, policy);
+  if (auto shared = datasets_.Find(key, policy);
+      shared != nullptr && shared->size() <= limits.max_samples) {
+    return shared;
+  }
+  STOKER_ASSIGN_OR_RETURN(auto index, BuildDatasetIndex(*config, limits));
+  return datasets_.Keep(key, std::move(index));
 }
 
 absl::StatusOr<std::shared_ptr<Job>> JobRegistry::Create(
@@ -209,7 +218,8 @@ absl::StatusOr<std::shared_ptr<Job>> JobRegistry::Create(
     scan.max_entries = 2 * scan.max_samples + (uint64_t{1} << 20);
     scan.timeout = options_.limits.scan_timeout;
   }
-  absl::StatusOr<Dataset> dataset = Scan(&config, scan);
+  absl::StatusOr<std::shared_ptr<const DatasetIndex>> dataset =
+      Index(&config, scan);
   if (!dataset.ok()) return dataset.status();
   const std::string id = NewJobId();
   uint64_t ticket = 0;
@@ -238,8 +248,8 @@ absl::StatusOr<std::shared_ptr<Job>> JobRegistry::Create(
   spdlog::info(
       "job {}: created '{}' for uid {} (client {}) on {} ({} samples, {} "
       "classes, {} slots of {} bytes, weight {})",
-      id, config.name, config.owner_uid, config.owner, config.dataset_path,
-      (*job)->dataset().samples.size(), (*job)->dataset().class_names.size(),
+      id, config.name, config.owner_uid, config.owner, DatasetName(config),
+      (*job)->dataset().samples, (*job)->dataset().class_names.size(),
       config.slots, (*job)->geometry().slot.slot_bytes, config.weight);
   return *std::move(job);
 }

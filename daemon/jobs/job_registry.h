@@ -31,7 +31,9 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "daemon/jobs/dataset_cache.h"
 #include "daemon/jobs/job.h"
+#include "daemon/jobs/scan_limits.h"
 #include "daemon/jobs/worker_pool.h"
 #include "daemon/os/path_policy.h"
 
@@ -97,6 +99,8 @@ class JobRegistry {
   void SetLimits(const RegistryLimits& limits);
   // segment_prefix, segment_mode, shm_dir and dataset_paths never change.
   const RegistryOptions& options() const { return options_; }
+  // The dataset indexes in memory.
+  DatasetCache::Usage dataset_usage() const { return datasets_.usage(); }
 
   // What one user holds: jobs (running or ended, plus reservations) and
   // ring bytes (running jobs and reservations).
@@ -113,9 +117,11 @@ class JobRegistry {
     uint64_t bytes;
   };
   std::string NewJobId();
-  // Resolves config->dataset_path and scans it, as the job's owner.
-  absl::StatusOr<Dataset> Scan(JobConfig* config,
-                               const ScanLimits& limits) const;
+  // The index of config's dataset, as the job's owner: the one jobs over
+  // the same dataset share when it still holds, else a new one (resolving
+  // config->dataset_path).
+  absl::StatusOr<std::shared_ptr<const DatasetIndex>> Index(
+      JobConfig* config, const ScanLimits& limits);
   absl::Status CheckLimits(const JobConfig& config)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The shared-memory part: /dev/shm, the budget, the user's share.
@@ -135,6 +141,7 @@ class JobRegistry {
 
   WorkerPool* const pool_;
   std::atomic<bool> closing_{false};
+  DatasetCache datasets_;
 
   mutable absl::Mutex mu_;
   // Its limits are written under mu_ by SetLimits, and read under mu_.

@@ -176,18 +176,6 @@ absl::Status AddMember(const std::string& shard, const TarLimits& limits,
 
 }  // namespace
 
-bool ReadAt(int fd, uint8_t* out, size_t n, uint64_t offset) {
-  while (n > 0) {
-    const ssize_t got = ::pread(fd, out, n, static_cast<off_t>(offset));
-    if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) return false;
-    out += got;
-    n -= size_t(got);
-    offset += uint64_t(got);
-  }
-  return true;
-}
-
 absl::StatusOr<std::vector<TarMember>> ReadTarMembers(int fd,
                                                       const std::string& shard,
                                                       const TarLimits& limits) {

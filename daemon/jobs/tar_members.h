@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "daemon/os/read_at.h"
 
 namespace stoker {
 
@@ -33,10 +34,6 @@ struct TarLimits {
   uint64_t max_members = uint64_t{1} << 26;
   uint64_t max_header_bytes = uint64_t{1} << 20;  // a pax header or long name
 };
-
-// Reads exactly n bytes at `offset` of `fd` (retrying short reads and
-// EINTR); false on an error or the end of the file.
-bool ReadAt(int fd, uint8_t* out, size_t n, uint64_t offset);
 
 // Lists the regular files of the tar archive open at `fd`, in archive
 // order (directories, links and other entries are skipped). `shard` names

@@ -7,6 +7,8 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "common/status_macros.h"
+#include "simdjson.h"
 
 namespace stoker {
 namespace {
@@ -35,16 +37,28 @@ absl::Status Bad(const std::string& shard, const std::string& key,
       absl::StrCat("shard '", shard, "': sample '", key, "' ", what));
 }
 
-// The integer in a "cls" member (surrounding whitespace allowed).
-absl::Status ReadLabel(int fd, const std::string& shard, const std::string& key,
-                       const TarMember& cls, int64_t* label) {
-  if (cls.size > 64) return Bad(shard, key, "has a cls member over 64 bytes");
-  char text[64];
-  if (!ReadAt(fd, reinterpret_cast<uint8_t*>(text), cls.size, cls.offset)) {
-    return Bad(shard, key, "has an unreadable cls member");
+// Reads a label member (at most `limit` bytes) into *text.
+absl::Status ReadMember(int fd, const std::string& shard,
+                        const std::string& key, const TarMember& member,
+                        uint64_t limit, std::string* text) {
+  if (member.size > limit) {
+    return Bad(shard, key,
+               absl::StrCat("has a label member '", member.name, "' over ",
+                            limit, " bytes (", member.size, ")"));
   }
-  const absl::string_view value =
-      absl::StripAsciiWhitespace(absl::string_view(text, cls.size));
+  text->resize(member.size);
+  if (!ReadAt(fd, reinterpret_cast<uint8_t*>(text->data()), member.size,
+              member.offset)) {
+    return Bad(shard, key,
+               absl::StrCat("has an unreadable member '", member.name, "'"));
+  }
+  return absl::OkStatus();
+}
+
+// The integer in a "cls" member (surrounding whitespace allowed).
+absl::Status ClsLabel(const std::string& shard, const std::string& key,
+                      const std::string& text, int64_t* label) {
+  const absl::string_view value = absl::StripAsciiWhitespace(text);
   if (!absl::SimpleAtoi(value, label)) {
     return Bad(shard, key,
                absl::StrCat("has a label that is not an integer: '",
@@ -53,25 +67,75 @@ absl::Status ReadLabel(int fd, const std::string& shard, const std::string& key,
   return absl::OkStatus();
 }
 
+// The integer at `field` of a "json" member.
+absl::Status JsonLabel(simdjson::dom::parser& parser, const std::string& shard,
+                       const std::string& key, const std::string& text,
+                       const std::string& field, int64_t* label) {
+  simdjson::dom::element doc;
+  if (auto error = parser.parse(text).get(doc); error) {
+    return Bad(shard, key,
+               absl::StrCat("has a json member that does not parse: ",
+                            simdjson::error_message(error)));
+  }
+  simdjson::dom::element value;
+  const auto found =
+      field.starts_with('/') ? doc.at_pointer(field) : doc[field];
+  if (found.get(value) != simdjson::SUCCESS) {
+    return Bad(shard, key,
+               absl::StrCat("has a json member without the field '",
+                            absl::CHexEscape(field), "'"));
+  }
+  if (value.get_int64().get(*label) != simdjson::SUCCESS) {
+    return Bad(
+        shard, key,
+        absl::StrCat("has a json field '", absl::CHexEscape(field),
+                     "' that is not an integer: ",
+                     absl::CHexEscape(simdjson::minify(value).substr(0, 40))));
+  }
+  return absl::OkStatus();
+}
+
 struct Group {
   std::string key;
   const TarMember* image = nullptr;
   int image_rank = 0;
-  const TarMember* cls = nullptr;
+  const TarMember* label = nullptr;
 };
 
-absl::Status Finish(int fd, const std::string& shard, const Group& g,
-                    std::vector<ShardSample>* out) {
-  if (g.image == nullptr) return Bad(shard, g.key, "has no image member");
-  if (g.cls == nullptr) return Bad(shard, g.key, "has no cls member (label)");
-  ShardSample sample{g.key, g.image->offset, g.image->size, 0};
-  if (absl::Status ok = ReadLabel(fd, shard, g.key, *g.cls, &sample.label);
-      !ok.ok()) {
-    return ok;
+class Grouper {
+ public:
+  Grouper(int fd, const std::string& shard, const LabelSource& labels)
+      : fd_(fd), shard_(shard), labels_(labels) {}
+
+  const char* label_extension() const {
+    return labels_.json_field.empty() ? "cls" : "json";
   }
-  out->push_back(std::move(sample));
-  return absl::OkStatus();
-}
+
+  absl::Status Finish(const Group& g, std::vector<ShardSample>* out) {
+    if (g.image == nullptr) return Bad(shard_, g.key, "has no image member");
+    if (g.label == nullptr) {
+      return Bad(shard_, g.key,
+                 absl::StrCat("has no ", label_extension(), " member (label)"));
+    }
+    ShardSample sample{g.key, g.image->offset, g.image->size, 0};
+    const bool json = !labels_.json_field.empty();
+    STOKER_RETURN_IF_ERROR(ReadMember(fd_, shard_, g.key, *g.label,
+                                      json ? kMaxLabelJsonBytes : 64, &text_));
+    STOKER_RETURN_IF_ERROR(json
+                               ? JsonLabel(parser_, shard_, g.key, text_,
+                                           labels_.json_field, &sample.label)
+                               : ClsLabel(shard_, g.key, text_, &sample.label));
+    out->push_back(std::move(sample));
+    return absl::OkStatus();
+  }
+
+ private:
+  const int fd_;
+  const std::string& shard_;
+  const LabelSource& labels_;
+  std::string text_;
+  simdjson::dom::parser parser_;
+};
 
 }  // namespace
 
@@ -80,16 +144,17 @@ bool IsImageExtension(const std::string& extension) {
 }
 
 absl::StatusOr<std::vector<ShardSample>> GroupShardSamples(
-    int fd, const std::string& shard, const std::vector<TarMember>& members) {
+    int fd, const std::string& shard, const std::vector<TarMember>& members,
+    const LabelSource& labels) {
+  Grouper grouper(fd, shard, labels);
+  const std::string label_extension = grouper.label_extension();
   std::vector<ShardSample> samples;
   Group group;
   bool open = false;
   for (const TarMember& m : members) {
     auto [key, extension] = Split(m.name);
     if (open && key != group.key) {
-      if (absl::Status ok = Finish(fd, shard, group, &samples); !ok.ok()) {
-        return ok;
-      }
+      STOKER_RETURN_IF_ERROR(grouper.Finish(group, &samples));
       open = false;
     }
     if (!open) {
@@ -100,15 +165,11 @@ absl::StatusOr<std::vector<ShardSample>> GroupShardSamples(
     if (rank >= 0 && (group.image == nullptr || rank < group.image_rank)) {
       group.image = &m;
       group.image_rank = rank;
-    } else if (extension == "cls") {
-      group.cls = &m;
+    } else if (extension == label_extension) {
+      group.label = &m;
     }
   }
-  if (open) {
-    if (absl::Status ok = Finish(fd, shard, group, &samples); !ok.ok()) {
-      return ok;
-    }
-  }
+  if (open) STOKER_RETURN_IF_ERROR(grouper.Finish(group, &samples));
   return samples;
 }
 

@@ -135,7 +135,7 @@ void WorkerPool::Charge(const Job* job, uint64_t ns) {
 }
 
 void WorkerPool::Run() {
-  SampleDecoder decoder(limits_, policy_);
+  SampleReader reader(limits_, policy_);
   // Samples are opened with their job owner's permissions; a worker keeps
   // that identity while it takes the same user's samples in a row.
   HeldIdentity identity;
@@ -148,13 +148,14 @@ void WorkerPool::Run() {
         if (stop_) return;
         const uint64_t seen = notifications_;
         if (NextTask(&job, &task)) break;
+        reader.CloseShards();  // nothing to do: hold no file open
         while (!stop_ && notifications_ == seen) wake_.Wait(&mu_);
       }
     }
     // CPU time, not wall time: a worker preempted mid-sample does not
     // charge its job for the time it did not run.
     const uint64_t start = ThreadCpuNanos();
-    Process(*job, task, decoder, identity);
+    Process(*job, task, reader, identity);
     const uint64_t ns = ThreadCpuNanos() - start;
     busy_ns_.fetch_add(ns, std::memory_order_relaxed);
     job->AddWorkerTime(ns);
@@ -180,22 +181,21 @@ double WorkerPool::decoded_per_second() const {
   return decoded_rate_.PerSecond();
 }
 
-void WorkerPool::Process(Job& job, const SampleTask& task,
-                         SampleDecoder& decoder, HeldIdentity& identity) {
-  const Dataset& dataset = job.dataset();
+void WorkerPool::Process(Job& job, const SampleTask& task, SampleReader& reader,
+                         HeldIdentity& identity) {
+  const DatasetIndex& dataset = *task.dataset;
   const JobConfig& config = job.config();
   uint32_t sample = task.sample;
   absl::Status status;
   for (int attempt = 0;; ++attempt) {
-    const Sample& s = dataset.samples[sample];
     status = identity.Use(config.owner_files);
     if (status.ok()) {
-      status = decoder.Process(s.path, config.pipeline,
-                               SampleKey(config.seed, task.epoch, sample),
-                               task.image);
+      status =
+          reader.Decode(job.serial(), dataset, sample, config.pipeline,
+                        SampleKey(config.seed, task.epoch, sample), task.image);
     }
     if (status.ok()) {
-      *task.label = s.label;
+      *task.label = dataset.label(sample);
       *task.index = sample;
       samples_decoded_.fetch_add(1, std::memory_order_relaxed);
       break;
@@ -204,7 +204,7 @@ void WorkerPool::Process(Job& job, const SampleTask& task,
     job.RecordError(sample, std::string(status.message()));
     if (config.on_error == OnError::kFail || attempt + 1 >= kMaxReplacements) {
       status = absl::DataLossError(absl::StrCat(
-          "cannot decode sample ", sample, " '", s.path,
+          "cannot decode sample ", sample, " '", dataset.Describe(sample),
           "': ", status.message(),
           config.on_error == OnError::kFail
               ? " (on_error=FAIL)"
@@ -212,7 +212,7 @@ void WorkerPool::Process(Job& job, const SampleTask& task,
       break;
     }
     // Deterministic replacement: the next sample in dataset order.
-    sample = static_cast<uint32_t>((sample + 1) % dataset.samples.size());
+    sample = (sample + 1) % dataset.size();
   }
   // A failure may end the job, which unlinks its ring: as the daemon.
   if (!status.ok()) identity.Release();

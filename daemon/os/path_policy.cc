@@ -70,21 +70,21 @@ bool PathPolicy::Allowed(const std::string& resolved) const {
   return false;
 }
 
-absl::StatusOr<std::string> PathPolicy::Resolve(const std::string& path) const {
+absl::StatusOr<std::string> PathPolicy::Resolve(const std::string& path,
+                                                absl::string_view field) const {
   char buffer[PATH_MAX];
   if (::realpath(path.c_str(), buffer) == nullptr) {
     if (errno == ENOENT || errno == ENOTDIR) {
       return absl::NotFoundError(
-          absl::StrCat("dataset.path '", path, "' does not exist"));
+          absl::StrCat(field, " '", path, "' does not exist"));
     }
-    return absl::PermissionDeniedError(
-        absl::StrCat("dataset.path '", path,
-                     "' cannot be resolved: ", std::strerror(errno)));
+    return absl::PermissionDeniedError(absl::StrCat(
+        field, " '", path, "' cannot be resolved: ", std::strerror(errno)));
   }
   std::string resolved(buffer);
   if (!Allowed(resolved)) {
     return absl::PermissionDeniedError(
-        absl::StrCat("dataset.path '", path, "' resolves to '", resolved,
+        absl::StrCat(field, " '", path, "' resolves to '", resolved,
                      "', outside the dataset roots stokerd allows (",
                      absl::StrJoin(roots(), ", "),
                      "; never /proc, /sys or /dev): see --dataset_roots"));

@@ -16,6 +16,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 
 namespace stoker {
@@ -31,7 +32,9 @@ class PathPolicy {
 
   // The resolved `path`: NOT_FOUND if it does not exist, PERMISSION_DENIED
   // (naming the roots) if it resolves outside them.
-  absl::StatusOr<std::string> Resolve(const std::string& path) const;
+  // `field` names where the path came from in errors.
+  absl::StatusOr<std::string> Resolve(
+      const std::string& path, absl::string_view field = "dataset.path") const;
   // PERMISSION_DENIED unless the file open on `fd` lies inside the roots.
   absl::Status CheckOpen(int fd) const;
 

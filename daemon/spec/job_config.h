@@ -8,11 +8,12 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "common/ring_layout.h"
 #include "daemon/image/pipeline.h"
 #include "daemon/os/file_identity.h"
-#include "stoker/vocabulary.h"  // OnError, ConsumerMode, LagPolicy
+#include "stoker/vocabulary.h"  // OnError, ConsumerMode, DatasetKind, ...
 
 namespace stoker {
 
@@ -38,7 +39,12 @@ struct SharingConfig {
 
 struct JobConfig {
   std::string name;
+  // The dataset: an ImageFolder root or a manifest file (dataset_path), or
+  // tar shards (brace patterns, expanded when the job is created).
+  DatasetKind dataset_kind = DatasetKind::kImageFolder;
   std::string dataset_path;
+  std::vector<std::string> shards;
+  std::string label_field;  // shards: the json field; empty: cls
   uint32_t batch_size = 0;
   uint32_t slots = 0;
   Pipeline pipeline;  // what each image becomes, and in which dtype/layout

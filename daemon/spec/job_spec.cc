@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/ring_layout.h"
+#include "common/status_macros.h"
 #include "common/vocabulary_wire.h"
 #include "daemon/spec/pipeline_proto.h"
 
@@ -65,6 +66,61 @@ absl::StatusOr<SharingConfig> ParseSharing(const v1::SharingSpec& spec,
   return sharing;
 }
 
+absl::Status CheckDatasetPath(absl::string_view field, const std::string& path,
+                              bool absolute) {
+  if (path.size() > kMaxPathBytes) {
+    return OutOfRange(absl::StrCat(field, " length"), path.size(), 1,
+                      kMaxPathBytes);
+  }
+  if (path.find('\0') != std::string::npos) {
+    return absl::InvalidArgumentError(absl::StrCat(field, " holds a NUL byte"));
+  }
+  if (absolute && !path.empty() && !path.starts_with('/')) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, " '", path, "' is not an absolute path"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ParseDataset(const v1::DatasetSpec& spec, JobConfig* config) {
+  const int named = int(!spec.path().empty()) + int(spec.shards_size() > 0) +
+                    int(!spec.manifest().empty());
+  if (named != 1) {
+    return absl::InvalidArgumentError(
+        named == 0 ? "dataset is empty: set dataset.path (an ImageFolder), "
+                     "dataset.shards or dataset.manifest"
+                   : "dataset names more than one of path, shards and "
+                     "manifest; name one");
+  }
+  if (!spec.label_field().empty() && spec.shards_size() == 0) {
+    return absl::InvalidArgumentError(
+        "dataset.label_field applies to shards only");
+  }
+  if (spec.label_field().size() > kMaxLabelFieldBytes) {
+    return OutOfRange("dataset.label_field length", spec.label_field().size(),
+                      0, kMaxLabelFieldBytes);
+  }
+  if (spec.shards_size() > int(kMaxShardPatterns)) {
+    return OutOfRange("dataset.shards size", spec.shards_size(), 1,
+                      kMaxShardPatterns);
+  }
+  for (int i = 0; i < spec.shards_size(); ++i) {
+    STOKER_RETURN_IF_ERROR(CheckDatasetPath(
+        absl::StrCat("dataset.shards[", i, "]"), spec.shards(i), true));
+  }
+  STOKER_RETURN_IF_ERROR(
+      CheckDatasetPath("dataset.manifest", spec.manifest(), true));
+  STOKER_RETURN_IF_ERROR(CheckDatasetPath("dataset.path", spec.path(), false));
+  config->dataset_kind = spec.shards_size() > 0    ? DatasetKind::kTarShards
+                         : spec.manifest().empty() ? DatasetKind::kImageFolder
+                                                   : DatasetKind::kManifest;
+  config->dataset_path =
+      spec.manifest().empty() ? spec.path() : spec.manifest();
+  config->shards.assign(spec.shards().begin(), spec.shards().end());
+  config->label_field = spec.label_field();
+  return absl::OkStatus();
+}
+
 absl::StatusOr<Sharding> ParseSharding(const v1::JobSpec& spec) {
   const uint32_t world = spec.world_size() == 0 ? 1 : spec.world_size();
   if (world > kMaxWorldSize) {
@@ -80,14 +136,7 @@ absl::StatusOr<Sharding> ParseSharding(const v1::JobSpec& spec) {
 
 absl::StatusOr<JobConfig> ValidateJobSpec(const v1::JobSpec& spec) {
   JobConfig config;
-  if (spec.dataset().path().empty()) {
-    return absl::InvalidArgumentError("dataset.path is empty");
-  }
-  if (spec.dataset().path().size() > kMaxPathBytes) {
-    return OutOfRange("dataset.path length", spec.dataset().path().size(), 1,
-                      kMaxPathBytes);
-  }
-  config.dataset_path = spec.dataset().path();
+  STOKER_RETURN_IF_ERROR(ParseDataset(spec.dataset(), &config));
   if (spec.name().size() > kMaxNameBytes) {
     return OutOfRange("name length", spec.name().size(), 0, kMaxNameBytes);
   }
@@ -140,7 +189,19 @@ absl::StatusOr<JobConfig> ValidateJobSpec(const v1::JobSpec& spec) {
 
 v1::JobSpec EffectiveSpec(const JobConfig& config) {
   v1::JobSpec spec;
-  spec.mutable_dataset()->set_path(config.dataset_path);
+  v1::DatasetSpec* dataset = spec.mutable_dataset();
+  switch (config.dataset_kind) {
+    case DatasetKind::kImageFolder:
+      dataset->set_path(config.dataset_path);
+      break;
+    case DatasetKind::kManifest:
+      dataset->set_manifest(config.dataset_path);
+      break;
+    case DatasetKind::kTarShards:
+      for (const std::string& shard : config.shards) dataset->add_shards(shard);
+      dataset->set_label_field(config.label_field);
+      break;
+  }
   spec.set_batch_size(config.batch_size);
   spec.set_slots(config.slots);
   PipelineToProto(config.pipeline, &spec);

@@ -23,7 +23,8 @@ SYSTEM_SOCKET = "/run/stoker/stoker.sock"
 # mapping writes as strings.
 _INT64_FIELDS = frozenset((
     "batch batches batches_delivered batches_per_epoch batches_released "
-    "batches_skipped bytes decode_errors epoch generation id lag num_samples "
+    "batches_skipped bytes dataset_index_bytes dataset_indexes decode_errors "
+    "epoch generation id index_bytes lag num_samples num_shards "
     "offset position_batch position_epoch recent_step_us recent_wait_us "
     "ring_bytes rss_bytes samples_decoded seed shape shm_budget_bytes "
     "shm_bytes shm_free_bytes slot_bytes start_batch start_epoch step_us "

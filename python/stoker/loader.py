@@ -20,7 +20,7 @@ import os
 import threading
 import time
 import weakref
-from typing import Any, Dict, Iterator, Optional, Tuple
+from typing import Any, Dict, Iterator, Optional, Sequence, Tuple, Union
 
 import torch
 
@@ -237,6 +237,30 @@ class _Resources:
         self.client = fresh
 
 
+def _dataset_spec(root, shards, manifest, label_field) -> Dict[str, Any]:
+    """The job spec's dataset: exactly one of root, shards and manifest,
+    with paths made absolute from this process's directory."""
+    named = [name for name, value in (("root", root), ("shards", shards),
+                                      ("manifest", manifest))
+             if value is not None]
+    if len(named) != 1:
+        raise errors.InvalidArgument(
+            "name one dataset: root (an ImageFolder), shards or manifest"
+            + (f", not {' and '.join(named)}" if named else ""))
+    if label_field and shards is None:
+        raise errors.InvalidArgument("label_field applies to shards only")
+    if root is not None:
+        return {"path": os.path.abspath(os.fspath(root))}
+    if manifest is not None:
+        return {"manifest": os.path.abspath(os.fspath(manifest))}
+    if isinstance(shards, (str, os.PathLike)):
+        shards = [shards]
+    spec = {"shards": [os.path.abspath(os.fspath(s)) for s in shards]}
+    if label_field:
+        spec["label_field"] = label_field
+    return spec
+
+
 class DataLoader:
     """A drop-in for torch.utils.data.DataLoader(ImageFolder(root,
     transform), ...) served by stokerd.
@@ -244,6 +268,13 @@ class DataLoader:
     root: an ImageFolder directory (root/<class>/<image>); the daemon
         reads it with this process's user's permissions; a relative path is
         taken from this process's directory.
+    shards: instead of root, WebDataset tar shards: a path or a list of
+        paths, brace patterns allowed ("/data/train-{000000..001023}.tar").
+        Each sample's label is its .cls member, or the field `label_field`
+        of its .json member.
+    manifest: instead of root, a .csv (header: path,label[,class]) or
+        .jsonl file of rows, in dataset order; relative paths in it are
+        taken from its directory.
     transform: a torchvision transform or Compose (see stoker.transforms for
         what translates), or a list of stoker.v1.Op dicts.
     device: "cpu" (tensors are views of the daemon's shared memory) or a CUDA
@@ -272,7 +303,8 @@ class DataLoader:
     The other keywords are the job spec's fields (proto/stoker/v1/loader.proto).
     """
 
-    def __init__(self, root: str, batch_size: int = 1, transform: Any = None,
+    def __init__(self, root: Optional[str] = None, batch_size: int = 1,
+                 transform: Any = None,
                  shuffle: bool = False, drop_last: bool = False, seed: int = 0,
                  device: Any = "cpu", socket: Optional[str] = None,
                  rank: Optional[int] = None, world_size: Optional[int] = None,
@@ -282,7 +314,9 @@ class DataLoader:
                  on_lag: str = "detach", min_consumers: int = 1,
                  access_group: str = "", name: str = "python",
                  reconnect_timeout: float = 60.0, job_id: Optional[str] = None,
-                 fast_resample: bool = False):
+                 fast_resample: bool = False,
+                 shards: Union[str, Sequence[str], None] = None,
+                 manifest: Optional[str] = None, label_field: str = ""):
         # Attached to another's job, its pipeline applies.
         pipeline, output = (transforms.translate(transform) if job_id is None
                             else ([], {}))
@@ -306,7 +340,7 @@ class DataLoader:
             self._cuda_device = (self.device.index if self.device.index
                                  is not None else torch.cuda.current_device())
         self._spec = {
-            "dataset": {"path": os.path.abspath(os.fspath(root))},
+            "dataset": _dataset_spec(root, shards, manifest, label_field),
             "batch_size": int(batch_size), "slots": int(slots),
             "output": output, "seed": int(seed), "shuffle": bool(shuffle),
             "drop_last": bool(drop_last), "epochs": 0,

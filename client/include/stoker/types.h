@@ -81,7 +81,15 @@ struct Sharing {
 
 // What a trainer asks for. Defaults give a 224x224 ImageNet-style stream.
 struct JobSpec {
+  // The dataset, one of three (the others empty):
   std::string dataset_path;  // ImageFolder root: <root>/<class>/<file>.jpg
+  // WebDataset tar shards, brace patterns allowed:
+  // {"/data/train-{000000..001023}.tar"}. The label is each sample's cls
+  // member, or the field `label_field` of its json member.
+  std::vector<std::string> shards;
+  std::string label_field;
+  // A .csv (header: path,label[,class]) or .jsonl manifest of rows.
+  std::string manifest;
   uint32_t batch_size = 64;  // 1..4096
   uint32_t slots = 8;        // ring depth, 1..256
   // Accepted orders: RandomResizedCrop [RandomHorizontalFlip] [ColorJitter]
@@ -131,6 +139,9 @@ struct JobInfo {
   std::string segment_name;
   uint64_t segment_bytes = 0;
   uint32_t owner_uid = 0;  // the user that created it
+  DatasetKind dataset_kind = DatasetKind::kImageFolder;
+  uint64_t num_shards = 0;   // tar shards, after brace expansion
+  uint64_t index_bytes = 0;  // the dataset index, shared by its jobs
 };
 
 struct SampleError {

@@ -39,6 +39,13 @@ enum class LagPolicy {
   kSkip,    // it jumps ahead; the batches in between are not delivered to it
 };
 
+// What a dataset is stored as (DatasetSpec in loader.proto).
+enum class DatasetKind {
+  kImageFolder,  // root/<class>/<image>
+  kTarShards,    // WebDataset tar shards: key.jpg + key.cls
+  kManifest,     // a CSV or JSON-lines file of (path, label) rows
+};
+
 // A failed job stays until deleted, with its error; a deleted one is gone
 // (its consumers are told why).
 enum class JobState { kRunning, kFinished, kFailed };

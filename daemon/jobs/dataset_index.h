@@ -1,0 +1,134 @@
+// DatasetIndex: every sample of a dataset, where its bytes lie and its
+// label, in dataset order. Built once when a job is created (ImageFolder
+// scan, tar headers, manifest rows) and then immutable, so that jobs over
+// the same data share one (DatasetCache).
+//
+// Compact, with no string per sample:
+//  * files (ImageFolder, manifest): a table of directories, and per sample
+//    its directory's number, the end of its file name in one name arena,
+//    and its label: 16 bytes plus the file name;
+//  * tar shards: a table of shard paths, and per sample its shard's
+//    number, the image member's offset and size, and its label: 24 bytes.
+// The paths a sample is read from are rebuilt when it is read.
+//
+// Thread-safety: a built index is immutable; Builder is not thread-safe.
+#ifndef STOKER_DAEMON_JOBS_DATASET_INDEX_H_
+#define STOKER_DAEMON_JOBS_DATASET_INDEX_H_
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "stoker/vocabulary.h"  // DatasetKind
+
+namespace stoker {
+
+// A file or directory as it was when the index was built: if it still
+// opens with the same identity and times, what the index took from it has
+// not changed (see DatasetCache).
+struct FileStamp {
+  std::string path;
+  bool directory = false;
+  dev_t dev = 0;
+  ino_t ino = 0;
+  int64_t size = 0;
+  int64_t mtime_ns = 0;
+  int64_t ctime_ns = 0;
+  bool operator==(const FileStamp&) const = default;
+};
+
+// Takes the stamp of `fd`, open at `path`.
+absl::Status StampOf(int fd, const std::string& path, bool directory,
+                     FileStamp* out);
+
+// A shard member's bytes.
+struct MemberRange {
+  uint32_t shard = 0;
+  uint64_t offset = 0;
+  uint64_t size = 0;
+};
+
+class DatasetIndex {
+ public:
+  class Builder;
+
+  DatasetKind kind() const { return kind_; }
+  bool in_shards() const { return kind_ == DatasetKind::kTarShards; }
+  uint32_t size() const { return uint32_t(labels_.size()); }
+  int64_t label(uint32_t i) const { return labels_[i]; }
+  const std::vector<std::string>& class_names() const { return class_names_; }
+  // Files: the path of sample i.
+  std::string Path(uint32_t i) const;
+  // Shards: the shard paths, and where sample i's image lies.
+  const std::vector<std::string>& shards() const { return tables_; }
+  MemberRange Range(uint32_t i) const;
+  // Sample i for humans: its path, or "<shard> member at byte N".
+  std::string Describe(uint32_t i) const;
+
+  // What the index was built from (see FileStamp).
+  const std::vector<FileStamp>& stamps() const { return stamps_; }
+  // Heap bytes held (what bench/ and GetJob report).
+  uint64_t MemoryBytes() const;
+
+ private:
+  struct Member {
+    uint64_t offset;
+    uint32_t size;
+    uint32_t shard;
+  };
+  DatasetKind kind_ = DatasetKind::kImageFolder;
+  std::vector<std::string> class_names_;
+  std::vector<std::string> tables_;  // directories, or shard paths
+  std::vector<int64_t> labels_;
+  // Files.
+  std::vector<uint32_t> dir_of_;
+  std::vector<uint32_t> name_end_;
+  std::string names_;
+  // Shards.
+  std::vector<Member> members_;
+  std::vector<FileStamp> stamps_;
+};
+
+// What GetJob reports of a job's dataset (kept after its index is let go).
+struct DatasetSummary {
+  DatasetKind kind = DatasetKind::kImageFolder;
+  uint64_t samples = 0;
+  std::vector<std::string> class_names;
+  uint64_t shards = 0;
+  uint64_t index_bytes = 0;
+};
+DatasetSummary Summarize(const DatasetIndex& index);
+
+class DatasetIndex::Builder {
+ public:
+  explicit Builder(DatasetKind kind) { index_.kind_ = kind; }
+
+  void SetClassNames(std::vector<std::string> names) {
+    index_.class_names_ = std::move(names);
+  }
+  void AddStamp(FileStamp stamp) { index_.stamps_.push_back(std::move(stamp)); }
+  // Files: `directory` holds no trailing slash ("" is the file system's
+  // root). RESOURCE_EXHAUSTED when the names pass 4 GiB.
+  absl::Status AddFile(const std::string& directory, const std::string& name,
+                       int64_t label);
+  // Shards: returns the number of a new shard.
+  uint32_t AddShard(std::string path);
+  void AddMember(uint32_t shard, uint64_t offset, uint32_t size, int64_t label);
+  uint64_t samples() const { return index_.labels_.size(); }
+
+  std::shared_ptr<const DatasetIndex> Build();
+
+ private:
+  DatasetIndex index_;
+  absl::flat_hash_map<std::string, uint32_t> directories_;
+  uint32_t last_dir_ = UINT32_MAX;
+};
+
+}  // namespace stoker
+
+#endif  // STOKER_DAEMON_JOBS_DATASET_INDEX_H_

@@ -1,0 +1,222 @@
+#include "daemon/jobs/manifest.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <optional>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "common/unique_fd.h"
+#include "daemon/jobs/manifest_rows.h"
+#include "daemon/os/read_at.h"
+
+namespace stoker {
+namespace {
+
+const PathPolicy& PolicyOf(const ScanLimits& limits) {
+  static const PathPolicy* const kAnywhere = new PathPolicy();
+  return limits.policy != nullptr ? *limits.policy : *kAnywhere;
+}
+
+absl::Status OpenError(const std::string& what, const std::string& path) {
+  const std::string text = absl::StrCat(
+      what, " '", path, "' cannot be opened: ", std::strerror(errno));
+  if (errno == EACCES || errno == EPERM) {
+    return absl::PermissionDeniedError(text);
+  }
+  return errno == ENOENT ? absl::NotFoundError(text)
+                         : absl::InvalidArgumentError(text);
+}
+
+// Reads the manifest, stamping it; *resolved is where it lies.
+absl::Status ReadManifest(const std::string& path, const PathPolicy& policy,
+                          std::string* resolved, std::string* text,
+                          FileStamp* stamp) {
+  STOKER_ASSIGN_OR_RETURN(*resolved, policy.Resolve(path, "dataset.manifest"));
+  UniqueFd fd(
+      ::open(resolved->c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
+  if (!fd) return OpenError("dataset.manifest", path);
+  if (absl::Status allowed = policy.CheckOpen(fd.get()); !allowed.ok()) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("dataset.manifest '", path, "' ", allowed.message()));
+  }
+  STOKER_RETURN_IF_ERROR(StampOf(fd.get(), path, false, stamp));
+  struct stat st;
+  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("dataset.manifest '", path, "' is not a regular file"));
+  }
+  if (uint64_t(st.st_size) > kMaxManifestBytes) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("dataset.manifest '", path, "' is ", st.st_size,
+                     " bytes; stokerd reads at most ", kMaxManifestBytes));
+  }
+  text->resize(size_t(st.st_size));
+  if (!ReadAt(fd.get(), reinterpret_cast<uint8_t*>(text->data()), text->size(),
+              0)) {
+    return absl::DataLossError(
+        absl::StrCat("dataset.manifest '", path, "' could not be read whole"));
+  }
+  return absl::OkStatus();
+}
+
+// Turns rows into index entries: resolves each directory once, checks each
+// file, gathers class names.
+class RowIndexer {
+ public:
+  RowIndexer(const std::string& manifest, const std::string& base,
+             const ScanLimits& limits, DatasetIndex::Builder* index)
+      : manifest_(manifest),
+        base_(base),
+        limits_(limits),
+        policy_(PolicyOf(limits)),
+        clock_(limits),
+        index_(index) {}
+
+  absl::Status Add(const ManifestRow& row);
+  absl::StatusOr<std::vector<std::string>> ClassNames() const;
+
+ private:
+  absl::Status Bad(const ManifestRow& row, absl::string_view what) const {
+    return absl::InvalidArgumentError(
+        absl::StrCat("manifest '", manifest_, "' line ", row.line, ": ", what));
+  }
+  absl::StatusOr<std::string> Directory(const ManifestRow& row,
+                                        const std::string& directory);
+  absl::Status AddClass(const ManifestRow& row);
+
+  const std::string& manifest_;
+  const std::string& base_;
+  const ScanLimits& limits_;
+  const PathPolicy& policy_;
+  const ScanClock clock_;
+  DatasetIndex::Builder* const index_;
+  absl::flat_hash_map<std::string, std::string> resolved_;
+  std::vector<std::optional<std::string>> classes_;
+};
+
+absl::StatusOr<std::string> RowIndexer::Directory(
+    const ManifestRow& row, const std::string& directory) {
+  auto it = resolved_.find(directory);
+  if (it != resolved_.end()) return it->second;
+  absl::StatusOr<std::string> resolved =
+      policy_.Resolve(directory, "the directory");
+  if (!resolved.ok()) {
+    return absl::Status(
+        resolved.status().code(),
+        absl::StrCat("manifest '", manifest_, "' line ", row.line, ": ",
+                     resolved.status().message()));
+  }
+  return resolved_.emplace(directory, *std::move(resolved)).first->second;
+}
+
+absl::Status RowIndexer::AddClass(const ManifestRow& row) {
+  if (!row.class_name) return absl::OkStatus();
+  if (row.label < 0 || row.label >= kMaxManifestClasses) {
+    return Bad(row, absl::StrCat("a class name needs a label in [0, ",
+                                 kMaxManifestClasses, "), not ", row.label));
+  }
+  if (size_t(row.label) >= classes_.size()) classes_.resize(row.label + 1);
+  std::optional<std::string>& name = classes_[row.label];
+  if (name && *name != *row.class_name) {
+    return Bad(row,
+               absl::StrCat("names label ", row.label, " '", *row.class_name,
+                            "', an earlier row '", *name, "'"));
+  }
+  name = *row.class_name;
+  return absl::OkStatus();
+}
+
+absl::Status RowIndexer::Add(const ManifestRow& row) {
+  if (index_->samples() % 4096 == 0) {
+    STOKER_RETURN_IF_ERROR(clock_.Check(
+        absl::StrCat("line ", row.line, " of manifest '", manifest_, "'")));
+  }
+  if (index_->samples() >= limits_.max_samples) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "manifest '", manifest_, "' holds more than ", limits_.max_samples,
+        " rows, the most stokerd takes in one dataset "
+        "(--max_dataset_samples)"));
+  }
+  if (row.path.empty() || row.path.find('\0') != std::string::npos) {
+    return Bad(row, "the path is empty or holds a NUL byte");
+  }
+  const std::filesystem::path full =
+      (std::filesystem::path(base_) / row.path).lexically_normal();
+  const std::string name = full.filename().string();
+  if (name.empty() || name == "." || name == "..") {
+    return Bad(row, absl::StrCat("'", row.path, "' names a directory"));
+  }
+  STOKER_ASSIGN_OR_RETURN(const std::string directory,
+                          Directory(row, full.parent_path().string()));
+  const std::string file = absl::StrCat(directory, "/", name);
+  struct stat st;
+  if (::stat(file.c_str(), &st) != 0) {
+    const std::string text =
+        absl::StrCat("manifest '", manifest_, "' line ", row.line, ": '",
+                     row.path, "' cannot be read: ", std::strerror(errno));
+    return errno == ENOENT ? absl::NotFoundError(text)
+                           : absl::PermissionDeniedError(text);
+  }
+  if (S_ISDIR(st.st_mode)) {
+    return Bad(row, absl::StrCat("'", row.path, "' is a directory"));
+  }
+  STOKER_RETURN_IF_ERROR(AddClass(row));
+  return index_->AddFile(directory == "/" ? "" : directory, name, row.label);
+}
+
+absl::StatusOr<std::vector<std::string>> RowIndexer::ClassNames() const {
+  std::vector<std::string> names;
+  names.reserve(classes_.size());
+  for (const auto& name : classes_) names.push_back(name.value_or(""));
+  return names;
+}
+
+}  // namespace
+
+absl::StatusOr<std::shared_ptr<const DatasetIndex>> IndexManifest(
+    const std::string& path, const ScanLimits& limits) {
+  if (path.empty()) {
+    return absl::InvalidArgumentError("dataset.manifest is empty");
+  }
+  const std::string lower = absl::AsciiStrToLower(path);
+  const bool csv = absl::EndsWith(lower, ".csv");
+  if (!csv && !absl::EndsWith(lower, ".jsonl") &&
+      !absl::EndsWith(lower, ".ndjson")) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "dataset.manifest '", path,
+        "': name a .csv or a .jsonl (JSON lines) file; the format follows "
+        "the name"));
+  }
+  std::string resolved, text;
+  FileStamp stamp;
+  STOKER_RETURN_IF_ERROR(
+      ReadManifest(path, PolicyOf(limits), &resolved, &text, &stamp));
+  DatasetIndex::Builder index(DatasetKind::kManifest);
+  index.AddStamp(std::move(stamp));
+  const std::string base =
+      std::filesystem::path(resolved).parent_path().string();
+  RowIndexer rows(path, base, limits, &index);
+  const RowSink sink = [&rows](const ManifestRow& row) {
+    return rows.Add(row);
+  };
+  STOKER_RETURN_IF_ERROR(csv ? ParseCsvManifest(text, path, sink)
+                             : ParseJsonLinesManifest(text, path, sink));
+  if (index.samples() == 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("dataset.manifest '", path, "' holds no row"));
+  }
+  STOKER_ASSIGN_OR_RETURN(std::vector<std::string> classes, rows.ClassNames());
+  index.SetClassNames(std::move(classes));
+  return index.Build();
+}
+
+}  // namespace stoker

@@ -1,0 +1,44 @@
+// The index of a manifest: a list of (path, label) rows, in dataset order.
+//
+//   CSV (*.csv): a header row naming the columns "path" and "label", and
+//     optionally "class" (the label's name); other columns are ignored.
+//     Fields follow RFC 4180 (quotes around a field with commas, "" for a
+//     quote inside one).
+//   JSON lines (*.jsonl, *.ndjson): one object per line with "path" (a
+//     string), "label" (an integer) and optionally "class" (a string).
+//     Blank lines are skipped.
+//
+// A relative path is taken from the manifest's directory; an absolute one
+// as it is. Each row's directory is resolved (symlinks, "..") and must lie
+// inside the dataset roots; each row's file must exist. Rows naming the
+// same label must give it the same class name; class names need labels in
+// [0, kMaxManifestClasses).
+#ifndef STOKER_DAEMON_JOBS_MANIFEST_H_
+#define STOKER_DAEMON_JOBS_MANIFEST_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "daemon/jobs/dataset_index.h"
+#include "daemon/jobs/scan_limits.h"
+
+namespace stoker {
+
+inline constexpr uint64_t kMaxManifestBytes = uint64_t{1} << 30;
+inline constexpr int64_t kMaxManifestClasses = int64_t{1} << 20;
+
+// Indexes the manifest at `path` (resolved through limits.policy, read with
+// the calling thread's file identity). Errors name the manifest and the
+// line at fault: INVALID_ARGUMENT for a row that does not parse, a label
+// that is not an integer, an unknown format, a manifest with no row;
+// NOT_FOUND for a manifest, or a row's file, that does not exist;
+// PERMISSION_DENIED for a path outside the roots; RESOURCE_EXHAUSTED past
+// kMaxManifestBytes or limits.max_samples.
+absl::StatusOr<std::shared_ptr<const DatasetIndex>> IndexManifest(
+    const std::string& path, const ScanLimits& limits);
+
+}  // namespace stoker
+
+#endif  // STOKER_DAEMON_JOBS_MANIFEST_H_

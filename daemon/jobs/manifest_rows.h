@@ -1,0 +1,33 @@
+// Parsing a manifest's text into rows (see manifest.h for the formats).
+#ifndef STOKER_DAEMON_JOBS_MANIFEST_ROWS_H_
+#define STOKER_DAEMON_JOBS_MANIFEST_ROWS_H_
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+
+namespace stoker {
+
+struct ManifestRow {
+  uint64_t line = 0;  // 1-based, where the row starts
+  std::string path;
+  int64_t label = 0;
+  std::optional<std::string> class_name;
+};
+
+// Calls `row` for each row of `text` in order, stopping at its first
+// error. Parse errors are INVALID_ARGUMENT naming `manifest` and the line.
+using RowSink = std::function<absl::Status(const ManifestRow&)>;
+absl::Status ParseCsvManifest(absl::string_view text,
+                              const std::string& manifest, const RowSink& row);
+absl::Status ParseJsonLinesManifest(absl::string_view text,
+                                    const std::string& manifest,
+                                    const RowSink& row);
+
+}  // namespace stoker
+
+#endif  // STOKER_DAEMON_JOBS_MANIFEST_ROWS_H_

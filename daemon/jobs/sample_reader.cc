@@ -1,0 +1,60 @@
+#include "daemon/jobs/sample_reader.h"
+
+#include <fcntl.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+
+namespace stoker {
+
+absl::StatusOr<int> SampleReader::Shard(uint64_t job_serial,
+                                        const DatasetIndex& index,
+                                        uint32_t shard) {
+  ++uses_;
+  for (OpenShard& open : open_) {
+    if (open.job == job_serial && open.shard == shard) {
+      open.last_use = uses_;
+      return open.fd.get();
+    }
+  }
+  const std::string& path = index.shards()[shard];
+  UniqueFd fd(
+      ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
+  if (!fd) {
+    return absl::NotFoundError(
+        absl::StrCat("cannot open the shard: ", std::strerror(errno)));
+  }
+  if (policy_ != nullptr) {
+    if (absl::Status allowed = policy_->CheckOpen(fd.get()); !allowed.ok()) {
+      return absl::PermissionDeniedError(
+          absl::StrCat("the shard ", allowed.message()));
+    }
+  }
+  if (open_.size() >= kMaxOpenShards) {
+    open_.erase(std::min_element(open_.begin(), open_.end(),
+                                 [](const OpenShard& a, const OpenShard& b) {
+                                   return a.last_use < b.last_use;
+                                 }));
+  }
+  open_.push_back({job_serial, shard, std::move(fd), uses_});
+  return open_.back().fd.get();
+}
+
+absl::Status SampleReader::Decode(uint64_t job_serial,
+                                  const DatasetIndex& index, uint32_t sample,
+                                  const Pipeline& pipeline, uint64_t key,
+                                  uint8_t* out) {
+  if (!index.in_shards()) {
+    return decoder_.Process(index.Path(sample), pipeline, key, out);
+  }
+  const MemberRange range = index.Range(sample);
+  absl::StatusOr<int> fd = Shard(job_serial, index, range.shard);
+  if (!fd.ok()) return fd.status();
+  return decoder_.ProcessRange(*fd, range.offset, range.size, pipeline, key,
+                               out);
+}
+
+}  // namespace stoker

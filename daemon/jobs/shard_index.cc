@@ -1,0 +1,103 @@
+#include "daemon/jobs/shard_index.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "common/unique_fd.h"
+#include "daemon/image/sample_decoder.h"  // kMaxFileBytes
+#include "daemon/jobs/brace_expand.h"
+
+namespace stoker {
+namespace {
+
+const PathPolicy& PolicyOf(const ScanLimits& limits) {
+  static const PathPolicy* const kAnywhere = new PathPolicy();
+  return limits.policy != nullptr ? *limits.policy : *kAnywhere;
+}
+
+// Opens one shard for reading its headers; *resolved is where it lies.
+absl::StatusOr<UniqueFd> OpenShard(const std::string& path,
+                                   const PathPolicy& policy,
+                                   std::string* resolved) {
+  STOKER_ASSIGN_OR_RETURN(*resolved, policy.Resolve(path, "dataset.shards"));
+  // O_NONBLOCK: a FIFO named x.tar must not hang the scan.
+  UniqueFd fd(
+      ::open(resolved->c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
+  if (!fd) {
+    const std::string text = absl::StrCat("dataset.shards: cannot open '", path,
+                                          "': ", std::strerror(errno));
+    if (errno == EACCES || errno == EPERM) {
+      return absl::PermissionDeniedError(text);
+    }
+    return errno == ENOENT ? absl::NotFoundError(text)
+                           : absl::InvalidArgumentError(text);
+  }
+  if (absl::Status allowed = policy.CheckOpen(fd.get()); !allowed.ok()) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("dataset.shards: '", path, "' ", allowed.message()));
+  }
+  return fd;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<std::string>> ExpandShardPatterns(
+    const std::vector<std::string>& patterns) {
+  std::vector<std::string> paths;
+  for (const std::string& pattern : patterns) {
+    STOKER_RETURN_IF_ERROR(ExpandBraces(pattern, kMaxShards, &paths));
+  }
+  return paths;
+}
+
+absl::StatusOr<std::shared_ptr<const DatasetIndex>> IndexTarShards(
+    const std::vector<std::string>& patterns, const LabelSource& labels,
+    const ScanLimits& limits) {
+  STOKER_ASSIGN_OR_RETURN(const std::vector<std::string> paths,
+                          ExpandShardPatterns(patterns));
+  if (paths.empty()) {
+    return absl::InvalidArgumentError("dataset.shards names no shard");
+  }
+  const PathPolicy& policy = PolicyOf(limits);
+  const ScanClock clock(limits);
+  const TarLimits tar{.max_member_bytes = kMaxFileBytes,
+                      .max_members = limits.max_entries};
+  DatasetIndex::Builder index(DatasetKind::kTarShards);
+  for (const std::string& path : paths) {
+    STOKER_RETURN_IF_ERROR(clock.Check(absl::StrCat("shard '", path, "'")));
+    std::string resolved;
+    STOKER_ASSIGN_OR_RETURN(const UniqueFd fd,
+                            OpenShard(path, policy, &resolved));
+    FileStamp stamp;
+    STOKER_RETURN_IF_ERROR(StampOf(fd.get(), path, false, &stamp));
+    STOKER_ASSIGN_OR_RETURN(const std::vector<TarMember> members,
+                            ReadTarMembers(fd.get(), path, tar));
+    STOKER_ASSIGN_OR_RETURN(const std::vector<ShardSample> samples,
+                            GroupShardSamples(fd.get(), path, members, labels));
+    if (index.samples() + samples.size() > limits.max_samples) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("dataset.shards hold more than ", limits.max_samples,
+                       " samples, the most stokerd takes in one dataset "
+                       "(--max_dataset_samples)"));
+    }
+    const uint32_t shard = index.AddShard(std::move(resolved));
+    for (const ShardSample& sample : samples) {
+      index.AddMember(shard, sample.offset, uint32_t(sample.size),
+                      sample.label);
+    }
+    index.AddStamp(std::move(stamp));
+  }
+  if (index.samples() == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "dataset.shards: the ", paths.size(),
+        " shards hold no sample (an image member with a label beside it)"));
+  }
+  return index.Build();
+}
+
+}  // namespace stoker

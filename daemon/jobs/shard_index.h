@@ -1,0 +1,40 @@
+// The index of a WebDataset: local, uncompressed tar shards (brace
+// patterns allowed, see brace_expand.h), grouped into samples from their
+// headers and label members alone (tar_members.h, webdataset.h); no image
+// byte is read. Samples are numbered shard by shard, in archive order, as
+// webdataset's own pipeline yields them with its shard list unshuffled.
+#ifndef STOKER_DAEMON_JOBS_SHARD_INDEX_H_
+#define STOKER_DAEMON_JOBS_SHARD_INDEX_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "daemon/jobs/dataset_index.h"
+#include "daemon/jobs/scan_limits.h"
+#include "daemon/jobs/webdataset.h"
+
+namespace stoker {
+
+// The most shards one dataset may name, after brace expansion.
+inline constexpr size_t kMaxShards = size_t{1} << 20;
+
+// Every path `patterns` stand for, in order.
+absl::StatusOr<std::vector<std::string>> ExpandShardPatterns(
+    const std::vector<std::string>& patterns);
+
+// Indexes the shards (each resolved through limits.policy and opened with
+// the calling thread's file identity). Errors name the shard, and the
+// header offset or sample key at fault: NOT_FOUND for a shard that does
+// not exist; PERMISSION_DENIED for one outside the roots or unreadable;
+// INVALID_ARGUMENT for anything ReadTarMembers or GroupShardSamples
+// refuses, or shards that hold no sample at all; RESOURCE_EXHAUSTED past
+// limits.max_samples; DEADLINE_EXCEEDED or CANCELLED as the limits say.
+absl::StatusOr<std::shared_ptr<const DatasetIndex>> IndexTarShards(
+    const std::vector<std::string>& patterns, const LabelSource& labels,
+    const ScanLimits& limits);
+
+}  // namespace stoker
+
+#endif  // STOKER_DAEMON_JOBS_SHARD_INDEX_H_
