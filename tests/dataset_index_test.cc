@@ -1,0 +1,239 @@
+// The pieces under every dataset source: brace patterns, manifest rows, the
+// compact index and the cache that shares it, on real files.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "bench/support/process.h"
+#include "daemon/jobs/brace_expand.h"
+#include "daemon/jobs/dataset_cache.h"
+#include "daemon/jobs/image_folder.h"
+#include "daemon/jobs/manifest.h"
+#include "daemon/jobs/manifest_rows.h"
+#include "daemon/os/file_identity.h"
+#include "gtest/gtest.h"
+
+namespace stoker {
+namespace {
+
+std::vector<std::string> Expand(const std::string& pattern, size_t max = 1000) {
+  std::vector<std::string> out;
+  absl::Status ok = ExpandBraces(pattern, max, &out);
+  EXPECT_TRUE(ok.ok()) << ok;
+  return out;
+}
+
+// The cases follow braceexpand's own documentation and tests.
+TEST(ExpandBraces, RangesListsPaddingAndNestingAsBraceexpand) {
+  using V = std::vector<std::string>;
+  EXPECT_EQ(Expand("t-{000..002}.tar"),
+            (V{"t-000.tar", "t-001.tar", "t-002.tar"}));
+  EXPECT_EQ(Expand("{9..11}"), (V{"9", "10", "11"}));
+  EXPECT_EQ(Expand("{3..1}"), (V{"3", "2", "1"}));
+  EXPECT_EQ(Expand("{0..10..5}"), (V{"0", "5", "10"}));
+  EXPECT_EQ(Expand("{a,b}/{1..2}"), (V{"a/1", "a/2", "b/1", "b/2"}));
+  EXPECT_EQ(Expand("{a,{b,c}d}"), (V{"a", "bd", "cd"}));
+  EXPECT_EQ(Expand("{x}.tar"), (V{"{x}.tar"}));
+  EXPECT_EQ(Expand("x{.tar"), (V{"x{.tar"}));
+  EXPECT_EQ(Expand("{-01..1}"), (V{"-01", "000", "001"}));
+  EXPECT_EQ(Expand("plain.tar"), (V{"plain.tar"}));
+}
+
+TEST(ExpandBraces, TooManyPathsIsAnErrorNamingThePattern) {
+  std::vector<std::string> out;
+  absl::Status many = ExpandBraces("s-{0..99999999999}.tar", 1000, &out);
+  EXPECT_EQ(many.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(many.message().find("s-{0..99999999999}.tar"), std::string::npos);
+  out.clear();
+  EXPECT_FALSE(ExpandBraces("{a,b}{a,b}{a,b}{a,b}{a,b}{a,b}", 32, &out).ok());
+}
+
+std::vector<ManifestRow> Rows(absl::string_view text, bool csv,
+                              absl::Status* status) {
+  std::vector<ManifestRow> rows;
+  const RowSink sink = [&rows](const ManifestRow& row) {
+    rows.push_back(row);
+    return absl::OkStatus();
+  };
+  *status = csv ? ParseCsvManifest(text, "m", sink)
+                : ParseJsonLinesManifest(text, "m", sink);
+  return rows;
+}
+
+TEST(ManifestRows, CsvQuotingColumnsAndLineNumbers) {
+  absl::Status status;
+  auto rows = Rows(
+      "\xEF\xBB\xBFid,label,path,class\r\n"
+      "1, 3 ,\"a, b.jpg\",cat\r\n"
+      "\n"
+      "2,4,\"say \"\"hi\"\"\nnext.jpg\",dog\n"
+      "3,-1,plain.jpg,\n",
+      true, &status);
+  ASSERT_TRUE(status.ok()) << status;
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[0].path, "a, b.jpg");
+  EXPECT_EQ(rows[0].label, 3);
+  EXPECT_EQ(rows[0].class_name, "cat");
+  EXPECT_EQ(rows[0].line, 2u);
+  EXPECT_EQ(rows[1].path, "say \"hi\"\nnext.jpg");
+  EXPECT_EQ(rows[1].line, 4u);
+  EXPECT_EQ(rows[2].line, 6u);  // the quoted line break counts
+  EXPECT_EQ(rows[2].label, -1);
+  for (const auto& [text, why] :
+       std::vector<std::pair<std::string, std::string>>{
+           {"path,label\nx.jpg,1.5\n", "line 2: the label '1.5'"},
+           {"path,label\nx.jpg\n", "line 2: has 1 fields"},
+           {"path\nx.jpg\n", "line 1: the header row"},
+           {"path,label\n\"x.jpg\"y,1\n", "line 2: text follows"},
+           {"", "line 1: no header row"}}) {
+    Rows(text, true, &status);
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << text;
+    EXPECT_NE(status.message().find("manifest 'm' " + why), std::string::npos)
+        << status;
+  }
+}
+
+TEST(ManifestRows, JsonLinesFieldsAndErrors) {
+  absl::Status status;
+  auto rows = Rows(
+      "{\"path\": \"a.jpg\", \"label\": 2, \"class\": \"x\", \"more\": [1]}\n"
+      "   \n"
+      "{\"label\": 5, \"path\": \"b.jpg\"}\r\n",
+      false, &status);
+  ASSERT_TRUE(status.ok()) << status;
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].class_name, "x");
+  EXPECT_EQ(rows[1].path, "b.jpg");
+  EXPECT_EQ(rows[1].line, 3u);
+  EXPECT_FALSE(rows[1].class_name.has_value());
+  for (const auto& [text, why] :
+       std::vector<std::pair<std::string, std::string>>{
+           {"{\"path\": \"a\", \"label\": \"2\"}", "line 1: the label"},
+           {"{\"path\": 3, \"label\": 2}", "line 1: has no \"path\""},
+           {"\n[1, 2]", "line 2: is not a JSON object"},
+           {"{\"path\": \"a\"}", "line 1: has no \"label\""}}) {
+    Rows(text, false, &status);
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << text;
+    EXPECT_NE(status.message().find("manifest 'm' " + why), std::string::npos)
+        << status;
+  }
+}
+
+void Write(const std::string& path, const std::string& text) {
+  std::filesystem::create_directories(
+      std::filesystem::path(path).parent_path());
+  std::ofstream(path) << text;
+}
+
+TEST(IndexManifest, ResolvesRowsChecksFilesAndKeepsClassNames) {
+  testdata::TempDir dir("stoker-manifest");
+  const std::string root = dir.path();
+  Write(root + "/img/a.jpg", "x");
+  Write(root + "/img/sub/b.jpg", "x");
+  Write(root + "/lists/train.csv",
+        "path,label,class\n../img/a.jpg,1,bee\n" + root +
+            "/img/sub/./b.jpg,0,ant\n../img/a.jpg,1,bee\n");
+  auto index = IndexManifest(root + "/lists/train.csv", {});
+  ASSERT_TRUE(index.ok()) << index.status();
+  ASSERT_EQ((*index)->size(), 3u);
+  EXPECT_EQ((*index)->Path(0), root + "/img/a.jpg");
+  EXPECT_EQ((*index)->Path(1), root + "/img/sub/b.jpg");
+  EXPECT_EQ((*index)->label(2), 1);
+  EXPECT_EQ((*index)->class_names(), (std::vector<std::string>{"ant", "bee"}));
+  Write(root + "/lists/clash.csv",
+        "path,label,class\n../img/a.jpg,1,bee\n"
+        "../img/a.jpg,1,wasp\n");
+  auto clash = IndexManifest(root + "/lists/clash.csv", {});
+  EXPECT_NE(clash.status().message().find("line 3: names label 1 'wasp'"),
+            std::string::npos)
+      << clash.status();
+  Write(root + "/lists/dir.csv", "path,label\n../img/sub,1\n");
+  EXPECT_NE(IndexManifest(root + "/lists/dir.csv", {})
+                .status()
+                .message()
+                .find("line 2: '../img/sub' is a directory"),
+            std::string::npos);
+}
+
+// ImageNet-like names: "n01440764/n01440764_10026.JPEG".
+TEST(DatasetIndex, FileSamplesCostSixteenBytesPlusTheirName) {
+  DatasetIndex::Builder builder(DatasetKind::kImageFolder);
+  constexpr int kClasses = 100, kPerClass = 1000;
+  uint64_t name_bytes = 0;
+  for (int c = 0; c < kClasses; ++c) {
+    const std::string dir =
+        "/data/imagenet/train/n0" + std::to_string(1440764 + c);
+    for (int i = 0; i < kPerClass; ++i) {
+      const std::string name = "n0" + std::to_string(1440764 + c) + "_" +
+                               std::to_string(10000 + i) + ".JPEG";
+      name_bytes += name.size();
+      ASSERT_TRUE(builder.AddFile(dir, name, c).ok());
+    }
+  }
+  auto index = builder.Build();
+  ASSERT_EQ(index->size(), uint32_t(kClasses * kPerClass));
+  EXPECT_EQ(index->Path(1001),
+            "/data/imagenet/train/n01440765/n01440765_10001.JPEG");
+  EXPECT_EQ(index->label(1001), 1);
+  const double per_sample = double(index->MemoryBytes()) / index->size();
+  EXPECT_LT(per_sample, 16.0 + double(name_bytes) / index->size() + 1);
+}
+
+TEST(DatasetCache, SharesWhileUnchangedAndRebuildsAfterAChange) {
+  testdata::TempDir dir("stoker-cache");
+  const std::string root = dir.path();
+  Write(root + "/cat/a.jpg", "x");
+  Write(root + "/dog/deep/b.jpg", "x");
+  DatasetCache cache;
+  const PathPolicy anywhere;
+  auto first = ScanImageFolder(root);
+  ASSERT_TRUE(first.ok());
+  EXPECT_EQ(cache.Keep("k", *first), *first);
+  EXPECT_EQ(cache.Find("k", anywhere), *first);
+  EXPECT_EQ(cache.Find("other", anywhere), nullptr);
+  EXPECT_EQ(cache.usage().indexes, 1u);
+  // A second index built from the same files is dropped for the kept one.
+  auto again = ScanImageFolder(root);
+  EXPECT_EQ(cache.Keep("k", *again), *first);
+  // A file added deep down changes its directory: no longer shared.
+  Write(root + "/dog/deep/c.jpg", "x");
+  EXPECT_EQ(cache.Find("k", anywhere), nullptr);
+  auto fresh = ScanImageFolder(root);
+  EXPECT_EQ(cache.Keep("k", *fresh), *fresh);
+  EXPECT_EQ((*fresh)->size(), 3u);
+  // Freed with the last holder.
+  first->reset();
+  again->reset();
+  EXPECT_EQ(cache.usage().indexes, 1u);
+  fresh->reset();
+  EXPECT_EQ(cache.usage().indexes, 0u);
+  EXPECT_EQ(cache.Find("k", anywhere), nullptr);
+}
+
+TEST(DatasetCache, AUserWhoCannotReadADirectoryGetsNoSharedIndex) {
+  if (!CanActAsOtherUsers()) GTEST_SKIP() << "needs CAP_SETUID/CAP_SETGID";
+  testdata::TempDir dir("stoker-cache");
+  const std::string root = dir.path();
+  Write(root + "/cat/a.jpg", "x");
+  Write(root + "/dog/b.jpg", "x");
+  ::chmod(root.c_str(), 0755);
+  ::chmod((root + "/dog").c_str(), 0755);
+  ::chmod((root + "/cat").c_str(), 0700);  // only its owner may list it
+  DatasetCache cache;
+  const PathPolicy anywhere;
+  auto index = ScanImageFolder(root);
+  ASSERT_TRUE(index.ok());
+  cache.Keep("k", *index);
+  FileIdentity nobody{.uid = 65534, .gid = 65534};
+  {
+    const ActAs as_nobody(&nobody);
+    ASSERT_TRUE(as_nobody.status().ok());
+    EXPECT_EQ(cache.Find("k", anywhere), nullptr);
+  }
+  EXPECT_EQ(cache.Find("k", anywhere), *index);
+}
+
+}  // namespace
+}  // namespace stoker
