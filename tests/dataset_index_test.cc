@@ -158,7 +158,7 @@ TEST(IndexManifest, ResolvesRowsChecksFilesAndKeepsClassNames) {
 }
 
 // ImageNet-like names: "n01440764/n01440764_10026.JPEG".
-TEST(DatasetIndex, FileSamplesCostSixteenBytesPlusTheirName) {
+TEST(DatasetIndex, FileSamplesCostTwelveBytesPlusTheirName) {
   DatasetIndex::Builder builder(DatasetKind::kImageFolder);
   constexpr int kClasses = 100, kPerClass = 1000;
   uint64_t name_bytes = 0;
@@ -178,7 +178,30 @@ TEST(DatasetIndex, FileSamplesCostSixteenBytesPlusTheirName) {
             "/data/imagenet/train/n01440765/n01440765_10001.JPEG");
   EXPECT_EQ(index->label(1001), 1);
   const double per_sample = double(index->MemoryBytes()) / index->size();
-  EXPECT_LT(per_sample, 16.0 + double(name_bytes) / index->size() + 1);
+  EXPECT_LT(per_sample, 12.0 + double(name_bytes) / index->size() + 1);
+}
+
+TEST(DatasetIndex, ShardSamplesCostTwentyBytesAndWideLabelsEight) {
+  DatasetIndex::Builder narrow(DatasetKind::kTarShards);
+  DatasetIndex::Builder wide(DatasetKind::kTarShards);
+  for (auto* builder : {&narrow, &wide}) {
+    const uint32_t shard = builder->AddShard("/data/shard-000000.tar");
+    for (int i = 0; i < 100000; ++i) {
+      builder->AddMember(shard, 1536 + 2048 * uint64_t(i), 900, i % 1000);
+    }
+  }
+  wide.AddMember(0, 1, 2, int64_t{1} << 40);
+  auto small = narrow.Build();
+  auto large = wide.Build();
+  EXPECT_LT(double(small->MemoryBytes()) / small->size(), 20.1);
+  EXPECT_LT(double(large->MemoryBytes()) / large->size(), 24.1);
+  EXPECT_EQ(small->label(99999), 999);
+  EXPECT_EQ(large->label(100000), int64_t{1} << 40);
+  const MemberRange range = small->Range(7);
+  EXPECT_EQ(range.offset, 1536 + 2048 * 7u);
+  EXPECT_EQ(range.size, 900u);
+  EXPECT_EQ(small->Describe(7), "/data/shard-000000.tar member at byte " +
+                                    std::to_string(1536 + 2048 * 7));
 }
 
 TEST(DatasetCache, SharesWhileUnchangedAndRebuildsAfterAChange) {

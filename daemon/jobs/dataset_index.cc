@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -66,9 +67,9 @@ std::string DatasetIndex::Describe(uint32_t i) const {
 
 uint64_t DatasetIndex::MemoryBytes() const {
   uint64_t bytes = HeapBytes(class_names_) + HeapBytes(tables_) +
-                   HeapBytes(labels_) + HeapBytes(dir_of_) +
-                   HeapBytes(name_end_) + HeapBytes(members_) +
-                   stamps_.capacity() * sizeof(FileStamp);
+                   HeapBytes(labels32_) + HeapBytes(labels_) +
+                   HeapBytes(dir_of_) + HeapBytes(name_end_) +
+                   HeapBytes(members_) + stamps_.capacity() * sizeof(FileStamp);
   if (names_.capacity() > 15) bytes += names_.capacity() + 1;
   for (const FileStamp& s : stamps_) {
     if (s.path.capacity() > 15) bytes += s.path.capacity() + 1;
@@ -113,6 +114,14 @@ void DatasetIndex::Builder::AddMember(uint32_t shard, uint64_t offset,
 }
 
 std::shared_ptr<const DatasetIndex> DatasetIndex::Builder::Build() {
+  index_.size_ = uint32_t(index_.labels_.size());
+  if (std::all_of(index_.labels_.begin(), index_.labels_.end(),
+                  [](int64_t label) {
+                    return label >= INT32_MIN && label <= INT32_MAX;
+                  })) {
+    index_.labels32_.assign(index_.labels_.begin(), index_.labels_.end());
+    std::vector<int64_t>().swap(index_.labels_);
+  }
   index_.labels_.shrink_to_fit();
   index_.dir_of_.shrink_to_fit();
   index_.name_end_.shrink_to_fit();
