@@ -121,16 +121,19 @@ def tiny_jpeg(args, work):
 
 
 def big_tree(args, work, classes, per_class):
-    """classes x per_class ImageNet-like names, hard links to one JPEG."""
+    """classes x per_class ImageNet-like names: hard links to one small
+    JPEG, copied once per class (a file takes at most 65000 links)."""
     source = tiny_jpeg(args, work)
     root = os.path.join(work, "big")
+    copies = os.path.join(work, "copies")
+    os.mkdir(copies)
     for c in range(classes):
         wnid = f"n{1440764 + c:08d}"
         directory = os.path.join(root, wnid)
         os.makedirs(directory)
+        copy = shutil.copy(source, os.path.join(copies, f"{c}.jpg"))
         for i in range(per_class):
-            os.link(source, os.path.join(directory,
-                                         f"{wnid}_{10000 + i}.JPEG"))
+            os.link(copy, os.path.join(directory, f"{wnid}_{10000 + i}.JPEG"))
     return root, source
 
 
@@ -203,6 +206,7 @@ def main() -> int:
     parser.add_argument("--jobs", type=int, default=8)
     parser.add_argument("--skip_throughput", action="store_true")
     args = parser.parse_args()
+    sys.stdout.reconfigure(line_buffering=True)
     work = tempfile.mkdtemp(prefix="stoker-bench-sources-")
     daemon, socket = start(args, work)
     try:

@@ -36,7 +36,8 @@ absl::Status OpenError(int err) {
   }
 }
 
-// Opens `path` for reading if it is a regular file inside `policy`'s roots.
+}  // namespace
+
 absl::StatusOr<UniqueFd> OpenSample(const std::string& path,
                                     const PathPolicy* policy, struct stat* st) {
   // Look before opening for reading: an O_PATH descriptor opens nothing (a
@@ -58,8 +59,6 @@ absl::StatusOr<UniqueFd> OpenSample(const std::string& path,
   if (!fd) return OpenError(errno);
   return fd;
 }
-
-}  // namespace
 
 absl::Status ReadFile(const std::string& path, std::vector<uint8_t>* buffer,
                       const PathPolicy* policy) {

@@ -13,6 +13,8 @@
 #ifndef STOKER_DAEMON_IMAGE_SAMPLE_DECODER_H_
 #define STOKER_DAEMON_IMAGE_SAMPLE_DECODER_H_
 
+#include <sys/stat.h>
+
 #include <array>
 #include <cstdint>
 #include <span>
@@ -20,6 +22,8 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "common/unique_fd.h"
 #include "daemon/image/exact_geometry.h"
 #include "daemon/image/image_decoder.h"
 #include "daemon/image/pillow_resample.h"
@@ -30,6 +34,13 @@ namespace stoker {
 
 // Largest file a worker reads; larger ones are refused as corrupt input.
 inline constexpr uint64_t kMaxFileBytes = uint64_t{256} << 20;
+
+// Opens `path` for reading if it is a regular file (after symlinks) inside
+// `policy`'s roots (nullptr: anywhere), filling *st. It looks through an
+// O_PATH descriptor first, which opens nothing: a FIFO or a device is
+// refused without being opened. Errors say what was wrong, not which file.
+absl::StatusOr<UniqueFd> OpenSample(const std::string& path,
+                                    const PathPolicy* policy, struct stat* st);
 
 // Reads the whole of `path` into *buffer (resized to the file's size),
 // with the calling thread's file identity (a worker holds its job owner's:

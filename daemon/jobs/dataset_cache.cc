@@ -1,20 +1,31 @@
 #include "daemon/jobs/dataset_cache.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 
 #include <utility>
 
 #include "absl/container/flat_hash_set.h"
 #include "common/unique_fd.h"
+#include "daemon/image/sample_decoder.h"  // OpenSample
 
 namespace stoker {
 
 bool StampsHold(const DatasetIndex& index, const PathPolicy& policy) {
   for (const FileStamp& stamp : index.stamps()) {
-    const int flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY |
-                      (stamp.directory ? O_DIRECTORY : 0);
-    const UniqueFd fd(::open(stamp.path.c_str(), flags));
-    if (!fd || !policy.CheckOpen(fd.get()).ok()) return false;
+    // Opened for reading: the asking user must be allowed to read it. A
+    // shard or manifest is looked at before it is opened (OpenSample).
+    UniqueFd fd;
+    if (stamp.directory) {
+      fd = UniqueFd(::open(stamp.path.c_str(),
+                           O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NONBLOCK));
+      if (!fd || !policy.CheckOpen(fd.get()).ok()) return false;
+    } else {
+      struct stat st;
+      absl::StatusOr<UniqueFd> file = OpenSample(stamp.path, &policy, &st);
+      if (!file.ok()) return false;
+      fd = *std::move(file);
+    }
     FileStamp now;
     if (!StampOf(fd.get(), stamp.path, stamp.directory, &now).ok() ||
         !(now == stamp)) {

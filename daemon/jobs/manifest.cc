@@ -1,6 +1,5 @@
 #include "daemon/jobs/manifest.h"
 
-#include <fcntl.h>
 #include <sys/stat.h>
 
 #include <cerrno>
@@ -15,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "common/unique_fd.h"
+#include "daemon/image/sample_decoder.h"  // OpenSample
 #include "daemon/jobs/manifest_rows.h"
 #include "daemon/os/read_at.h"
 
@@ -26,41 +26,26 @@ const PathPolicy& PolicyOf(const ScanLimits& limits) {
   return limits.policy != nullptr ? *limits.policy : *kAnywhere;
 }
 
-absl::Status OpenError(const std::string& what, const std::string& path) {
-  const std::string text = absl::StrCat(
-      what, " '", path, "' cannot be opened: ", std::strerror(errno));
-  if (errno == EACCES || errno == EPERM) {
-    return absl::PermissionDeniedError(text);
-  }
-  return errno == ENOENT ? absl::NotFoundError(text)
-                         : absl::InvalidArgumentError(text);
-}
-
 // Reads the manifest, stamping it; *resolved is where it lies.
 absl::Status ReadManifest(const std::string& path, const PathPolicy& policy,
                           std::string* resolved, std::string* text,
                           FileStamp* stamp) {
   STOKER_ASSIGN_OR_RETURN(*resolved, policy.Resolve(path, "dataset.manifest"));
-  UniqueFd fd(
-      ::open(resolved->c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
-  if (!fd) return OpenError("dataset.manifest", path);
-  if (absl::Status allowed = policy.CheckOpen(fd.get()); !allowed.ok()) {
-    return absl::PermissionDeniedError(
-        absl::StrCat("dataset.manifest '", path, "' ", allowed.message()));
-  }
-  STOKER_RETURN_IF_ERROR(StampOf(fd.get(), path, false, stamp));
   struct stat st;
-  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("dataset.manifest '", path, "' is not a regular file"));
+  absl::StatusOr<UniqueFd> fd = OpenSample(*resolved, &policy, &st);
+  if (!fd.ok()) {
+    return absl::Status(
+        fd.status().code(),
+        absl::StrCat("dataset.manifest '", path, "' ", fd.status().message()));
   }
+  STOKER_RETURN_IF_ERROR(StampOf(fd->get(), path, false, stamp));
   if (uint64_t(st.st_size) > kMaxManifestBytes) {
     return absl::ResourceExhaustedError(
         absl::StrCat("dataset.manifest '", path, "' is ", st.st_size,
                      " bytes; stokerd reads at most ", kMaxManifestBytes));
   }
   text->resize(size_t(st.st_size));
-  if (!ReadAt(fd.get(), reinterpret_cast<uint8_t*>(text->data()), text->size(),
+  if (!ReadAt(fd->get(), reinterpret_cast<uint8_t*>(text->data()), text->size(),
               0)) {
     return absl::DataLossError(
         absl::StrCat("dataset.manifest '", path, "' could not be read whole"));

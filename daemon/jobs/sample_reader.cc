@@ -1,10 +1,8 @@
 #include "daemon/jobs/sample_reader.h"
 
-#include <fcntl.h>
+#include <sys/stat.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
 
 #include "absl/strings/str_cat.h"
 
@@ -20,18 +18,12 @@ absl::StatusOr<int> SampleReader::Shard(uint64_t job_serial,
       return open.fd.get();
     }
   }
-  const std::string& path = index.shards()[shard];
-  UniqueFd fd(
-      ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
-  if (!fd) {
-    return absl::NotFoundError(
-        absl::StrCat("cannot open the shard: ", std::strerror(errno)));
-  }
-  if (policy_ != nullptr) {
-    if (absl::Status allowed = policy_->CheckOpen(fd.get()); !allowed.ok()) {
-      return absl::PermissionDeniedError(
-          absl::StrCat("the shard ", allowed.message()));
-    }
+  struct stat st;
+  absl::StatusOr<UniqueFd> fd =
+      OpenSample(index.shards()[shard], policy_, &st);
+  if (!fd.ok()) {
+    return absl::Status(fd.status().code(),
+                        absl::StrCat("the shard: ", fd.status().message()));
   }
   if (open_.size() >= kMaxOpenShards) {
     open_.erase(std::min_element(open_.begin(), open_.end(),
@@ -39,7 +31,7 @@ absl::StatusOr<int> SampleReader::Shard(uint64_t job_serial,
                                    return a.last_use < b.last_use;
                                  }));
   }
-  open_.push_back({job_serial, shard, std::move(fd), uses_});
+  open_.push_back({job_serial, shard, *std::move(fd), uses_});
   return open_.back().fd.get();
 }
 

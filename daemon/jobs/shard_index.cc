@@ -1,15 +1,11 @@
 #include "daemon/jobs/shard_index.h"
 
-#include <fcntl.h>
 #include <sys/stat.h>
-
-#include <cerrno>
-#include <cstring>
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "common/unique_fd.h"
-#include "daemon/image/sample_decoder.h"  // kMaxFileBytes
+#include "daemon/image/sample_decoder.h"  // kMaxFileBytes, OpenSample
 #include "daemon/jobs/brace_expand.h"
 
 namespace stoker {
@@ -25,21 +21,12 @@ absl::StatusOr<UniqueFd> OpenShard(const std::string& path,
                                    const PathPolicy& policy,
                                    std::string* resolved) {
   STOKER_ASSIGN_OR_RETURN(*resolved, policy.Resolve(path, "dataset.shards"));
-  // O_NONBLOCK: a FIFO named x.tar must not hang the scan.
-  UniqueFd fd(
-      ::open(resolved->c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
-  if (!fd) {
-    const std::string text = absl::StrCat("dataset.shards: cannot open '", path,
-                                          "': ", std::strerror(errno));
-    if (errno == EACCES || errno == EPERM) {
-      return absl::PermissionDeniedError(text);
-    }
-    return errno == ENOENT ? absl::NotFoundError(text)
-                           : absl::InvalidArgumentError(text);
-  }
-  if (absl::Status allowed = policy.CheckOpen(fd.get()); !allowed.ok()) {
-    return absl::PermissionDeniedError(
-        absl::StrCat("dataset.shards: '", path, "' ", allowed.message()));
+  struct stat st;
+  absl::StatusOr<UniqueFd> fd = OpenSample(*resolved, &policy, &st);
+  if (!fd.ok()) {
+    return absl::Status(fd.status().code(),
+                        absl::StrCat("dataset.shards: '", path, "' ",
+                                     fd.status().message()));
   }
   return fd;
 }
