@@ -126,6 +126,10 @@ TEST(ReadTarMembers, BadShardsAreRefusedNamingTheShardAndTheHeader) {
   expect(write("truncated.tar", bytes.substr(0, 1536 + 700)), "truncated");
   expect(write("noise.tar", std::string(4096, 'x')), "bad header checksum");
   expect(archive.path(), "above the limit", {.max_member_bytes = 60000});
+  expect(archive.path(), "more than 3 members", {.max_members = 3});
+  // The names a listing holds are bounded too (a shard of huge pax names).
+  expect(archive.path(), "member names pass 100 bytes",
+         {.max_name_bytes = 100});
   const std::string gz = dir.path() + "/shard.tar.gz";
   ASSERT_EQ(std::system(("gzip -c " + archive.path() + " > " + gz).c_str()), 0);
   expect(gz, "gzip-compressed tar");

@@ -68,9 +68,9 @@ std::string StatusText(const v1::Stats& stats, const std::string& health,
                               Bytes(d.shm_free_bytes()), " free in /dev/shm")},
       {"decoded", absl::StrCat(d.samples_decoded(), " images, ",
                                d.decode_errors(), " errors")},
-      {"datasets", absl::StrCat(d.dataset_indexes(), " indexes in memory, ",
-                                Bytes(d.dataset_index_bytes()),
-                                " (one per dataset, shared by its jobs)")},
+      {"indexes", absl::StrCat(d.dataset_indexes(), " of datasets, ",
+                               Bytes(d.dataset_index_bytes()),
+                               " (one per dataset, shared by its jobs)")},
   });
 }
 

@@ -19,8 +19,7 @@ absl::StatusOr<int> SampleReader::Shard(uint64_t job_serial,
     }
   }
   struct stat st;
-  absl::StatusOr<UniqueFd> fd =
-      OpenSample(index.shards()[shard], policy_, &st);
+  absl::StatusOr<UniqueFd> fd = OpenSample(index.shards()[shard], policy_, &st);
   if (!fd.ok()) {
     return absl::Status(fd.status().code(),
                         absl::StrCat("the shard: ", fd.status().message()));

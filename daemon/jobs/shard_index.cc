@@ -24,9 +24,9 @@ absl::StatusOr<UniqueFd> OpenShard(const std::string& path,
   struct stat st;
   absl::StatusOr<UniqueFd> fd = OpenSample(*resolved, &policy, &st);
   if (!fd.ok()) {
-    return absl::Status(fd.status().code(),
-                        absl::StrCat("dataset.shards: '", path, "' ",
-                                     fd.status().message()));
+    return absl::Status(
+        fd.status().code(),
+        absl::StrCat("dataset.shards: '", path, "' ", fd.status().message()));
   }
   return fd;
 }
@@ -52,8 +52,7 @@ absl::StatusOr<std::shared_ptr<const DatasetIndex>> IndexTarShards(
   }
   const PathPolicy& policy = PolicyOf(limits);
   const ScanClock clock(limits);
-  const TarLimits tar{.max_member_bytes = kMaxFileBytes,
-                      .max_members = limits.max_entries};
+  uint64_t members_seen = 0;  // all shards together stay under max_entries
   DatasetIndex::Builder index(DatasetKind::kTarShards);
   for (const std::string& path : paths) {
     STOKER_RETURN_IF_ERROR(clock.Check(absl::StrCat("shard '", path, "'")));
@@ -62,8 +61,11 @@ absl::StatusOr<std::shared_ptr<const DatasetIndex>> IndexTarShards(
                             OpenShard(path, policy, &resolved));
     FileStamp stamp;
     STOKER_RETURN_IF_ERROR(StampOf(fd.get(), path, false, &stamp));
+    const TarLimits tar{.max_member_bytes = kMaxFileBytes,
+                        .max_members = limits.max_entries - members_seen};
     STOKER_ASSIGN_OR_RETURN(const std::vector<TarMember> members,
                             ReadTarMembers(fd.get(), path, tar));
+    members_seen += members.size();
     STOKER_ASSIGN_OR_RETURN(const std::vector<ShardSample> samples,
                             GroupShardSamples(fd.get(), path, members, labels));
     if (index.samples() + samples.size() > limits.max_samples) {

@@ -11,6 +11,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "common/status_macros.h"
 
 namespace stoker {
 namespace {
@@ -151,7 +152,8 @@ absl::Status ReadExtended(int fd, const std::string& shard,
 // A regular file's header at `at`, its data `size` bytes right after it.
 absl::Status AddMember(const std::string& shard, const TarLimits& limits,
                        const Header& h, uint64_t at, uint64_t size,
-                       Overrides* next, std::vector<TarMember>* members) {
+                       Overrides* next, std::vector<TarMember>* members,
+                       uint64_t* name_bytes) {
   std::string name = Field(&h[0], 100);
   // POSIX ustar ("ustar\0") has a name prefix; old GNU ("ustar ") keeps
   // times there.
@@ -170,6 +172,12 @@ absl::Status AddMember(const std::string& shard, const TarLimits& limits,
     return Bad(shard, at,
                absl::StrCat("more than ", limits.max_members, " members"));
   }
+  *name_bytes += name.size();
+  if (*name_bytes > limits.max_name_bytes) {
+    return Bad(shard, at,
+               absl::StrCat("the member names pass ", limits.max_name_bytes,
+                            " bytes, more than stokerd holds for one shard"));
+  }
   members->push_back({std::move(name), at + kBlock, size});
   return absl::OkStatus();
 }
@@ -186,6 +194,7 @@ absl::StatusOr<std::vector<TarMember>> ReadTarMembers(int fd,
   }
   const uint64_t file_size = uint64_t(st.st_size);
   std::vector<TarMember> members;
+  uint64_t name_bytes = 0;
   Overrides next;  // from a pax or GNU long-name header, for the next member
   Header h;
   for (uint64_t at = 0; at < file_size;) {
@@ -217,17 +226,11 @@ absl::StatusOr<std::vector<TarMember>> ReadTarMembers(int fd,
                               "file (truncated?)"));
     }
     if (type == 'x' || type == 'L') {
-      if (absl::Status ok =
-              ReadExtended(fd, shard, limits, at, type, *size, &next);
-          !ok.ok()) {
-        return ok;
-      }
+      STOKER_RETURN_IF_ERROR(
+          ReadExtended(fd, shard, limits, at, type, *size, &next));
     } else if (regular) {
-      if (absl::Status ok =
-              AddMember(shard, limits, h, at, *size, &next, &members);
-          !ok.ok()) {
-        return ok;
-      }
+      STOKER_RETURN_IF_ERROR(
+          AddMember(shard, limits, h, at, *size, &next, &members, &name_bytes));
     } else if (type != 'g' && type != 'K') {
       next = {};  // a directory, link or device: not a sample's member
     }

@@ -33,6 +33,8 @@ struct TarLimits {
   uint64_t max_member_bytes = uint64_t{256} << 20;  // as kMaxFileBytes
   uint64_t max_members = uint64_t{1} << 26;
   uint64_t max_header_bytes = uint64_t{1} << 20;  // a pax header or long name
+  // All member names of one shard together (what a listing holds).
+  uint64_t max_name_bytes = uint64_t{256} << 20;
 };
 
 // Lists the regular files of the tar archive open at `fd`, in archive
@@ -42,7 +44,8 @@ struct TarLimits {
 // zstd or lz4: its members cannot be read at random; decompress it), a
 // header whose checksum does not match (corrupt, or not a tar file), a
 // member that runs past the end of the file (truncated), a member larger
-// than max_member_bytes, a pax record that does not parse.
+// than max_member_bytes, a pax record that does not parse, more than
+// max_members members or max_name_bytes of names.
 absl::StatusOr<std::vector<TarMember>> ReadTarMembers(
     int fd, const std::string& shard, const TarLimits& limits = {});
 
