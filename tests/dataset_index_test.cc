@@ -48,6 +48,11 @@ TEST(ExpandBraces, TooManyPathsIsAnErrorNamingThePattern) {
   EXPECT_NE(many.message().find("s-{0..99999999999}.tar"), std::string::npos);
   out.clear();
   EXPECT_FALSE(ExpandBraces("{a,b}{a,b}{a,b}{a,b}{a,b}{a,b}", 32, &out).ok());
+  // Long paths are bounded by their bytes too: 1000 x 4 KiB.
+  out.clear();
+  absl::Status bytes = ExpandBraces(std::string(4000, 'x') + "{000..999}",
+                                    1 << 20, &out, 1 << 20);
+  EXPECT_NE(bytes.message().find("bytes of paths"), std::string::npos) << bytes;
 }
 
 std::vector<ManifestRow> Rows(absl::string_view text, bool csv,

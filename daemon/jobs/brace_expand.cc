@@ -79,29 +79,53 @@ std::optional<std::vector<std::string>> Range(absl::string_view inside,
   return items;
 }
 
-// Appends `done` + the expansion of `rest` (`done` has no group left).
-absl::Status Expand(const std::string& done, const std::string& rest,
-                    const std::string& whole, size_t max_paths,
-                    std::vector<std::string>* out) {
-  const auto group = FirstGroup(rest);
-  if (!group) {
-    if (out->size() >= max_paths) {
-      return absl::InvalidArgumentError(absl::StrCat("shard pattern '", whole,
-                                                     "' expands to more than ",
-                                                     max_paths, " paths"));
-    }
-    out->push_back(done + rest);
-    return absl::OkStatus();
+// One pattern's expansion into *out, within its bounds.
+class Expander {
+ public:
+  Expander(const std::string& whole, size_t max_paths, size_t max_bytes,
+           std::vector<std::string>* out)
+      : whole_(whole), max_paths_(max_paths), max_bytes_(max_bytes), out_(out) {
+    for (const std::string& path : *out) bytes_ += path.size();
   }
+
+  // Appends `done` + the expansion of `rest` (`done` has no group left).
+  absl::Status Expand(const std::string& done, const std::string& rest);
+
+ private:
+  absl::Status Add(std::string path);
+
+  const std::string& whole_;
+  const size_t max_paths_;
+  const size_t max_bytes_;
+  std::vector<std::string>* const out_;
+  size_t bytes_ = 0;
+};
+
+absl::Status Expander::Add(std::string path) {
+  if (out_->size() >= max_paths_ || bytes_ + path.size() > max_bytes_) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("shard pattern '", whole_, "' expands to more than ",
+                     out_->size() >= max_paths_
+                         ? absl::StrCat(max_paths_, " paths")
+                         : absl::StrCat(max_bytes_, " bytes of paths")));
+  }
+  bytes_ += path.size();
+  out_->push_back(std::move(path));
+  return absl::OkStatus();
+}
+
+absl::Status Expander::Expand(const std::string& done,
+                              const std::string& rest) {
+  const auto group = FirstGroup(rest);
+  if (!group) return Add(done + rest);
   const auto [open, close] = *group;
   const absl::string_view inside =
       absl::string_view(rest).substr(open + 1, close - open - 1);
   std::vector<std::string> items = Items(inside);
   if (items.size() == 1) {
-    auto range = Range(inside, max_paths);
+    auto range = Range(inside, max_paths_);
     if (!range) {  // "{x}": kept as written, as braceexpand keeps it
-      return Expand(done + rest.substr(0, close + 1), rest.substr(close + 1),
-                    whole, max_paths, out);
+      return Expand(done + rest.substr(0, close + 1), rest.substr(close + 1));
     }
     items = *std::move(range);
   }
@@ -109,8 +133,7 @@ absl::Status Expand(const std::string& done, const std::string& rest,
   const std::string tail = rest.substr(close + 1);
   for (const std::string& item : items) {
     // An item may hold groups of its own: it is expanded with the tail.
-    STOKER_RETURN_IF_ERROR(
-        Expand(head, absl::StrCat(item, tail), whole, max_paths, out));
+    STOKER_RETURN_IF_ERROR(Expand(head, absl::StrCat(item, tail)));
   }
   return absl::OkStatus();
 }
@@ -118,8 +141,8 @@ absl::Status Expand(const std::string& done, const std::string& rest,
 }  // namespace
 
 absl::Status ExpandBraces(const std::string& pattern, size_t max_paths,
-                          std::vector<std::string>* out) {
-  return Expand("", pattern, pattern, max_paths, out);
+                          std::vector<std::string>* out, size_t max_bytes) {
+  return Expander(pattern, max_paths, max_bytes, out).Expand("", pattern);
 }
 
 }  // namespace stoker

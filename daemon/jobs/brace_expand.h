@@ -17,9 +17,11 @@
 namespace stoker {
 
 // Appends the expansion of `pattern` to *out. INVALID_ARGUMENT when *out
-// would hold more than `max_paths` (the message names the pattern).
+// would hold more than `max_paths` paths or `max_bytes` bytes of paths (the
+// message names the pattern).
 absl::Status ExpandBraces(const std::string& pattern, size_t max_paths,
-                          std::vector<std::string>* out);
+                          std::vector<std::string>* out,
+                          size_t max_bytes = size_t{64} << 20);
 
 }  // namespace stoker
 

@@ -26,7 +26,9 @@
 
 namespace stoker {
 
-inline constexpr uint64_t kMaxManifestBytes = uint64_t{1} << 30;
+// A manifest is read whole while its index is built (at most 16 builds
+// run at once): 256 MiB holds about 5 million CSV rows.
+inline constexpr uint64_t kMaxManifestBytes = uint64_t{256} << 20;
 inline constexpr int64_t kMaxManifestClasses = int64_t{1} << 20;
 
 // Indexes the manifest at `path` (resolved through limits.policy, read with
