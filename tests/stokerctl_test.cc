@@ -2,6 +2,8 @@
 // sentences it makes of errors.
 #include <stdio.h>
 
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 
 #include "gtest/gtest.h"
@@ -123,6 +125,45 @@ TEST_F(StokerctlTest, BenchReportsImagesPerSecondAndCleansUp) {
                              daemon_.dir() + "/absent: "),
             std::string::npos)
       << missing.err;
+}
+
+// The same bench on the dataset's files as tar shards (made by GNU tar, a
+// brace pattern) and as a CSV manifest; the broken file is left out.
+TEST_F(StokerctlTest, BenchTakesShardsAndManifests) {
+  const testdata::GeneratedDataset data =
+      testing::MakeDataset(daemon_.dir() + "/clean", 2, 6);
+  std::ofstream manifest(daemon_.dir() + "/list.csv");
+  manifest << "path,label\n";
+  for (int shard = 0; shard < 2; ++shard) {
+    const std::string members =
+        daemon_.dir() + "/members" + std::to_string(shard);
+    std::filesystem::create_directories(members);
+    for (size_t i = shard * 6; i < size_t(shard + 1) * 6; ++i) {
+      const std::string key = members + "/" + std::to_string(i);
+      std::filesystem::copy_file(data.paths[i], key + ".jpg");
+      std::ofstream(key + ".cls") << data.labels[i];
+      manifest << data.paths[i] << "," << data.labels[i] << "\n";
+    }
+    // --sort=name keeps a sample's members together, as WebDataset needs.
+    const std::string tar = "tar --sort=name -cf " + daemon_.dir() + "/s-" +
+                            std::to_string(shard) + ".tar -C " + members + " .";
+    ASSERT_EQ(std::system(tar.c_str()), 0);
+  }
+  manifest.close();
+  for (const std::string& dataset :
+       {"'" + daemon_.dir() + "/s-{0..1}.tar'", daemon_.dir() + "/list.csv"}) {
+    const Output run = Stokerctl(
+        "--json bench --batches=4 --batch_size=3 "
+        "--size=16 " +
+        dataset);
+    EXPECT_EQ(run.exit_code, 0) << dataset << ": " << run.err;
+    EXPECT_NE(run.out.find("\"images\":12,\"batches\":4"), std::string::npos)
+        << run.out;
+  }
+  const Output bad = Stokerctl("bench " + daemon_.dir() + "/s-9.tar");
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.err.find("s-9.tar' does not exist"), std::string::npos)
+      << bad.err;
 }
 
 TEST_F(StokerctlTest, NoDaemonAndBadUsageAreSentences) {

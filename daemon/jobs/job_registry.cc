@@ -187,9 +187,7 @@ absl::StatusOr<std::shared_ptr<const DatasetIndex>> JobRegistry::Index(
   // Create makes afterwards is the daemon's own).
   const ActAs as_owner(&config->owner_files);
   STOKER_RETURN_IF_ERROR(as_owner.status());
-  static const PathPolicy* const kAnywhere = new PathPolicy();
-  const PathPolicy& policy =
-      options_.dataset_paths != nullptr ? *options_.dataset_paths : *kAnywhere;
+  const PathPolicy& policy = PolicyOf(limits);  // options_.dataset_paths
   if (config->dataset_kind == DatasetKind::kImageFolder) {
     STOKER_ASSIGN_OR_RETURN(config->dataset_path,
                             policy.Resolve(config->dataset_path));

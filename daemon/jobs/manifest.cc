@@ -21,11 +21,6 @@
 namespace stoker {
 namespace {
 
-const PathPolicy& PolicyOf(const ScanLimits& limits) {
-  static const PathPolicy* const kAnywhere = new PathPolicy();
-  return limits.policy != nullptr ? *limits.policy : *kAnywhere;
-}
-
 // Reads the manifest, stamping it; *resolved is where it lies.
 absl::Status ReadManifest(const std::string& path, const PathPolicy& policy,
                           std::string* resolved, std::string* text,

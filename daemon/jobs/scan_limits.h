@@ -28,6 +28,12 @@ struct ScanLimits {
   std::function<bool()> cancelled;
 };
 
+// limits.policy, or one that allows all but /proc, /sys and /dev.
+inline const PathPolicy& PolicyOf(const ScanLimits& limits) {
+  static const PathPolicy* const kAnywhere = new PathPolicy();
+  return limits.policy != nullptr ? *limits.policy : *kAnywhere;
+}
+
 // The clock and the cancellation of one scan.
 class ScanClock {
  public:

@@ -11,11 +11,6 @@
 namespace stoker {
 namespace {
 
-const PathPolicy& PolicyOf(const ScanLimits& limits) {
-  static const PathPolicy* const kAnywhere = new PathPolicy();
-  return limits.policy != nullptr ? *limits.policy : *kAnywhere;
-}
-
 // Opens one shard for reading its headers; *resolved is where it lies.
 absl::StatusOr<UniqueFd> OpenShard(const std::string& path,
                                    const PathPolicy& policy,
