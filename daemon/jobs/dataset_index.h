@@ -73,7 +73,8 @@ class DatasetIndex {
   // Sample i for humans: its path, or "<shard> member at byte N".
   std::string Describe(uint32_t i) const;
 
-  // What the index was built from (see FileStamp).
+  // What the index was built from (see FileStamp); for shards, stamp i is
+  // shard i's.
   const std::vector<FileStamp>& stamps() const { return stamps_; }
   // Heap bytes held (what bench/ and GetJob report).
   uint64_t MemoryBytes() const;

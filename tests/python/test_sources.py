@@ -194,8 +194,10 @@ def test_a_rewritten_shard_is_indexed_again(daemon, scratch, sources):
     folder = sources["folder"]
     pattern = write_shards(folder, scratch, 2)
     first = stoker.DataLoader(transform=EVAL, socket=daemon.socket,
-                              batch_size=4, shards=pattern)
-    next(iter(first))
+                              batch_size=4, shards=pattern, slots=2,
+                              on_error="fail")
+    running = iter(first)
+    next(running)
     write_shards(folder, scratch, 2, json_label=False)  # same names, new files
     with tarfile.open(os.path.join(scratch, "train-000001.tar"), "a") as tar:
         add_member(tar, "extra.jpg", open(
@@ -205,6 +207,11 @@ def test_a_rewritten_shard_is_indexed_again(daemon, scratch, sources):
                                batch_size=4, shards=pattern)
     next(iter(second))
     assert second.num_samples == first.num_samples + 1
+    # The job indexed before the rewrite fails saying so, rather than read
+    # the new files at the old offsets.
+    with pytest.raises(stoker.StokerError, match="shard changed after"):
+        for _ in range(2 * len(first)):
+            next(running)
     first.close()
     second.close()
 
