@@ -67,6 +67,19 @@ std::vector<ManifestRow> Rows(absl::string_view text, bool csv,
   return rows;
 }
 
+// Each text is refused with INVALID_ARGUMENT whose message holds "manifest
+// 'm' " and then its reason.
+void ExpectRefused(
+    bool csv, const std::vector<std::pair<std::string, std::string>>& cases) {
+  for (const auto& [text, why] : cases) {
+    absl::Status status;
+    Rows(text, csv, &status);
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << text;
+    EXPECT_NE(status.message().find("manifest 'm' " + why), std::string::npos)
+        << status;
+  }
+}
+
 TEST(ManifestRows, CsvQuotingColumnsAndLineNumbers) {
   absl::Status status;
   auto rows = Rows(
@@ -86,18 +99,11 @@ TEST(ManifestRows, CsvQuotingColumnsAndLineNumbers) {
   EXPECT_EQ(rows[1].line, 4u);
   EXPECT_EQ(rows[2].line, 6u);  // the quoted line break counts
   EXPECT_EQ(rows[2].label, -1);
-  for (const auto& [text, why] :
-       std::vector<std::pair<std::string, std::string>>{
-           {"path,label\nx.jpg,1.5\n", "line 2: the label '1.5'"},
-           {"path,label\nx.jpg\n", "line 2: has 1 fields"},
-           {"path\nx.jpg\n", "line 1: the header row"},
-           {"path,label\n\"x.jpg\"y,1\n", "line 2: text follows"},
-           {"", "line 1: no header row"}}) {
-    Rows(text, true, &status);
-    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << text;
-    EXPECT_NE(status.message().find("manifest 'm' " + why), std::string::npos)
-        << status;
-  }
+  ExpectRefused(true, {{"path,label\nx.jpg,1.5\n", "line 2: the label '1.5'"},
+                       {"path,label\nx.jpg\n", "line 2: has 1 fields"},
+                       {"path\nx.jpg\n", "line 1: the header row"},
+                       {"path,label\n\"x.jpg\"y,1\n", "line 2: text follows"},
+                       {"", "line 1: no header row"}});
 }
 
 TEST(ManifestRows, JsonLinesFieldsAndErrors) {
@@ -113,17 +119,11 @@ TEST(ManifestRows, JsonLinesFieldsAndErrors) {
   EXPECT_EQ(rows[1].path, "b.jpg");
   EXPECT_EQ(rows[1].line, 3u);
   EXPECT_FALSE(rows[1].class_name.has_value());
-  for (const auto& [text, why] :
-       std::vector<std::pair<std::string, std::string>>{
-           {"{\"path\": \"a\", \"label\": \"2\"}", "line 1: the label"},
-           {"{\"path\": 3, \"label\": 2}", "line 1: has no \"path\""},
-           {"\n[1, 2]", "line 2: is not a JSON object"},
-           {"{\"path\": \"a\"}", "line 1: has no \"label\""}}) {
-    Rows(text, false, &status);
-    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << text;
-    EXPECT_NE(status.message().find("manifest 'm' " + why), std::string::npos)
-        << status;
-  }
+  ExpectRefused(false,
+                {{"{\"path\": \"a\", \"label\": \"2\"}", "line 1: the label"},
+                 {"{\"path\": 3, \"label\": 2}", "line 1: has no \"path\""},
+                 {"\n[1, 2]", "line 2: is not a JSON object"},
+                 {"{\"path\": \"a\"}", "line 1: has no \"label\""}});
 }
 
 void Write(const std::string& path, const std::string& text) {

@@ -7,6 +7,8 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "daemon/image/sample_decoder.h"  // OpenSample
 
 namespace stoker {
 namespace {
@@ -45,6 +47,27 @@ absl::Status StampOf(int fd, const std::string& path, bool directory,
           Nanos(st.st_mtim),
           Nanos(st.st_ctim)};
   return absl::OkStatus();
+}
+
+bool SameContents(const struct stat& now, const FileStamp& was) {
+  return now.st_dev == was.dev && now.st_ino == was.ino &&
+         int64_t(now.st_size) == was.size && Nanos(now.st_mtim) == was.mtime_ns;
+}
+
+absl::StatusOr<UniqueFd> OpenDatasetFile(const std::string& path,
+                                         const PathPolicy& policy,
+                                         absl::string_view field,
+                                         std::string* resolved,
+                                         FileStamp* stamp, struct stat* st) {
+  STOKER_ASSIGN_OR_RETURN(*resolved, policy.Resolve(path, field));
+  absl::StatusOr<UniqueFd> fd = OpenSample(*resolved, &policy, st);
+  if (!fd.ok()) {
+    return absl::Status(
+        fd.status().code(),
+        absl::StrCat(field, " '", path, "' ", fd.status().message()));
+  }
+  STOKER_RETURN_IF_ERROR(StampOf(fd->get(), path, false, stamp));
+  return fd;
 }
 
 std::string DatasetIndex::Path(uint32_t i) const {

@@ -16,6 +16,7 @@
 #ifndef STOKER_DAEMON_JOBS_DATASET_INDEX_H_
 #define STOKER_DAEMON_JOBS_DATASET_INDEX_H_
 
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include <cstdint>
@@ -25,6 +26,10 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "common/unique_fd.h"
+#include "daemon/os/path_policy.h"
 #include "stoker/vocabulary.h"  // DatasetKind
 
 namespace stoker {
@@ -46,6 +51,20 @@ struct FileStamp {
 // Takes the stamp of `fd`, open at `path`.
 absl::Status StampOf(int fd, const std::string& path, bool directory,
                      FileStamp* out);
+
+// Whether the file `now` describes is still the one `was` stamped, with
+// the same contents as far as size and mtime tell (its ctime may differ:
+// a chmod does not move its bytes).
+bool SameContents(const struct stat& now, const FileStamp& was);
+
+// A shard or manifest given as `path` (named `field` in errors): resolved
+// through `policy` into *resolved, looked at before it is opened (see
+// OpenSample), opened with the calling thread's identity and stamped.
+absl::StatusOr<UniqueFd> OpenDatasetFile(const std::string& path,
+                                         const PathPolicy& policy,
+                                         absl::string_view field,
+                                         std::string* resolved,
+                                         FileStamp* stamp, struct stat* st);
 
 // A shard member's bytes.
 struct MemberRange {

@@ -162,9 +162,8 @@ void Job::RecordError(uint32_t sample, std::string reason) {
   std::string path;
   {
     absl::MutexLock lock(&mu_);
-    // A task is in flight: the index is still held.
-    path = index_ != nullptr ? index_->Describe(sample)
-                             : absl::StrCat("sample ", sample);
+    // Called with the sample's task in flight: the index is still held.
+    path = index_->Describe(sample);
     log = tally_.RecordError(sample, path, reason);
   }
   if (log == JobTally::ErrorLog::kCountOnly) return;

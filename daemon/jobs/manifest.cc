@@ -14,7 +14,6 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "common/unique_fd.h"
-#include "daemon/image/sample_decoder.h"  // OpenSample
 #include "daemon/jobs/manifest_rows.h"
 #include "daemon/os/read_at.h"
 
@@ -25,22 +24,17 @@ namespace {
 absl::Status ReadManifest(const std::string& path, const PathPolicy& policy,
                           std::string* resolved, std::string* text,
                           FileStamp* stamp) {
-  STOKER_ASSIGN_OR_RETURN(*resolved, policy.Resolve(path, "dataset.manifest"));
   struct stat st;
-  absl::StatusOr<UniqueFd> fd = OpenSample(*resolved, &policy, &st);
-  if (!fd.ok()) {
-    return absl::Status(
-        fd.status().code(),
-        absl::StrCat("dataset.manifest '", path, "' ", fd.status().message()));
-  }
-  STOKER_RETURN_IF_ERROR(StampOf(fd->get(), path, false, stamp));
+  STOKER_ASSIGN_OR_RETURN(
+      const UniqueFd fd,
+      OpenDatasetFile(path, policy, "dataset.manifest", resolved, stamp, &st));
   if (uint64_t(st.st_size) > kMaxManifestBytes) {
     return absl::ResourceExhaustedError(
         absl::StrCat("dataset.manifest '", path, "' is ", st.st_size,
                      " bytes; stokerd reads at most ", kMaxManifestBytes));
   }
   text->resize(size_t(st.st_size));
-  if (!ReadAt(fd->get(), reinterpret_cast<uint8_t*>(text->data()), text->size(),
+  if (!ReadAt(fd.get(), reinterpret_cast<uint8_t*>(text->data()), text->size(),
               0)) {
     return absl::DataLossError(
         absl::StrCat("dataset.manifest '", path, "' could not be read whole"));
@@ -62,7 +56,7 @@ class RowIndexer {
         index_(index) {}
 
   absl::Status Add(const ManifestRow& row);
-  absl::StatusOr<std::vector<std::string>> ClassNames() const;
+  std::vector<std::string> ClassNames() const;
 
  private:
   absl::Status Bad(const ManifestRow& row, absl::string_view what) const {
@@ -153,7 +147,7 @@ absl::Status RowIndexer::Add(const ManifestRow& row) {
   return index_->AddFile(directory == "/" ? "" : directory, name, row.label);
 }
 
-absl::StatusOr<std::vector<std::string>> RowIndexer::ClassNames() const {
+std::vector<std::string> RowIndexer::ClassNames() const {
   std::vector<std::string> names;
   names.reserve(classes_.size());
   for (const auto& name : classes_) names.push_back(name.value_or(""));
@@ -194,8 +188,7 @@ absl::StatusOr<std::shared_ptr<const DatasetIndex>> IndexManifest(
     return absl::InvalidArgumentError(
         absl::StrCat("dataset.manifest '", path, "' holds no row"));
   }
-  STOKER_ASSIGN_OR_RETURN(std::vector<std::string> classes, rows.ClassNames());
-  index.SetClassNames(std::move(classes));
+  index.SetClassNames(rows.ClassNames());
   return index.Build();
 }
 

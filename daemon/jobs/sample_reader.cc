@@ -46,12 +46,9 @@ absl::Status SampleReader::Decode(uint64_t job_serial,
   if (!fd.ok()) return fd.status();
   // The offsets hold only for the shard as it was indexed: one rewritten
   // since (in place or replaced) would give other bytes, or another image.
-  const FileStamp& was = index.stamps()[range.shard];
   struct stat now;
-  if (::fstat(*fd, &now) != 0 || now.st_dev != was.dev ||
-      now.st_ino != was.ino || now.st_size != was.size ||
-      int64_t(now.st_mtim.tv_sec) * 1'000'000'000 + now.st_mtim.tv_nsec !=
-          was.mtime_ns) {
+  if (::fstat(*fd, &now) != 0 ||
+      !SameContents(now, index.stamps()[range.shard])) {
     return absl::DataLossError(
         "the shard changed after the job was created (its index no longer "
         "describes it): create the job again");

@@ -4,30 +4,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
-#include "common/unique_fd.h"
-#include "daemon/image/sample_decoder.h"  // kMaxFileBytes, OpenSample
+#include "daemon/image/sample_decoder.h"  // kMaxFileBytes
 #include "daemon/jobs/brace_expand.h"
 
 namespace stoker {
 namespace {
 
-// Opens one shard for reading its headers; *resolved is where it lies.
-absl::StatusOr<UniqueFd> OpenShard(const std::string& path,
-                                   const PathPolicy& policy,
-                                   std::string* resolved) {
-  STOKER_ASSIGN_OR_RETURN(*resolved, policy.Resolve(path, "dataset.shards"));
-  struct stat st;
-  absl::StatusOr<UniqueFd> fd = OpenSample(*resolved, &policy, &st);
-  if (!fd.ok()) {
-    return absl::Status(
-        fd.status().code(),
-        absl::StrCat("dataset.shards: '", path, "' ", fd.status().message()));
-  }
-  return fd;
-}
-
-}  // namespace
-
+// Every path `patterns` stand for, in order.
 absl::StatusOr<std::vector<std::string>> ExpandShardPatterns(
     const std::vector<std::string>& patterns) {
   std::vector<std::string> paths;
@@ -36,6 +19,8 @@ absl::StatusOr<std::vector<std::string>> ExpandShardPatterns(
   }
   return paths;
 }
+
+}  // namespace
 
 absl::StatusOr<std::shared_ptr<const DatasetIndex>> IndexTarShards(
     const std::vector<std::string>& patterns, const LabelSource& labels,
@@ -52,10 +37,11 @@ absl::StatusOr<std::shared_ptr<const DatasetIndex>> IndexTarShards(
   for (const std::string& path : paths) {
     STOKER_RETURN_IF_ERROR(clock.Check(absl::StrCat("shard '", path, "'")));
     std::string resolved;
-    STOKER_ASSIGN_OR_RETURN(const UniqueFd fd,
-                            OpenShard(path, policy, &resolved));
     FileStamp stamp;
-    STOKER_RETURN_IF_ERROR(StampOf(fd.get(), path, false, &stamp));
+    struct stat st;
+    STOKER_ASSIGN_OR_RETURN(const UniqueFd fd,
+                            OpenDatasetFile(path, policy, "dataset.shards",
+                                            &resolved, &stamp, &st));
     const TarLimits tar{.max_member_bytes = kMaxFileBytes,
                         .max_members = limits.max_entries - members_seen};
     STOKER_ASSIGN_OR_RETURN(const std::vector<TarMember> members,

@@ -20,10 +20,6 @@ namespace stoker {
 // The most shards one dataset may name, after brace expansion.
 inline constexpr size_t kMaxShards = size_t{1} << 20;
 
-// Every path `patterns` stand for, in order.
-absl::StatusOr<std::vector<std::string>> ExpandShardPatterns(
-    const std::vector<std::string>& patterns);
-
 // Indexes the shards (each resolved through limits.policy and opened with
 // the calling thread's file identity). Errors name the shard, and the
 // header offset or sample key at fault: NOT_FOUND for a shard that does
