@@ -11,23 +11,25 @@
 
 namespace stoker {
 
-absl::Status SendWithFd(int socket, std::string_view text, int fd) {
-  if (text.empty() || text.size() > kMaxFdMessageBytes) {
+absl::Status SendWithFds(int socket, std::string_view text,
+                         std::span<const int> fds) {
+  if (text.empty() || text.size() > kMaxFdMessageBytes ||
+      fds.size() > kMaxPassedFds) {
     return absl::InvalidArgumentError("message length out of range");
   }
   iovec iov{const_cast<char*>(text.data()), text.size()};
   msghdr message{};
   message.msg_iov = &iov;
   message.msg_iovlen = 1;
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-  if (fd >= 0) {
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxPassedFds)] = {};
+  if (!fds.empty()) {
     message.msg_control = control;
-    message.msg_controllen = sizeof(control);
+    message.msg_controllen = CMSG_SPACE(sizeof(int) * fds.size());
     cmsghdr* header = CMSG_FIRSTHDR(&message);
     header->cmsg_level = SOL_SOCKET;
     header->cmsg_type = SCM_RIGHTS;
-    header->cmsg_len = CMSG_LEN(sizeof(int));
-    std::memcpy(CMSG_DATA(header), &fd, sizeof(int));
+    header->cmsg_len = CMSG_LEN(sizeof(int) * fds.size());
+    std::memcpy(CMSG_DATA(header), fds.data(), sizeof(int) * fds.size());
   }
   ssize_t sent;
   do {
@@ -40,14 +42,20 @@ absl::Status SendWithFd(int socket, std::string_view text, int fd) {
   return absl::OkStatus();
 }
 
-absl::Status ReceiveWithFd(int socket, std::string* text, UniqueFd* fd) {
-  fd->reset();
+absl::Status SendWithFd(int socket, std::string_view text, int fd) {
+  if (fd < 0) return SendWithFds(socket, text, {});
+  return SendWithFds(socket, text, std::span<const int>(&fd, 1));
+}
+
+absl::Status ReceiveWithFds(int socket, std::string* text,
+                            std::vector<UniqueFd>* fds) {
+  fds->clear();
   char buffer[kMaxFdMessageBytes];
   iovec iov{buffer, sizeof(buffer)};
   msghdr message{};
   message.msg_iov = &iov;
   message.msg_iovlen = 1;
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxPassedFds)] = {};
   message.msg_control = control;
   message.msg_controllen = sizeof(control);
   ssize_t got;
@@ -60,19 +68,30 @@ absl::Status ReceiveWithFd(int socket, std::string* text, UniqueFd* fd) {
   }
   for (cmsghdr* header = CMSG_FIRSTHDR(&message); header != nullptr;
        header = CMSG_NXTHDR(&message, header)) {
-    if (header->cmsg_level == SOL_SOCKET && header->cmsg_type == SCM_RIGHTS &&
-        header->cmsg_len == CMSG_LEN(sizeof(int))) {
+    if (header->cmsg_level != SOL_SOCKET || header->cmsg_type != SCM_RIGHTS) {
+      continue;
+    }
+    const size_t n = (header->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+    for (size_t i = 0; i < n; ++i) {
       int received;
-      std::memcpy(&received, CMSG_DATA(header), sizeof(int));
-      fd->reset(received);
+      std::memcpy(&received, CMSG_DATA(header) + i * sizeof(int), sizeof(int));
+      fds->emplace_back(received);  // owned, so closed on every path
     }
   }
   if (got == 0) {
-    fd->reset();
+    fds->clear();
     return absl::UnavailableError("the peer closed the connection");
   }
   text->assign(buffer, static_cast<size_t>(got));
   return absl::OkStatus();
+}
+
+absl::Status ReceiveWithFd(int socket, std::string* text, UniqueFd* fd) {
+  std::vector<UniqueFd> fds;
+  absl::Status status = ReceiveWithFds(socket, text, &fds);
+  fd->reset();
+  if (fds.size() == 1) *fd = std::move(fds[0]);
+  return status;
 }
 
 std::string EncodeStatus(const absl::Status& status) {

@@ -2,14 +2,18 @@
 // connected Unix stream socket: how stokerd hands a client a read-only
 // descriptor of a job's ring.
 //
-// Ring socket protocol: the client sends the job id and '\n'; the daemon
-// answers "0 OK" with the descriptor attached, or "<status code> <message>"
-// without one, and closes the connection.
+// Ring socket protocol: the client sends the job id, optionally a space and
+// the lease token of its Attached reply, and '\n'; the daemon answers "0 OK"
+// with the ring's descriptor attached (and, with a token, the consumer's
+// lease table after it), or "<status code> <message>" without any, and
+// closes the connection.
 #ifndef STOKER_COMMON_FD_PASSING_H_
 #define STOKER_COMMON_FD_PASSING_H_
 
+#include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "common/unique_fd.h"
@@ -19,11 +23,20 @@ namespace stoker {
 // Longest message either side sends.
 inline constexpr size_t kMaxFdMessageBytes = 1024;
 
+// Most descriptors one message carries.
+inline constexpr size_t kMaxPassedFds = 2;
+
+// Sends `text` and duplicates of `fds` (at most kMaxPassedFds).
+absl::Status SendWithFds(int socket, std::string_view text,
+                         std::span<const int> fds);
 // Sends `text` and, if `fd` >= 0, a duplicate of `fd`.
 absl::Status SendWithFd(int socket, std::string_view text, int fd);
 
-// Receives one message; *fd holds a descriptor if one came with it (else
-// none).
+// Receives one message and the descriptors that came with it.
+absl::Status ReceiveWithFds(int socket, std::string* text,
+                            std::vector<UniqueFd>* fds);
+// Receives one message; *fd holds a descriptor if exactly one came with it
+// (else none).
 absl::Status ReceiveWithFd(int socket, std::string* text, UniqueFd* fd);
 
 // A status as "<code> <message>" and back.

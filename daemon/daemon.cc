@@ -185,7 +185,7 @@ absl::Status Daemon::BuildJobs(const DaemonOptions& options, int workers) {
   peers_ = std::make_unique<PeerTable>(options.max_connections_per_user,
                                        options.handshake_timeout,
                                        ConnectionBudget());
-  consumers_ = std::make_unique<ConsumerSet>();
+  consumers_ = std::make_unique<ConsumerSet>(options.keepalive);
   limits_ = std::make_unique<ClientLimits>(options.max_leases_per_user);
   service_ = std::make_unique<LoaderService>(registry_.get(), pool_.get(),
                                              consumers_.get(), limits_.get(),
@@ -197,9 +197,7 @@ absl::Status Daemon::BuildJobs(const DaemonOptions& options, int workers) {
     pool_->SampleRates(now);
     for (const auto& job : registry_->List()) {
       job->SampleRates(now);
-      if (lease_timeout > absl::ZeroDuration()) {
-        job->ExpireLeases(now, lease_timeout);
-      }
+      job->Tick(now, lease_timeout);
     }
     registry_->Reap(now);
   });
@@ -248,8 +246,8 @@ absl::Status Daemon::StartServer(const DaemonOptions& options) {
   listener_->Start(
       server_.get(), peers_.get(),
       [registry = registry_.get()](int fd, const PeerCredentials& credentials,
-                                   const absl::StatusOr<std::string>& job_id) {
-        AnswerRingRequest(fd, credentials, job_id, *registry);
+                                   const absl::StatusOr<RingQuery>& query) {
+        AnswerRingRequest(fd, credentials, query, *registry);
       });
   return absl::OkStatus();
 }

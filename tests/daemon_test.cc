@@ -348,7 +348,7 @@ TEST_F(DaemonTest, AConsumerThatLeavesMidEpochLosesNothing) {
   for (int64_t i = 0; i < 28; ++i) EXPECT_EQ(delivered.count(i), 1u) << i;
 }
 
-TEST_F(DaemonTest, AReclaimedSlotIsDetectedNeverReadSilently) {
+TEST_F(DaemonTest, ABatchTakenBackIsVoidInTheConsumerThatHeldIt) {
   MakeDataset(DataDir(), 2, 8);
   JobSpec spec = Spec(DataDir());
   spec.slots = 1;
@@ -361,20 +361,55 @@ TEST_F(DaemonTest, AReclaimedSlotIsDetectedNeverReadSilently) {
     auto batch = (*first)->Next();
     ASSERT_TRUE(batch.ok());
     stale = *std::move(batch);
-    EXPECT_TRUE(stale.CheckIntact().ok());
   }
-  // The daemon takes the slot back when the stream ends and hands the same
-  // batch to the next consumer, who releases it: the slot is refilled.
+  // The stream ended with the batch unconfirmed: the daemon took it back
+  // before anyone else could receive it, and the batch is void at once,
+  // though its slot still holds it.
+  const absl::Status taken = stale.CheckIntact();
+  EXPECT_EQ(taken.code(), absl::StatusCode::kCancelled) << taken;
+  EXPECT_NE(taken.message().find("may not be used, its lease was taken back: "
+                                 "consumer '' of client "),
+            std::string::npos)
+      << taken;
+  EXPECT_NE(taken.message().find("closed its stream"), std::string::npos)
+      << taken;
+  auto second = client_->Attach(job->id, {.prefetch = 1});
+  ASSERT_TRUE(second.ok());
+  auto again = (*second)->Next();
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->index(), stale.index());
+  EXPECT_EQ(again->generation(), stale.generation());
+  EXPECT_TRUE(again->CheckIntact().ok());
+  EXPECT_FALSE(stale.CheckIntact().ok());
+}
+
+TEST_F(DaemonTest, AConfirmedBatchIsNeverDeliveredAgain) {
+  MakeDataset(DataDir(), 2, 8);
+  JobSpec spec = Spec(DataDir());
+  spec.slots = 1;
+  spec.epochs = 0;
+  auto job = client_->CreateJob(spec);
+  Batch kept;
+  {
+    auto first = client_->Attach(job->id, {.prefetch = 1});
+    ASSERT_TRUE(first.ok());
+    auto batch = (*first)->Next();
+    ASSERT_TRUE(batch.ok());
+    kept = *std::move(batch);
+    EXPECT_TRUE(kept.CheckIntact().ok());  // confirmed: it is this one's
+  }
+  // The stream ended before the release: the confirmed batch counts as
+  // consumed, and the next consumer receives the batch after it.
   auto second = client_->Attach(job->id, {.prefetch = 1});
   ASSERT_TRUE(second.ok());
   {
-    auto again = (*second)->Next();
-    ASSERT_TRUE(again.ok());
-    EXPECT_EQ(again->index(), stale.index());
-    EXPECT_EQ(again->generation(), stale.generation());
+    auto next = (*second)->Next();
+    ASSERT_TRUE(next.ok());
+    EXPECT_EQ(next->index(), kept.index() + 1);
   }
-  EXPECT_TRUE(Eventually([&] { return !stale.CheckIntact().ok(); }));
-  EXPECT_EQ(stale.CheckIntact().code(), absl::StatusCode::kDataLoss);
+  // Its slot was refilled since: reading it now is reading another batch.
+  EXPECT_TRUE(Eventually([&] { return !kept.CheckIntact().ok(); }));
+  EXPECT_EQ(kept.CheckIntact().code(), absl::StatusCode::kDataLoss);
 }
 
 TEST_F(DaemonTest, RejectsBadJobSpecsNamingTheField) {

@@ -4,6 +4,8 @@
 // with explicit times and returns the slots a call frees.
 #include "daemon/jobs/delivery_policy.h"
 
+#include <unistd.h>
+
 #include <cstdint>
 #include <limits>
 #include <map>
@@ -56,13 +58,15 @@ struct Outcome {
 class DeliveryPolicyTest : public ::testing::Test {
  protected:
   void Make(SharingConfig sharing, uint64_t start_seq = 0,
-            uint64_t total = kTotal) {
+            uint64_t total = kTotal,
+            absl::Duration lag_grace = absl::ZeroDuration()) {
     policy_ = DeliveryPolicy::Create({.job_id = "job-1",
                                       .sharing = sharing,
                                       .slots = kSlots,
                                       .batches_per_epoch = kPerEpoch,
                                       .start_seq = start_seq,
-                                      .total_batches = total});
+                                      .total_batches = total,
+                                      .lag_grace = lag_grace});
     free_.clear();
     for (uint32_t s = 0; s < kSlots; ++s) free_.insert(s);
     next_fill_ = start_seq;
@@ -102,11 +106,13 @@ class DeliveryPolicyTest : public ::testing::Test {
 
   // The consumers' side.
   Listener Attach(uint32_t credits, const std::string& name = "",
-                  uint64_t* start = nullptr, PolicyEffects* out = nullptr) {
+                  uint64_t* start = nullptr, PolicyEffects* out = nullptr,
+                  std::shared_ptr<LeaseTable> leases = nullptr) {
     auto listener = std::make_shared<CountingListener>();
     PolicyEffects effects;
-    absl::StatusOr<uint64_t> at = policy_->Attach(
-        listener, {.name = name, .client = "test"}, credits, &effects);
+    absl::StatusOr<uint64_t> at =
+        policy_->Attach(listener, {.name = name, .client = "test"}, credits,
+                        &effects, std::move(leases));
     EXPECT_TRUE(at.ok()) << at.status();
     if (start != nullptr && at.ok()) *start = *at;
     Apply(effects);
@@ -387,6 +393,66 @@ TEST_F(DeliveryPolicyTest, RequeuedBatchesGoOutInSeqOrderNotSlotOrder) {
   }
   EXPECT_EQ(got, (Seqs{1, 2, 3, 4}));
   EXPECT_EQ(slots, (Slots{1, 2, 3, 0}));
+}
+
+// What the consumer's process does with its lease table (lease_table.h).
+struct ClientSide {
+  std::shared_ptr<LeaseTable> daemon;
+  std::unique_ptr<LeaseTable> client;
+};
+ClientSide MakeLeases() {
+  auto daemon = LeaseTable::Create(kSlots, ::getuid());
+  EXPECT_TRUE(daemon.ok()) << daemon.status();
+  std::shared_ptr<LeaseTable> shared = *std::move(daemon);
+  auto client = LeaseTable::Map(shared->TakeFd());
+  EXPECT_TRUE(client.ok()) << client.status();
+  return {shared, *std::move(client)};
+}
+
+TEST_F(DeliveryPolicyTest, DetachRequeuesOnlyTheBatchesNotClaimed) {
+  Make(Exclusive());
+  ClientSide leases = MakeLeases();
+  const Listener first = Attach(3, "first", nullptr, nullptr, leases.daemon);
+  FillRing();
+  std::vector<Lease> held;
+  for (int i = 0; i < 3; ++i) {
+    held.push_back(Take(first));
+    leases.daemon->Lease(held.back().slot, 2);  // as the job does
+  }
+  // The consumer used batch 1 (claimed it), not 0 or 2.
+  EXPECT_TRUE(leases.client->Claim(held[1].slot, 2));
+  PolicyEffects effects;
+  ASSERT_TRUE(policy_->Detach(first.get(), &effects,
+                              absl::UnavailableError("keepalive: gone")));
+  Apply(effects);
+  // Its claim stands: batch 1 counts as released (its slot is free); 0 and
+  // 2 are void in the consumer and go to the next one.
+  EXPECT_EQ(effects.freed, (Slots{held[1].slot}));
+  EXPECT_FALSE(leases.client->Claim(held[0].slot, 2));
+  EXPECT_FALSE(leases.client->Live(held[2].slot, 2));
+  EXPECT_TRUE(leases.client->Claimed(held[1].slot, 2));
+  EXPECT_EQ(leases.client->Ended(), absl::UnavailableError("keepalive: gone"));
+  const Listener next = Attach(10, "next");
+  EXPECT_EQ(TakeAll(next), (Seqs{0, 2, 3}));
+}
+
+TEST_F(DeliveryPolicyTest, ExpiredLeaseIsVoidInTheConsumerAndSaysWhy) {
+  Make(Partition());
+  ClientSide leases = MakeLeases();
+  const Listener slow = Attach(1, "slow", nullptr, nullptr, leases.daemon);
+  FillRing();
+  const Lease lease = Take(slow, kT0);
+  leases.daemon->Lease(lease.slot, 2);
+  PolicyEffects effects;
+  policy_->ExpireLeases(kT0 + absl::Seconds(31), absl::Seconds(30), &effects);
+  ASSERT_EQ(effects.evicted.size(), 1u);
+  // However long the consumer was stopped, it cannot claim the batch now.
+  EXPECT_FALSE(leases.client->Claim(lease.slot, 2));
+  const absl::Status why = leases.client->Ended();
+  EXPECT_EQ(why.code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_NE(why.message().find("held batch 0:0 (slot 0) for 31s"),
+            std::string::npos)
+      << why;
 }
 
 TEST_F(DeliveryPolicyTest, DetachHoldingNothingWakesNobody) {
@@ -763,12 +829,10 @@ TEST_F(DeliveryPolicyTest, BroadcastSkipMovesTheLaggardAhead) {
 TEST_F(DeliveryPolicyTest, BroadcastPinnedRingEvictsTheBlockerOnDetach) {
   Make(Broadcast(3, LagPolicy::kDetach, 1));
   const Listener hoarder = Attach(4, "hoarder");
+  const Listener reader = Attach(10, "reader");
   FillRing();
-  EXPECT_EQ(TakeAll(hoarder), (Seqs{0, 1, 2, 3}));
-  uint64_t start = 99;
-  const Listener reader = Attach(10, "reader", &start);
-  EXPECT_EQ(start, 1u);  // 0 is max_lag + 1 behind the hoarder
-  for (uint64_t seq : {1, 2, 3}) {
+  for (uint64_t seq : {0, 1, 2, 3}) {
+    EXPECT_EQ(Take(hoarder).seq, seq);  // and keeps it
     const Lease lease = Take(reader);
     EXPECT_EQ(lease.seq, seq);
     EXPECT_TRUE(Release(reader, lease.slot).freed.empty());
@@ -794,9 +858,9 @@ TEST_F(DeliveryPolicyTest, BroadcastPinnedRingEvictsTheBlockerOnDetach) {
 TEST_F(DeliveryPolicyTest, BroadcastRingWithRoomIsNotPinned) {
   Make(Broadcast(3, LagPolicy::kDetach, 1));
   const Listener hoarder = Attach(3, "hoarder");
+  const Listener reader = Attach(10, "reader");
   for (int i = 0; i < 3; ++i) PublishNext();
   EXPECT_EQ(TakeAll(hoarder), (Seqs{0, 1, 2}));
-  const Listener reader = Attach(10, "reader");
   EXPECT_EQ(TakeAll(reader), (Seqs{0, 1, 2}));
   // A slot is free: batch 3 can still be decoded, nobody is in the way.
   EXPECT_TRUE(Next(reader).effects.evicted.empty());
@@ -836,10 +900,10 @@ TEST_F(DeliveryPolicyTest, BroadcastPinnedRingSkipsABlockerThatIsBehind) {
 TEST_F(DeliveryPolicyTest, BroadcastPinnedRingEvictsOnSkipWhenLeasesAlonePin) {
   Make(Broadcast(3, LagPolicy::kSkip, 1));
   const Listener hoarder = Attach(4, "hoarder");
-  FillRing();
-  EXPECT_EQ(TakeAll(hoarder), (Seqs{0, 1, 2, 3}));
   const Listener reader = Attach(10, "reader");
-  for (uint64_t seq : {1, 2, 3}) {
+  FillRing();
+  for (uint64_t seq : {0, 1, 2, 3}) {
+    EXPECT_EQ(Take(hoarder).seq, seq);  // and keeps it
     EXPECT_EQ(Take(reader).seq, seq);
     ReleaseSeq(reader, seq);
   }
@@ -876,27 +940,78 @@ TEST_F(DeliveryPolicyTest, BroadcastLateJoinerStartsAtTheOldestBatchHeld) {
   EXPECT_EQ(Take(first).seq, 3u);
 }
 
-TEST_F(DeliveryPolicyTest, BroadcastLateJoinerStartsAtMostMaxLagBehind) {
+TEST_F(DeliveryPolicyTest, BroadcastLateJoinerStartsWhereTheLeaderStands) {
   Make(Broadcast(2, LagPolicy::kDetach, 1));
   const Listener first = Attach(10, "first");
   FillRing();
   EXPECT_EQ(TakeAll(first), (Seqs{0, 1, 2, 3}));
-  // The ring still holds 0..3 (leased), but the leader is at 4.
+  // The ring still holds 0..3 (leased), but the leader is at 4: a joiner
+  // starting at 2 would be at the lag bound from its first batch on.
   uint64_t start = 99;
   const Listener late = Attach(10, "late", &start);
-  EXPECT_EQ(start, 2u);
-  EXPECT_EQ(Lag(late), 2u);
-  EXPECT_EQ(Take(late).seq, 2u);
-  EXPECT_EQ(Take(late).seq, 3u);
-  // A batch still filling counts as held: it is on its way.
+  EXPECT_EQ(start, 4u);
+  EXPECT_EQ(Lag(late), 0u);
   for (uint64_t seq = 0; seq < 4; ++seq) ReleaseSeq(first, seq);
-  ReleaseSeq(late, 2);
-  ReleaseSeq(late, 3);
-  EXPECT_EQ(free_.size(), 4u);
+  EXPECT_EQ(free_.size(), 4u);  // nobody needs 0..3 any more
   EXPECT_EQ(PublishNext().seq, 4u);
+  EXPECT_EQ(Take(late).seq, 4u);
+  EXPECT_EQ(Take(first).seq, 4u);
+  // A batch still filling counts as held: with nobody attached, a joiner
+  // starts at the oldest batch the ring holds or is filling.
+  ReleaseSeq(first, 4);
+  ReleaseSeq(late, 4);
+  Detach(first);
+  Detach(late);
   EXPECT_EQ(StartNext().seq, 5u);
   const Listener later = Attach(10, "later", &start);
-  EXPECT_EQ(start, 4u);
+  EXPECT_EQ(start, 5u);
+}
+
+TEST_F(DeliveryPolicyTest, BroadcastConsumerBehindWithinTheGraceIsKept) {
+  const absl::Duration grace = absl::Seconds(1);
+  Make(Broadcast(3, LagPolicy::kDetach, 1), 0, kTotal, grace);
+  const Listener fast = Attach(10, "fast");
+  const Listener steady = Attach(10, "steady");
+  FillRing();
+  // steady has released everything it had and is about to ask for batch 0
+  // while fast runs 4 ahead: the most a ring of 4 allows, one over max_lag.
+  for (uint64_t seq = 0; seq < 4; ++seq) {
+    EXPECT_EQ(Take(fast).seq, seq);
+    ReleaseSeq(fast, seq);
+  }
+  EXPECT_EQ(Lag(steady), 4u);
+  PolicyEffects effects;
+  policy_->Tick(kT0, &effects);
+  policy_->Tick(kT0 + grace / 2, &effects);
+  EXPECT_TRUE(effects.evicted.empty());
+  // It catches up within the grace: never evicted.
+  for (uint64_t seq = 0; seq < 4; ++seq) {
+    EXPECT_EQ(Take(steady, kT0 + grace / 2).seq, seq);
+    ReleaseSeq(steady, seq);
+  }
+  policy_->Tick(kT0 + 2 * grace, &effects);
+  EXPECT_TRUE(effects.evicted.empty());
+  EXPECT_TRUE(policy_->IsActive(steady.get()));
+}
+
+TEST_F(DeliveryPolicyTest, BroadcastConsumerBehindPastTheGraceIsEvicted) {
+  const absl::Duration grace = absl::Seconds(1);
+  Make(Broadcast(3, LagPolicy::kDetach, 1), 0, kTotal, grace);
+  const Listener fast = Attach(10, "fast");
+  const Listener stuck = Attach(1, "stuck");
+  FillRing();
+  EXPECT_EQ(Take(stuck).seq, 0u);  // and keeps it
+  for (uint64_t seq = 0; seq < 4; ++seq) Take(fast);
+  for (uint64_t seq = 0; seq < 4; ++seq) ReleaseSeq(fast, seq);
+  // fast waits for batch 4, the ring is full of what stuck holds back.
+  EXPECT_EQ(Next(fast, kT0).delivery, Delivery::kNothing);
+  PolicyEffects effects;
+  policy_->Tick(kT0 + grace / 2, &effects);
+  EXPECT_TRUE(effects.evicted.empty());
+  policy_->Tick(kT0 + grace, &effects);
+  ASSERT_EQ(effects.evicted.size(), 1u);
+  EXPECT_EQ(effects.evicted[0], stuck);
+  EXPECT_EQ(State(stuck).evicted.code(), absl::StatusCode::kResourceExhausted);
 }
 
 TEST_F(DeliveryPolicyTest, BroadcastDetachFreesBatchesOnlyItNeeded) {

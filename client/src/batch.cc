@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "client/src/consumer_core.h"
+#include "common/status_macros.h"
 #include "stoker/consumer.h"
 
 namespace stoker {
@@ -52,11 +53,17 @@ absl::Status Batch::CheckIntact() const {
   // Order the caller's reads of the slot before the generation load.
   std::atomic_thread_fence(std::memory_order_acquire);
   const uint64_t now = core_->ring().Generation(slot_);
+  // Claims the batch: from here on the daemon never gives it to another
+  // consumer; or it already took it back, and says why.
+  STOKER_RETURN_IF_ERROR(core_->Confirm(slot_, generation_, epoch_, index_));
   if (now != generation_) {
+    // Claimed earlier, then the stream ended and the slot was refilled: the
+    // reads since the first confirmation saw another batch.
     return absl::DataLossError(absl::StrCat(
-        "slot ", slot_, " was reclaimed while batch ", index_, " of epoch ",
-        epoch_, " was read (generation ", generation_, ", now ", now,
-        "): its data must not be used"));
+        "slot ", slot_, " was refilled while batch ", index_, " of epoch ",
+        epoch_, " was read after it had been confirmed (generation ",
+        generation_, ", now ", now,
+        "): confirm a batch after reading it, not before"));
   }
   return absl::OkStatus();
 }

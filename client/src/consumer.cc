@@ -160,19 +160,11 @@ absl::StatusOr<Batch> Consumer::BatchOf(
   batch.labels_ = reinterpret_cast<const int64_t*>(*labels);
   batch.indices_ = reinterpret_cast<const int64_t*>(*indices);
   const uint64_t now = ring.Generation(batch.slot_);
-  if (now != batch.generation_) {
+  if (now != batch.generation_ || !core->Live(batch.slot_, batch.generation_)) {
     batch.core_.reset();  // not ours to release any more
-    // The daemon took the slot back because it ended this consumer: say
+    // The daemon took the lease back because it ended this consumer: say
     // why it did, not what that did to the slot.
-    if (absl::Status ended = core->EndedWith(absl::Milliseconds(500));
-        !ended.ok()) {
-      return ended;
-    }
-    const absl::Status stale = absl::DataLossError(absl::StrCat(
-        "slot ", batch.slot_, " was reclaimed before batch ", batch.index_,
-        " of epoch ", batch.epoch_, " could be read (generation ",
-        batch.generation_, ", now ", now, ")"));
-    return stale;
+    return core->VoidReason(batch.epoch_, batch.index_);
   }
   return batch;
 }
@@ -182,10 +174,15 @@ absl::StatusOr<Batch> Consumer::Next(std::chrono::milliseconds timeout) {
                                   ? absl::InfiniteFuture()
                                   : absl::Now() + absl::FromChrono(timeout);
   std::shared_ptr<internal::ConsumerCore> core = this->core();
+  // A batch used without confirmation after its lease was taken back.
+  STOKER_RETURN_IF_ERROR(core->TakeUnreported());
   absl::StatusOr<v1::BatchHandle> handle = core->NextHandle(deadline);
   while (!handle.ok() && absl::IsUnavailable(handle.status()) &&
          reconnector_ != nullptr &&
          reconnector_->options().reconnect_timeout.count() > 0) {
+    // Resuming would deliver the unconfirmed batches again: one the trainer
+    // still holds is void, and it must hear so before it goes on.
+    STOKER_RETURN_IF_ERROR(core->Abandon(handle.status()));
     core->Close();
     auto resumed = reconnector_->Resume(*core, handle.status());
     if (!resumed.ok()) return resumed.status();
@@ -197,7 +194,13 @@ absl::StatusOr<Batch> Consumer::Next(std::chrono::milliseconds timeout) {
     handle = core->NextHandle(deadline);
   }
   if (!handle.ok()) return handle.status();
-  return BatchOf(core, *handle);
+  absl::StatusOr<Batch> batch = BatchOf(core, *handle);
+  if (batch.ok()) {
+    core->HandedOut(batch->slot_, batch->generation_,
+                    BatchSequence(batch->epoch_, batch->index_,
+                                  core->job().batches_per_epoch));
+  }
+  return batch;
 }
 
 }  // namespace stoker

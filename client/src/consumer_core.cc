@@ -1,6 +1,7 @@
 #include "client/src/consumer_core.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
@@ -18,9 +19,6 @@ constexpr absl::Duration kCloseGrace = absl::Seconds(5);
 // Input accounting: the recent window, and how often the daemon hears of it.
 constexpr absl::Duration kRecentWindow = absl::Seconds(10);
 constexpr absl::Duration kReportEvery = absl::Seconds(1);
-// Reconnecting: the first wait, and the longest.
-constexpr absl::Duration kFirstBackoff = absl::Milliseconds(50);
-constexpr absl::Duration kMaxBackoff = absl::Seconds(2);
 
 uint64_t Micros(absl::Duration d) {
   return static_cast<uint64_t>(absl::ToInt64Microseconds(d));
@@ -34,26 +32,6 @@ double Percent(absl::Duration wait, absl::Duration step) {
 }
 
 }  // namespace
-
-void PositionTracker::Released(uint64_t seq) {
-  absl::MutexLock lock(&mu_);
-  if (seq == next_unreleased_) {
-    ++next_unreleased_;
-    while (released_ahead_.erase(next_unreleased_) == 1) ++next_unreleased_;
-  } else if (seq > next_unreleased_) {
-    released_ahead_.insert(seq);
-  }
-}
-
-bool PositionTracker::IsReleased(uint64_t seq) const {
-  absl::MutexLock lock(&mu_);
-  return seq < next_unreleased_ || released_ahead_.count(seq) > 0;
-}
-
-uint64_t PositionTracker::first_unreleased() const {
-  absl::MutexLock lock(&mu_);
-  return next_unreleased_;
-}
 
 absl::StatusOr<std::shared_ptr<ConsumerCore>> ConsumerCore::Open(
     v1::Loader::StubInterface* stub, const std::string& client_id,
@@ -79,8 +57,18 @@ absl::StatusOr<std::shared_ptr<ConsumerCore>> ConsumerCore::Open(
     return absl::InternalError("the daemon did not answer attach first");
   }
   core->job_ = FromProto(reply.attached().job());
+  UniqueFd lease_fd;
   auto ring =
-      RingMapping::Open(ring_socket, core->job_.id, options.copy_on_write);
+      RingMapping::Open(ring_socket, core->job_.id, options.copy_on_write,
+                        reply.attached().lease_token(), &lease_fd);
+  if (ring.ok() && lease_fd) {
+    auto leases = LeaseTable::Map(std::move(lease_fd));
+    if (leases.ok()) {
+      core->leases_ = *std::move(leases);
+    } else {
+      ring = leases.status();
+    }
+  }
   if (!ring.ok()) {
     // The job may have ended right after attaching (its ring is unlinked
     // then): the daemon's status says why, and says it better.
@@ -153,12 +141,6 @@ void ConsumerCore::WriteLoop() {
   finished_ = true;
 }
 
-absl::Status ConsumerCore::EndedWith(absl::Duration wait) {
-  absl::MutexLock lock(&mu_);
-  mu_.AwaitWithTimeout(absl::Condition(&finished_), wait);
-  return finished_ ? final_status_ : absl::OkStatus();
-}
-
 void ConsumerCore::Send(v1::ConsumeRequest request) {
   absl::MutexLock lock(&mu_);
   if (closing_ || read_done_) return;
@@ -183,6 +165,14 @@ absl::StatusOr<v1::BatchHandle> ConsumerCore::NextHandle(absl::Time deadline) {
           absl::DeadlineExceededError("no batch arrived in time");
       timed_out.SetPayload(kNextTimeoutPayload, absl::Cord("1"));
       return timed_out;
+    }
+    // Ended by the daemon (evicted, timed out, stopped answering, job
+    // ended): queued batches are void, and the end is never a clean one.
+    if (leases_ != nullptr) {
+      if (absl::Status ended = leases_->Ended(); !ended.ok()) {
+        handles_.clear();
+        return ended;
+      }
     }
     // A stream the daemon ended with an error (this consumer was detached:
     // lease limit, lag, job deleted, daemon stopping) took its leases with
@@ -267,6 +257,23 @@ Position ConsumerCore::position() {
 
 void ConsumerCore::Release(uint32_t slot, uint64_t generation, uint64_t epoch,
                            uint64_t batch) {
+  bool handed_out = false;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = out_.find(slot);
+    if (it != out_.end() && it->second.first == generation) {
+      handed_out = true;
+      out_.erase(it);
+    }
+  }
+  if (leases_ != nullptr && !leases_->Claim(slot, generation)) {
+    if (handed_out) {
+      absl::Status why = VoidReason(epoch, batch);
+      absl::MutexLock lock(&mu_);
+      if (unreported_.ok()) unreported_ = std::move(why);
+    }
+    return;
+  }
   tracker_->Released(BatchSequence(epoch, batch, job_.batches_per_epoch));
   // Before the daemon may refill it: what this process wrote into its
   // private view of the slot must not show through the next batch. If that
@@ -279,6 +286,63 @@ void ConsumerCore::Release(uint32_t slot, uint64_t generation, uint64_t epoch,
   Send(std::move(release));
 }
 
+absl::Status ConsumerCore::Confirm(uint32_t slot, uint64_t generation,
+                                   uint64_t epoch, uint64_t batch) {
+  if (leases_ == nullptr) return absl::OkStatus();
+  if (!leases_->Claim(slot, generation)) return VoidReason(epoch, batch);
+  // Consumed: the resume position moves past it now.
+  tracker_->Released(BatchSequence(epoch, batch, job_.batches_per_epoch));
+  absl::MutexLock lock(&mu_);
+  auto it = out_.find(slot);
+  if (it != out_.end() && it->second.first == generation) out_.erase(it);
+  return absl::OkStatus();
+}
+
+bool ConsumerCore::Live(uint32_t slot, uint64_t generation) const {
+  return leases_ == nullptr || leases_->Live(slot, generation);
+}
+
+absl::Status ConsumerCore::VoidReason(uint64_t epoch, uint64_t batch) {
+  absl::Status why = leases_ != nullptr ? leases_->Ended() : absl::OkStatus();
+  if (why.ok()) {
+    absl::MutexLock lock(&mu_);
+    why = !abandoned_.ok() ? abandoned_ : final_status_;
+  }
+  if (why.ok()) why = absl::DataLossError("the daemon took the lease back");
+  return absl::Status(
+      why.code(), absl::StrCat("batch ", epoch, ":", batch, " of job ", job_.id,
+                               " may not be used, its lease was taken back: ",
+                               why.message()));
+}
+
+void ConsumerCore::HandedOut(uint32_t slot, uint64_t generation, uint64_t seq) {
+  absl::MutexLock lock(&mu_);
+  out_[slot] = {generation, seq};
+}
+
+absl::Status ConsumerCore::Abandon(const absl::Status& why) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (abandoned_.ok()) abandoned_ = why;
+  }
+  if (leases_ != nullptr) leases_->RevokeUnclaimed();
+  uint64_t seq = 0;
+  {
+    absl::MutexLock lock(&mu_);
+    if (!unreported_.ok()) return std::exchange(unreported_, absl::OkStatus());
+    if (leases_ == nullptr || out_.empty()) return absl::OkStatus();
+    seq = out_.begin()->second.second;
+  }
+  const BatchPlace place =
+      PlaceOf(seq, std::max<uint64_t>(job_.batches_per_epoch, 1));
+  return VoidReason(place.epoch, place.batch);
+}
+
+absl::Status ConsumerCore::TakeUnreported() {
+  absl::MutexLock lock(&mu_);
+  return std::exchange(unreported_, absl::OkStatus());
+}
+
 void ConsumerCore::Close() {
   {
     absl::MutexLock lock(&mu_);
@@ -288,59 +352,6 @@ void ConsumerCore::Close() {
   }
   if (writer_.joinable()) writer_.join();
   if (reader_.joinable()) reader_.join();
-}
-
-absl::StatusOr<std::shared_ptr<ConsumerCore>> Reconnector::Resume(
-    const ConsumerCore& broken, const absl::Status& why) {
-  const absl::Time deadline =
-      absl::Now() + absl::FromChrono(options_.reconnect_timeout);
-  absl::Duration backoff = kFirstBackoff;
-  std::string job_id = broken.job().id;
-  absl::Status last = why;
-  for (;;) {
-    auto core = ConsumerCore::Open(stub_, client_id_, ring_socket_, job_id,
-                                   options_, broken.tracker());
-    if (core.ok()) return core;
-    last = core.status();
-    const JobSpec& spec = broken.job().spec;
-    if (absl::IsNotFound(last) &&
-        spec.sharing.mode == ConsumerMode::kExclusive) {
-      // The daemon lost the job (it restarted): the same spec from where
-      // this consumer stands serves exactly the batches not yet released.
-      JobSpec again = spec;
-      const uint64_t per_epoch =
-          std::max<uint64_t>(broken.job().batches_per_epoch, 1);
-      const uint64_t first = broken.tracker()->first_unreleased();
-      const BatchPlace place = PlaceOf(first, per_epoch);
-      again.start = {place.epoch, place.batch};
-      auto created = create_job_(again);
-      if (created.ok()) {
-        job_id = created->id;
-        continue;
-      }
-      last = created.status();
-    }
-    // Worth waiting for: the daemon coming back, or (exclusive job) the
-    // daemon noticing that the old stream is gone.
-    const bool transient =
-        absl::IsUnavailable(last) || absl::IsFailedPrecondition(last);
-    if (!transient) {
-      return absl::Status(
-          last.code(), absl::StrCat("reconnecting to job ", job_id, " after '",
-                                    why.message(), "': ", last.message()));
-    }
-    if (absl::Now() + backoff > deadline) {
-      return absl::Status(
-          last.code(),
-          absl::StrCat(
-              "gave up reconnecting to job ", job_id, " after ",
-              absl::FormatDuration(
-                  absl::FromChrono(options_.reconnect_timeout)),
-              " (ConsumerOptions::reconnect_timeout): ", last.message()));
-    }
-    wait_(backoff);
-    backoff = std::min(backoff * 2, kMaxBackoff);
-  }
 }
 
 }  // namespace stoker::internal

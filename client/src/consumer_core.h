@@ -12,6 +12,7 @@
 
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -23,6 +24,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "client/src/ring_mapping.h"
+#include "common/lease_table.h"
 #include "stoker/consumer.h"
 #include "stoker/types.h"
 #include "stoker/v1/loader.grpc.pb.h"
@@ -71,17 +73,35 @@ class ConsumerCore {
       absl::Time deadline = absl::InfiniteFuture());
   // Queues the release of a slot; a no-op once the stream is closed. Moves
   // the resume position past the batch when it is the first unreleased one.
+  // A batch whose lease was taken back is not this consumer's to release:
+  // if it was handed out unconfirmed, the next Next() says so.
   void Release(uint32_t slot, uint64_t generation, uint64_t epoch,
                uint64_t batch);
+
+  // Leases (common/lease_table.h). Confirm() claims a batch for good: OK,
+  // or why it may not be used (the daemon took its lease back). Without a
+  // lease table (an older daemon), every lease counts as live.
+  absl::Status Confirm(uint32_t slot, uint64_t generation, uint64_t epoch,
+                       uint64_t batch);
+  bool Live(uint32_t slot, uint64_t generation) const;
+  // Why batch epoch:batch may not be used: the daemon's reason, or this
+  // stream's.
+  absl::Status VoidReason(uint64_t epoch, uint64_t batch);
+  // Next() handed the batch in `slot` out.
+  void HandedOut(uint32_t slot, uint64_t generation, uint64_t seq);
+  // The stream broke with `why` and is given up: every lease not confirmed
+  // is taken back (its batch will be delivered again). Returns the error
+  // Next() must report instead of resuming: a batch handed out and not
+  // confirmed (the trainer may be using it), or one released unconfirmed
+  // after its lease was taken back.
+  absl::Status Abandon(const absl::Status& why);
+  // A batch released unconfirmed after its lease was taken back, once.
+  absl::Status TakeUnreported();
   Position position();
   InputStats input_stats();
   const std::shared_ptr<PositionTracker>& tracker() const { return tracker_; }
   // Half-closes the stream, waits for the daemon's status, joins threads.
   void Close();
-  // Why the daemon ended this stream, waiting up to `wait` for it to say:
-  // OK if it has not ended. A batch whose slot was taken back is explained
-  // by it (say, the consumer was detached for lagging).
-  absl::Status EndedWith(absl::Duration wait);
 
   const JobInfo& job() const { return job_; }
   const RingMapping& ring() const { return *ring_; }
@@ -98,6 +118,7 @@ class ConsumerCore {
 
   JobInfo job_;
   std::unique_ptr<RingMapping> ring_;
+  std::unique_ptr<LeaseTable> leases_;  // null from an older daemon
   grpc::ClientContext context_;
   std::unique_ptr<grpc::ClientReaderWriterInterface<v1::ConsumeRequest,
                                                     v1::ConsumeResponse>>
@@ -132,6 +153,11 @@ class ConsumerCore {
   // Set while a NextHandle() that ran out of time is to be continued.
   std::optional<absl::Time> waiting_since_ ABSL_GUARDED_BY(mu_);
   absl::Time last_report_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+  // Leases handed out by Next() and neither confirmed nor released: slot ->
+  // (generation, seq).
+  std::map<uint32_t, std::pair<uint64_t, uint64_t>> out_ ABSL_GUARDED_BY(mu_);
+  absl::Status unreported_ ABSL_GUARDED_BY(mu_);
+  absl::Status abandoned_ ABSL_GUARDED_BY(mu_);  // why, once given up
 };
 
 // Opens a new stream for a Consumer whose stream broke with UNAVAILABLE:

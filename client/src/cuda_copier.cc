@@ -106,6 +106,10 @@ class STOKER_LOCAL CudaCopier::Impl {
     if (!batch.valid()) {
       return absl::InvalidArgumentError("CopyAsync of an invalid batch");
     }
+    // A batch whose lease was taken back is another consumer's now.
+    if (!batch.core_->Live(batch.slot_, batch.generation_)) {
+      return batch.core_->VoidReason(batch.epoch_, batch.index_);
+    }
     if (absl::Status earlier = TakeError(); !earlier.ok()) return earlier;
     const Batch::ImageTensor view = batch.image_tensor();
     // The stream's device, current on this thread for the copy only: the

@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstring>
 #include <iterator>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "common/fd_passing.h"
@@ -19,8 +20,10 @@
 namespace stoker::internal {
 namespace {
 
-absl::StatusOr<UniqueFd> FetchRingFd(const std::string& ring_socket,
-                                     const std::string& job_id) {
+// The ring's descriptor, and the lease table's after it with a token.
+absl::StatusOr<std::vector<UniqueFd>> FetchRingFds(
+    const std::string& ring_socket, const std::string& job_id,
+    const std::string& lease_token) {
   sockaddr_un address{};
   address.sun_family = AF_UNIX;
   if (ring_socket.size() >= sizeof(address.sun_path)) {
@@ -42,23 +45,32 @@ absl::StatusOr<UniqueFd> FetchRingFd(const std::string& ring_socket,
         absl::StrCat("cannot reach stokerd's ring socket ", ring_socket, ": ",
                      std::strerror(errno)));
   }
-  const std::string request = job_id + "\n";
+  const std::string request =
+      lease_token.empty() ? job_id + "\n"
+                          : absl::StrCat(job_id, " ", lease_token, "\n");
   std::string reply;
-  UniqueFd fd;
+  std::vector<UniqueFd> fds;
   STOKER_RETURN_IF_ERROR(SendWithFd(sock.get(), request, -1));
-  STOKER_RETURN_IF_ERROR(ReceiveWithFd(sock.get(), &reply, &fd));
+  STOKER_RETURN_IF_ERROR(ReceiveWithFds(sock.get(), &reply, &fds));
   STOKER_RETURN_IF_ERROR(DecodeStatus(reply));
-  if (!fd) return absl::InternalError("the ring socket sent no descriptor");
-  return fd;
+  if (fds.size() != (lease_token.empty() ? 1u : 2u)) {
+    return absl::InternalError(
+        absl::StrCat("the ring socket sent ", fds.size(), " descriptors"));
+  }
+  return fds;
 }
 
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<RingMapping>> RingMapping::Open(
     const std::string& ring_socket, const std::string& job_id,
-    bool private_view) {
-  STOKER_ASSIGN_OR_RETURN(UniqueFd fd, FetchRingFd(ring_socket, job_id));
-  return FromFd(std::move(fd), private_view);
+    bool private_view, const std::string& lease_token, UniqueFd* lease_table) {
+  STOKER_ASSIGN_OR_RETURN(std::vector<UniqueFd> fds,
+                          FetchRingFds(ring_socket, job_id, lease_token));
+  if (fds.size() == 2 && lease_table != nullptr) {
+    *lease_table = std::move(fds[1]);
+  }
+  return FromFd(std::move(fds[0]), private_view);
 }
 
 absl::StatusOr<std::unique_ptr<RingMapping>> RingMapping::FromFd(

@@ -28,9 +28,12 @@ class RingMapping {
   // if it is not a ring this SDK understands, UNAVAILABLE if the daemon cannot
   // be reached. With `private_view`, slot data is also mapped copy-on-write
   // (see view()).
+  // With a `lease_token` (a consumer's, from its Attached reply), the
+  // consumer's lease table comes with the ring, in *lease_table.
   static absl::StatusOr<std::unique_ptr<RingMapping>> Open(
       const std::string& ring_socket, const std::string& job_id,
-      bool private_view = false);
+      bool private_view = false, const std::string& lease_token = "",
+      UniqueFd* lease_table = nullptr);
   // Maps the ring open on `fd` (read-only).
   static absl::StatusOr<std::unique_ptr<RingMapping>> FromFd(
       UniqueFd fd, bool private_view = false);

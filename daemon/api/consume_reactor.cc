@@ -72,16 +72,19 @@ void ConsumerSet::ShutdownAll(const absl::Status& why) {
   for (const auto& link : links) link->Shutdown(why);
 }
 
-ConsumeReactor::ConsumeReactor(JobRegistry* registry, ConsumerSet* consumers,
+ConsumeReactor::ConsumeReactor(grpc::CallbackServerContext* context,
+                               JobRegistry* registry, ConsumerSet* consumers,
                                ClientLimits* limits, Peer peer)
-    : registry_(registry),
+    : context_(context),
+      registry_(registry),
       consumers_(consumers),
       limits_(limits),
       peer_(std::move(peer)),
       client_(peer_.client),
       user_(peer_.credentials ? absl::StrCat("uid ", peer_.credentials->uid)
                               : std::string("an unknown user")),
-      link_(std::make_shared<ConsumerLink>(this)) {
+      link_(std::make_shared<ConsumerLink>(this)),
+      last_heard_ns_(absl::GetCurrentTimeNanos()) {
   consumers_->Add(link_);
   StartRead(&request_bytes_);
 }
@@ -92,6 +95,7 @@ void ConsumeReactor::OnReadDone(bool ok) {
     FinishOnce(absl::OkStatus());
     return;
   }
+  last_heard_ns_ = absl::GetCurrentTimeNanos();
   request_.Clear();
   if (!grpc::SerializationTraits<v1::ConsumeRequest>::Deserialize(
            &request_bytes_, &request_)
@@ -176,10 +180,19 @@ absl::Status ConsumeReactor::HandleAttach(const v1::Attach& attach) {
     absl::MutexLock lock(&mu_);
     writing_ = true;
   }
+  // The consumer's lease table, for the process that attached (ring
+  // socket, same uid, with the token sent only on this stream).
+  absl::StatusOr<std::shared_ptr<LeaseTable>> leases = nullptr;
+  if (peer_.credentials) {
+    leases = LeaseTable::Create((*job)->config().slots, peer_.credentials->uid);
+  }
   uint64_t first_unreleased = 0;
-  if (absl::Status attached = (*job)->Attach(
-          link_, {attach.name(), client_}, attach.credits(), &first_unreleased);
-      !attached.ok()) {
+  absl::Status attached = leases.status();
+  if (attached.ok()) {
+    attached = (*job)->Attach(link_, {attach.name(), client_}, attach.credits(),
+                              &first_unreleased, *leases);
+  }
+  if (!attached.ok()) {
     ReturnAll(/*settle=*/false);
     if (std::optional<absl::Status> finish = ReleaseWriter()) {
       DetachAndFinish(*finish);
@@ -192,6 +205,10 @@ absl::Status ConsumeReactor::HandleAttach(const v1::Attach& attach) {
                                                    per_epoch);
   response_.mutable_attached()->set_position_batch(first_unreleased %
                                                    per_epoch);
+  if (*leases != nullptr) {
+    response_.mutable_attached()->set_lease_token((*leases)->token());
+  }
+  name_ = attach.name();
   {
     absl::MutexLock lock(&mu_);
     job_ = *job;
@@ -285,14 +302,45 @@ void ConsumeReactor::DetachAndFinish(const absl::Status& status) {
     absl::MutexLock lock(&mu_);
     job = job_;
   }
-  if (job != nullptr) job->Detach(link_.get());
+  absl::Status why = status;
+  if (job != nullptr) {
+    why = WhyEnded(status, job->id());
+    job->Detach(link_.get(), why);
+  }
   ReturnAll(/*settle=*/true);
-  if (!status.ok()) {
+  // A stream that broke is worth a line too: a consumer that stopped
+  // answering lost its batches to the next one.
+  if (!status.ok() || absl::IsUnavailable(why)) {
     spdlog::info("{}{}consumer of client {} ended: {}",
                  job != nullptr ? "job " + job->id() : std::string(),
-                 job != nullptr ? ": " : "", client_, status.message());
+                 job != nullptr ? ": " : "", client_, why.message());
   }
   Finish(ToGrpcStatus(status));
+}
+
+absl::Status ConsumeReactor::WhyEnded(const absl::Status& status,
+                                      const std::string& job_id) const {
+  if (!status.ok()) return status;
+  const std::string who = absl::StrCat("consumer '", name_, "' of client ",
+                                       client_, " of job ", job_id);
+  if (!context_->IsCancelled()) {
+    return absl::CancelledError(absl::StrCat(who, " closed its stream"));
+  }
+  const absl::Duration quiet =
+      absl::Nanoseconds(absl::GetCurrentTimeNanos() - last_heard_ns_.load());
+  const absl::Duration keepalive = consumers_->keepalive();
+  if (keepalive > absl::ZeroDuration() && quiet >= keepalive) {
+    return absl::UnavailableError(absl::StrCat(
+        "keepalive: ", who, " sent nothing and answered no ping for ",
+        absl::FormatDuration(absl::Trunc(quiet, absl::Milliseconds(100))),
+        " (the process was stopped or stuck; --keepalive=",
+        absl::FormatDuration(keepalive),
+        "): its connection was closed and its batches not yet confirmed go "
+        "to the next consumer"));
+  }
+  return absl::UnavailableError(
+      absl::StrCat("the connection of ", who,
+                   " broke (its process exited, or cancelled the stream)"));
 }
 
 bool ConsumeReactor::Hold(uint64_t n) {
@@ -359,7 +407,7 @@ void ConsumeReactor::OnDone() {
     job = std::move(job_);
   }
   if (job != nullptr) {
-    job->Detach(link_.get());
+    job->Detach(link_.get(), WhyEnded(absl::OkStatus(), job->id()));
     spdlog::debug("job {}: consumer detached", job->id());
   }
   delete this;

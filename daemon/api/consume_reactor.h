@@ -12,6 +12,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <atomic>
 #include <memory>
 #include <optional>
 #include <set>
@@ -51,11 +52,17 @@ class ConsumerLink : public JobListener {
 // The live streams of a daemon, so shutdown can end them all.
 class ConsumerSet {
  public:
+  // `keepalive`: the daemon's --keepalive (zero: none), for the reason a
+  // consumer that stopped answering is given.
+  explicit ConsumerSet(absl::Duration keepalive = absl::ZeroDuration())
+      : keepalive_(keepalive) {}
+  absl::Duration keepalive() const { return keepalive_; }
   void Add(std::shared_ptr<ConsumerLink> link);
   void Remove(const ConsumerLink* link);
   void ShutdownAll(const absl::Status& why);
 
  private:
+  const absl::Duration keepalive_;
   absl::Mutex mu_;
   std::set<std::shared_ptr<ConsumerLink>> links_ ABSL_GUARDED_BY(mu_);
 };
@@ -69,8 +76,8 @@ class ConsumeReactor
  public:
   // `client` names the peer (ClientOf); its outstanding batches count
   // against `limits`.
-  ConsumeReactor(JobRegistry* registry, ConsumerSet* consumers,
-                 ClientLimits* limits, Peer peer);
+  ConsumeReactor(grpc::CallbackServerContext* context, JobRegistry* registry,
+                 ConsumerSet* consumers, ClientLimits* limits, Peer peer);
 
   // Sends what can be sent now; safe from any thread.
   void Pump();
@@ -85,6 +92,11 @@ class ConsumeReactor
  private:
   absl::Status Handle(const v1::ConsumeRequest& request);
   void DetachAndFinish(const absl::Status& status);
+  // What the consumer is told (in its lease table) when its stream ends
+  // with `status`: that status, or for a stream that ended without one, how
+  // it ended (closed by the client, or a connection that stopped answering).
+  absl::Status WhyEnded(const absl::Status& status,
+                        const std::string& job_id) const;
   // Gives up the writer role; returns the status to finish with if a
   // FinishOnce() came while it was held.
   std::optional<absl::Status> ReleaseWriter();
@@ -100,6 +112,7 @@ class ConsumeReactor
   // Gives back everything held; with `settle`, for good.
   void ReturnAll(bool settle);
 
+  grpc::CallbackServerContext* const context_;
   JobRegistry* const registry_;
   ConsumerSet* const consumers_;
   ClientLimits* const limits_;
@@ -117,6 +130,9 @@ class ConsumeReactor
   // only by the reading side.
   uint64_t deferred_credits_ = 0;
   const std::shared_ptr<ConsumerLink> link_;
+  std::string name_;  // the consumer's, once attached (reading side)
+  // When a message last came from the client (absl::GetCurrentTimeNanos).
+  std::atomic<int64_t> last_heard_ns_;
   grpc::ByteBuffer request_bytes_;   // owned by the read in flight
   v1::ConsumeRequest request_;       // request_bytes_, parsed
   v1::ConsumeResponse response_;     // owned by the write in flight

@@ -223,11 +223,11 @@ bool Listener::ReadRing(RingRequest& r, const RingHandler& on_ring) {
   if (n < 0 && (errno == EAGAIN || errno == EINTR)) return false;
   if (n <= 0) return true;  // the client went away
   r.received.append(buffer, static_cast<size_t>(n));
-  auto id = ParseRingRequest(r.received);
-  if (id.ok() && !id->has_value()) return false;
+  auto query = ParseRingRequest(r.received);
+  if (query.ok() && !query->has_value()) return false;
   on_ring(r.fd.get(), r.credentials,
-          id.ok() ? absl::StatusOr<std::string>(**id)
-                  : absl::StatusOr<std::string>(id.status()));
+          query.ok() ? absl::StatusOr<RingQuery>(**query)
+                     : absl::StatusOr<RingQuery>(query.status()));
   return true;
 }
 

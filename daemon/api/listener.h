@@ -38,6 +38,7 @@
 #include "absl/time/time.h"
 #include "common/unique_fd.h"
 #include "daemon/api/peer.h"
+#include "daemon/api/ring_requests.h"
 
 namespace stoker {
 
@@ -50,7 +51,7 @@ class Listener {
  public:
   using RingHandler =
       std::function<void(int fd, const PeerCredentials& credentials,
-                         const absl::StatusOr<std::string>& job_id)>;
+                         const absl::StatusOr<RingQuery>& query)>;
   static constexpr uint32_t kMaxRingRequestsPerUser = 8;
   static constexpr uint32_t kMaxRingRequests = 1024;
 

@@ -131,7 +131,7 @@ grpc::ServerUnaryReactor* LoaderService::GetStats(
 
 grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>*
 LoaderService::Consume(grpc::CallbackServerContext* context) {
-  return new ConsumeReactor(registry_, consumers_, limits_,
+  return new ConsumeReactor(context, registry_, consumers_, limits_,
                             PeerOf(*context, peers_));
 }
 

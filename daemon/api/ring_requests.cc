@@ -12,65 +12,73 @@
 #include "absl/strings/str_cat.h"
 #include "common/fd_passing.h"
 #include "common/log.h"
+#include "common/status_macros.h"
 
 namespace stoker {
 namespace {
 
-absl::StatusOr<UniqueFd> OpenRing(const std::string& job_id,
-                                  const PeerCredentials& credentials,
-                                  const JobRegistry& registry) {
-  auto job = registry.Get(job_id);
+// The descriptors to send: the job's ring and, with a lease token, the
+// consumer's lease table.
+absl::StatusOr<std::vector<UniqueFd>> OpenRing(
+    const RingQuery& request, const PeerCredentials& credentials,
+    const JobRegistry& registry) {
+  auto job = registry.Get(request.job_id);
   if (!job.ok()) return job.status();
   const Peer peer{.credentials = credentials};
-  if (absl::Status allowed = CheckAccess((*job)->access(), peer, job_id);
+  if (absl::Status allowed =
+          CheckAccess((*job)->access(), peer, request.job_id);
       !allowed.ok()) {
     return allowed;
   }
-  const std::string name = "/" + (*job)->segment_name();
-  UniqueFd ring(::shm_open(name.c_str(), O_RDONLY | O_CLOEXEC, 0));
-  if (!ring && (errno == EMFILE || errno == ENFILE)) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("stokerd cannot open the ring of job ", job_id, ": ",
-                     std::strerror(errno), " (stokerd's own descriptors)"));
+  std::vector<UniqueFd> fds;
+  STOKER_ASSIGN_OR_RETURN(fds.emplace_back(), (*job)->RingFd());
+  if (!request.lease_token.empty()) {
+    STOKER_ASSIGN_OR_RETURN(
+        fds.emplace_back(),
+        (*job)->TakeLeaseFd(request.lease_token, credentials.uid));
   }
-  if (!ring) {
-    // The job ended (its ring is unlinked then): say why, as its stream
-    // would (a failed job's DATA_LOSS naming the file).
-    if (absl::Status ended = (*job)->error(); !ended.ok()) return ended;
-    return absl::NotFoundError(absl::StrCat("the ring of job ", job_id,
-                                            " is gone (the job has ended)"));
-  }
-  return ring;
+  return fds;
 }
 
 }  // namespace
 
-absl::StatusOr<std::optional<std::string>> ParseRingRequest(
+absl::StatusOr<std::optional<RingQuery>> ParseRingRequest(
     std::string_view received) {
+  constexpr size_t kMaxTokenBytes = 64;
   const size_t newline = received.find('\n');
   if (newline == std::string_view::npos) {
-    if (received.size() > kMaxJobIdBytes) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("a ring request is a job id of at most ", kMaxJobIdBytes,
-                       " bytes and a newline"));
+    if (received.size() > kMaxJobIdBytes + 1 + kMaxTokenBytes) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "a ring request is a job id of at most ", kMaxJobIdBytes,
+          " bytes, optionally a space and a lease token, and a newline"));
     }
     return std::nullopt;
   }
-  return std::string(received.substr(0, newline));
+  const std::string_view line = received.substr(0, newline);
+  const size_t space = line.find(' ');
+  RingQuery request;
+  request.job_id = std::string(line.substr(0, space));
+  if (space != std::string_view::npos) {
+    request.lease_token = std::string(line.substr(space + 1));
+  }
+  return request;
 }
 
 void AnswerRingRequest(int fd, const PeerCredentials& credentials,
-                       const absl::StatusOr<std::string>& id,
+                       const absl::StatusOr<RingQuery>& request,
                        const JobRegistry& registry) {
-  absl::StatusOr<UniqueFd> ring =
-      id.ok() ? OpenRing(*id, credentials, registry) : id.status();
-  if (!ring.ok()) {
+  absl::StatusOr<std::vector<UniqueFd>> opened =
+      request.ok() ? OpenRing(*request, credentials, registry)
+                   : request.status();
+  if (!opened.ok()) {
     spdlog::debug("ring request from uid {} pid {} refused: {}",
-                  credentials.uid, credentials.pid, ring.status().message());
-    (void)SendWithFd(fd, EncodeStatus(ring.status()), -1);
+                  credentials.uid, credentials.pid, opened.status().message());
+    (void)SendWithFd(fd, EncodeStatus(opened.status()), -1);
     return;
   }
-  (void)SendWithFd(fd, EncodeStatus(absl::OkStatus()), ring->get());
+  std::vector<int> raw;
+  for (const UniqueFd& each : *opened) raw.push_back(each.get());
+  (void)SendWithFds(fd, EncodeStatus(absl::OkStatus()), raw);
 }
 
 }  // namespace stoker

@@ -1,8 +1,10 @@
 // The ring socket's one request: "give me a read-only descriptor of job X's
-// ring". Access is decided by the connecting process's credentials, as for
-// the gRPC calls; the descriptor is opened O_RDONLY, so the client can map
-// the ring only for reading (mmap with PROT_WRITE fails) and cannot change
-// its size or mode. Protocol: common/fd_passing.h.
+// ring" (and, for the consumer that names its lease token, its lease table,
+// read-write: common/lease_table.h). Access is decided by the connecting
+// process's credentials, as for the gRPC calls; the descriptor is opened
+// O_RDONLY, so the client can map the ring only for reading (mmap with
+// PROT_WRITE fails) and cannot change its size or mode. Protocol:
+// common/fd_passing.h.
 #ifndef STOKER_DAEMON_API_RING_REQUESTS_H_
 #define STOKER_DAEMON_API_RING_REQUESTS_H_
 
@@ -16,16 +18,22 @@
 
 namespace stoker {
 
-// The job id in what a ring connection has sent so far: nullopt until the
+struct RingQuery {
+  std::string job_id;
+  std::string lease_token;  // empty: the ring only
+};
+
+// The request in what a ring connection has sent so far: nullopt until the
 // newline has arrived; INVALID_ARGUMENT once it is too long to be one.
-absl::StatusOr<std::optional<std::string>> ParseRingRequest(
+absl::StatusOr<std::optional<RingQuery>> ParseRingRequest(
     std::string_view received);
 
 // Answers connected socket `fd` (non-blocking; the answer is one small
-// message, which a fresh socket's buffer holds): the ring of job `id`, or
-// why not. Never throws; logs refusals at debug.
+// message, which a fresh socket's buffer holds): the ring of the job (and
+// the consumer's lease table, with a token), or why not. Never throws; logs
+// refusals at debug.
 void AnswerRingRequest(int fd, const PeerCredentials& credentials,
-                       const absl::StatusOr<std::string>& id,
+                       const absl::StatusOr<RingQuery>& request,
                        const JobRegistry& registry);
 
 }  // namespace stoker

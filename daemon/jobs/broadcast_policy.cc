@@ -20,10 +20,19 @@ uint64_t BroadcastPolicy::JoinPoint() const {
   };
   uint64_t start = next_start_;
   while (start > params_.start_seq && held(start - 1)) --start;
-  const uint64_t leader = Leader();
-  const uint32_t max_lag = params_.sharing.max_lag;
-  if (leader > max_lag) start = std::max(start, leader - max_lag);
-  return start;
+  // Where the most advanced consumer stands: a joiner starting behind it
+  // would be behind from its first batch on (and, in a small ring, pin it).
+  return std::max(start, Leader());
+}
+
+bool BroadcastPolicy::BehindTooLong(absl::Time* since, absl::Time now) const {
+  if (*since == absl::InfiniteFuture()) *since = now;
+  return now - *since >= params_.lag_grace;
+}
+
+void BroadcastPolicy::Tick(absl::Time now, PolicyEffects* effects) {
+  EnforceLag(now, effects);
+  RelievePinnedRing(now, effects);
 }
 
 void BroadcastPolicy::OnAttached(PolicyEffects* effects) {
@@ -48,11 +57,16 @@ void BroadcastPolicy::OnReleased(uint64_t seq, PolicyEffects* effects) {
   FreeUnneeded(effects);
 }
 
-void BroadcastPolicy::EnforceLag(PolicyEffects* effects) {
+void BroadcastPolicy::EnforceLag(absl::Time now, PolicyEffects* effects) {
   const uint64_t leader = Leader();
   const uint32_t max_lag = params_.sharing.max_lag;
   for (auto& [key, c] : consumers_) {
-    if (!c.active() || c.next_seq + max_lag >= leader) continue;
+    if (!c.active() || c.next_seq + max_lag >= leader) {
+      c.lagging_since = absl::InfiniteFuture();
+      continue;
+    }
+    if (!BehindTooLong(&c.lagging_since, now)) continue;
+    c.lagging_since = absl::InfiniteFuture();
     if (params_.sharing.on_lag == LagPolicy::kSkip) {
       c.skipped += leader - max_lag - c.next_seq;
       c.next_seq = leader - max_lag;
@@ -63,26 +77,40 @@ void BroadcastPolicy::EnforceLag(PolicyEffects* effects) {
   FreeUnneeded(effects);
 }
 
-void BroadcastPolicy::RelievePinnedRing(const ConsumerState& starving,
+void BroadcastPolicy::RelievePinnedRing(absl::Time now,
                                         PolicyEffects* effects) {
-  // Pinned: no slot to fill, so the batch `starving` waits for cannot be
-  // decoded until someone lets go of an older one.
-  if (!filling_.empty() || published_.size() < params_.slots) return;
+  // Pinned: no slot to fill, so a batch someone waits for cannot be decoded
+  // until the consumer holding the oldest one lets go of it.
   ConsumerState* blocker = nullptr;
-  for (auto& [key, c] : consumers_) {
-    if (c.active() &&
-        (blocker == nullptr || OldestHeld(c) < OldestHeld(*blocker))) {
-      blocker = &c;
+  const ConsumerState* waiter = nullptr;
+  if (filling_.empty() && published_.size() >= params_.slots) {
+    for (auto& [key, c] : consumers_) {
+      if (c.active() &&
+          (blocker == nullptr || OldestHeld(c) < OldestHeld(*blocker))) {
+        blocker = &c;
+      }
+    }
+    for (const auto& [key, c] : consumers_) {
+      // One that waits, and not for itself.
+      if (blocker != nullptr && c.active() && c.credits > 0 &&
+          !Deliverable(c) && OldestHeld(c) > OldestHeld(*blocker)) {
+        waiter = &c;
+        break;
+      }
     }
   }
-  if (blocker == nullptr || blocker == &starving ||
-      OldestHeld(*blocker) >= OldestHeld(starving)) {
-    return;  // it waits for itself, or for nobody in particular
+  if (waiter == nullptr) blocker = nullptr;
+  for (auto& [key, c] : consumers_) {
+    if (&c != blocker) c.pinning_since = absl::InfiniteFuture();
   }
+  if (blocker == nullptr || !BehindTooLong(&blocker->pinning_since, now)) {
+    return;
+  }
+  blocker->pinning_since = absl::InfiniteFuture();
   if (params_.sharing.on_lag == LagPolicy::kSkip &&
-      blocker->next_seq < starving.next_seq) {
-    blocker->skipped += starving.next_seq - blocker->next_seq;
-    blocker->next_seq = starving.next_seq;
+      blocker->next_seq < waiter->next_seq) {
+    blocker->skipped += waiter->next_seq - blocker->next_seq;
+    blocker->next_seq = waiter->next_seq;
   } else {
     Evict(*blocker,
           LagError(*blocker, Leader() - OldestHeld(*blocker),

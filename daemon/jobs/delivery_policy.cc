@@ -43,7 +43,8 @@ void DeliveryPolicy::Published(uint64_t seq, uint32_t slot) {
 
 absl::StatusOr<uint64_t> DeliveryPolicy::Attach(
     std::shared_ptr<JobListener> listener, const ConsumerIdentity& who,
-    uint32_t credits, PolicyEffects* effects) {
+    uint32_t credits, PolicyEffects* effects,
+    std::shared_ptr<LeaseTable> leases) {
   if (absl::Status status = CheckAttach(); !status.ok()) return status;
   if (consumers_.size() >= kMaxConsumersPerJob) {
     return absl::ResourceExhaustedError(
@@ -53,6 +54,7 @@ absl::StatusOr<uint64_t> DeliveryPolicy::Attach(
   ConsumerState c;
   c.listener = listener;
   c.who = who;
+  c.leases = std::move(leases);
   c.id = next_consumer_id_++;
   c.credits = AddCapped(0, credits);
   c.next_seq = JoinPoint();
@@ -62,14 +64,38 @@ absl::StatusOr<uint64_t> DeliveryPolicy::Attach(
   return start;
 }
 
-bool DeliveryPolicy::Detach(const JobListener* listener,
-                            PolicyEffects* effects) {
+bool DeliveryPolicy::Detach(const JobListener* listener, PolicyEffects* effects,
+                            const absl::Status& why) {
   auto it = consumers_.find(listener);
   if (it == consumers_.end()) return false;
-  const std::map<uint32_t, uint64_t> leased = std::move(it->second.leased);
-  consumers_.erase(it);
-  OnGone(leased, effects);
+  ConsumerState& c = it->second;
+  if (c.active() && c.leases != nullptr) c.leases->Finish(why);
+  std::vector<uint64_t> claimed;
+  const std::map<uint32_t, uint64_t> unclaimed = TakeBack(c, &claimed);
+  consumers_.erase(it);  // so that it no longer holds anything back
+  for (uint64_t seq : claimed) OnReleased(seq, effects);
+  OnGone(unclaimed, effects);
   return true;
+}
+
+absl::StatusOr<UniqueFd> DeliveryPolicy::TakeLeaseFd(const std::string& token,
+                                                     uid_t uid) {
+  for (auto& [key, c] : consumers_) {
+    if (c.leases == nullptr || c.leases->token() != token) continue;
+    if (c.leases->uid() != uid) {
+      return absl::PermissionDeniedError(
+          "that lease table belongs to another user's consumer");
+    }
+    UniqueFd fd = c.leases->TakeFd();
+    if (!fd) {
+      return absl::FailedPreconditionError(
+          "that lease table was already handed out");
+    }
+    return fd;
+  }
+  return absl::NotFoundError(
+      absl::StrCat("no consumer of job ", params_.job_id,
+                   " has that lease token (it has detached)"));
 }
 
 void DeliveryPolicy::AddCredit(const JobListener* listener, uint32_t credits) {
@@ -99,17 +125,18 @@ Delivery DeliveryPolicy::Next(const JobListener* listener, bool finished,
   if (c->credits == 0) return Delivery::kNothing;
   const std::optional<uint64_t> seq = Deliverable(*c);
   if (!seq) {
-    OnStarved(*c, effects);
+    OnStarved(*c, now, effects);
     return Delivery::kNothing;
   }
   out->seq = *seq;
   out->slot = published_.at(*seq).slot;
+  out->table = c->leases.get();
   OnLeased(*c, *seq);
   c->leased.emplace(out->slot, *seq);
   c->leased_at[out->slot] = now;
   --c->credits;
   ++c->delivered;
-  AfterLease(effects);
+  AfterLease(now, effects);
   return Delivery::kBatch;
 }
 
@@ -154,9 +181,7 @@ void DeliveryPolicy::ExpireLeases(absl::Time now, absl::Duration limit,
             absl::Trunc(now - oldest->second, absl::Milliseconds(100))),
         ", more than the lease limit of ", absl::FormatDuration(limit),
         " (--lease_timeout); its batches go to the next consumer"));
-    const std::map<uint32_t, uint64_t> leased = c.leased;
     Evict(c, std::move(why), effects);
-    OnGone(leased, effects);
   }
 }
 
@@ -181,12 +206,33 @@ void DeliveryPolicy::Free(uint64_t seq, PolicyEffects* effects) {
 
 void DeliveryPolicy::Evict(ConsumerState& c, absl::Status why,
                            PolicyEffects* effects) {
-  // Logged once, by the stream it ends.
+  // The reason goes into the lease table before any lease is revoked, so
+  // that a client finding its lease revoked can say why. (Logged once, by
+  // the stream it ends.)
+  if (c.leases != nullptr) c.leases->Finish(why);
   c.evicted = std::move(why);
+  c.credits = 0;
+  std::vector<uint64_t> claimed;
+  const std::map<uint32_t, uint64_t> unclaimed = TakeBack(c, &claimed);
+  for (uint64_t seq : claimed) OnReleased(seq, effects);
+  OnGone(unclaimed, effects);
+  effects->evicted.push_back(c.listener);
+}
+
+std::map<uint32_t, uint64_t> DeliveryPolicy::TakeBack(
+    ConsumerState& c, std::vector<uint64_t>* claimed) {
+  std::map<uint32_t, uint64_t> unclaimed;
+  for (const auto& [slot, seq] : c.leased) {
+    if (c.leases != nullptr && c.leases->Revoke(slot)) {
+      claimed->push_back(seq);
+      ++c.released;
+    } else {
+      unclaimed.emplace(slot, seq);
+    }
+  }
   c.leased.clear();
   c.leased_at.clear();
-  c.credits = 0;
-  effects->evicted.push_back(c.listener);
+  return unclaimed;
 }
 
 ConsumerState* DeliveryPolicy::Find(const JobListener* listener) {

@@ -29,6 +29,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/lease_table.h"
 #include "daemon/jobs/delivery.h"
 #include "daemon/spec/job_config.h"
 
@@ -40,6 +41,9 @@ struct ConsumerState {
   ConsumerIdentity who;
   uint64_t id = 0;
   uint32_t credits = 0;
+  // Its side of each lease (null in tests that do not care): a lease it
+  // claimed counts as released when the policy takes its batches back.
+  std::shared_ptr<LeaseTable> leases;
   uint64_t next_seq = 0;                     // broadcast: next batch for it
   std::map<uint32_t, uint64_t> leased;       // slot -> seq
   std::map<uint32_t, absl::Time> leased_at;  // slot -> when delivered
@@ -47,6 +51,10 @@ struct ConsumerState {
   uint64_t delivered = 0;
   uint64_t released = 0;
   uint64_t skipped = 0;
+  // Broadcast: since when it has been more than max_lag behind, and since
+  // when it has pinned a full ring another consumer waits on.
+  absl::Time lagging_since = absl::InfiniteFuture();
+  absl::Time pinning_since = absl::InfiniteFuture();
   bool reported = false;
   ConsumerReport report;
 
@@ -64,6 +72,7 @@ struct PolicyEffects {
 struct Lease {
   uint64_t seq = 0;
   uint32_t slot = 0;
+  LeaseTable* table = nullptr;  // the consumer's, to record the lease in
 };
 
 class DeliveryPolicy {
@@ -75,6 +84,8 @@ class DeliveryPolicy {
     uint64_t batches_per_epoch = 1;
     uint64_t start_seq = 0;      // first batch served (resume)
     uint64_t total_batches = 0;  // UINT64_MAX when the job has no end
+    // Broadcast: how long a consumer may stay behind before on_lag applies.
+    absl::Duration lag_grace = absl::ZeroDuration();
   };
   static std::unique_ptr<DeliveryPolicy> Create(const Params& params);
   virtual ~DeliveryPolicy() = default;
@@ -89,9 +100,16 @@ class DeliveryPolicy {
   // broadcast: where it joins).
   absl::StatusOr<uint64_t> Attach(std::shared_ptr<JobListener> listener,
                                   const ConsumerIdentity& who, uint32_t credits,
-                                  PolicyEffects* effects);
-  // False if it was not attached.
-  bool Detach(const JobListener* listener, PolicyEffects* effects);
+                                  PolicyEffects* effects,
+                                  std::shared_ptr<LeaseTable> leases = nullptr);
+  // Ends the consumer, recording `why` in its lease table unless it was
+  // evicted (then that is why); takes its unclaimed batches back. False if
+  // it was not attached.
+  bool Detach(const JobListener* listener, PolicyEffects* effects,
+              const absl::Status& why =
+                  absl::CancelledError("the consumer closed its stream"));
+  // The descriptor of the lease table named `token` if `uid` owns it; once.
+  absl::StatusOr<UniqueFd> TakeLeaseFd(const std::string& token, uid_t uid);
   void AddCredit(const JobListener* listener, uint32_t credits);
   void Report(const JobListener* listener, const ConsumerReport& report);
   // The next batch for `listener` if it has credit and one is ready.
@@ -108,6 +126,9 @@ class DeliveryPolicy {
   // (DEADLINE_EXCEEDED, naming the batch), as if it had detached.
   void ExpireLeases(absl::Time now, absl::Duration limit,
                     PolicyEffects* effects);
+  // Called about twice a second: broadcast acts on consumers that stayed
+  // behind for the grace period.
+  virtual void Tick(absl::Time now, PolicyEffects* effects) {}
   // Some consumer has credit but nothing it may receive yet.
   bool Starving() const;
 
@@ -137,8 +158,9 @@ class DeliveryPolicy {
   virtual std::optional<uint64_t> Deliverable(const ConsumerState& c) const = 0;
   virtual bool AllSent(const ConsumerState& c) const = 0;
   virtual void OnLeased(ConsumerState& c, uint64_t seq) = 0;
-  virtual void AfterLease(PolicyEffects* effects) {}
-  virtual void OnStarved(const ConsumerState& c, PolicyEffects* effects) {}
+  virtual void AfterLease(absl::Time now, PolicyEffects* effects) {}
+  virtual void OnStarved(const ConsumerState& c, absl::Time now,
+                         PolicyEffects* effects) {}
   virtual void OnReleased(uint64_t seq, PolicyEffects* effects) = 0;
   // A consumer went away (detached or evicted) holding `leased`.
   virtual void OnGone(const std::map<uint32_t, uint64_t>& leased,
@@ -146,7 +168,13 @@ class DeliveryPolicy {
 
   // Frees batch `seq`: its slot may be refilled.
   void Free(uint64_t seq, PolicyEffects* effects);
+  // Ends `c` for `why` (told to it through its stream and lease table) and
+  // takes its batches back.
   void Evict(ConsumerState& c, absl::Status why, PolicyEffects* effects);
+  // Takes `c`'s leases back. The ones it claimed count as released (their
+  // seqs go to *claimed); the rest are returned.
+  std::map<uint32_t, uint64_t> TakeBack(ConsumerState& c,
+                                        std::vector<uint64_t>* claimed);
   ConsumerState* Find(const JobListener* listener);
   // "consumer 3 'name'" for messages.
   static std::string Describe(const ConsumerState& c);

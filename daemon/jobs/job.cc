@@ -17,6 +17,10 @@ uint64_t NextSerial() {
   return next.fetch_add(1, std::memory_order_relaxed);
 }
 
+// How long a broadcast consumer may stay behind before on_lag applies (see
+// BroadcastPolicy).
+constexpr absl::Duration kLagGrace = absl::Seconds(1);
+
 }  // namespace
 
 absl::StatusOr<std::shared_ptr<Job>> Job::Create(
@@ -86,7 +90,8 @@ Job::Job(std::string id, JobConfig config,
            .slots = config_.slots,
            .batches_per_epoch = plan_.batches_per_epoch(),
            .start_seq = start_seq_,
-           .total_batches = total_batches_})),
+           .total_batches = total_batches_,
+           .lag_grace = kLagGrace})),
       // A resumed job starts where its predecessor's consumer stopped.
       next_fill_seq_(start_seq_) {}
 
@@ -217,7 +222,7 @@ Demand Job::demand() const {
 
 absl::Status Job::Attach(std::shared_ptr<JobListener> listener,
                          const ConsumerIdentity& who, uint32_t credits,
-                         uint64_t* start) {
+                         uint64_t* start, std::shared_ptr<LeaseTable> leases) {
   Wake wake;
   {
     absl::MutexLock lock(&mu_);
@@ -229,37 +234,45 @@ absl::Status Job::Attach(std::shared_ptr<JobListener> listener,
     if (state_ != JobState::kRunning) return error_;
     PolicyEffects effects;
     STOKER_ASSIGN_OR_RETURN(
-        *start, policy_->Attach(std::move(listener), who, credits, &effects));
+        *start, policy_->Attach(std::move(listener), who, credits, &effects,
+                                std::move(leases)));
     if (effects.wake_all) wake.listeners = policy_->Listeners();
   }
   Notify(wake);
   return absl::OkStatus();
 }
 
-void Job::Detach(const JobListener* listener) {
+void Job::Detach(const JobListener* listener, const absl::Status& why) {
   Wake wake;
   {
     absl::MutexLock lock(&mu_);
     PolicyEffects effects;
-    if (!policy_->Detach(listener, &effects) || !running()) return;
+    if (!policy_->Detach(listener, &effects, why) || !running()) return;
     wake = Apply(effects);
   }
   wake.work = true;
   Notify(wake);
 }
 
-void Job::ExpireLeases(absl::Time now, absl::Duration limit) {
+void Job::Tick(absl::Time now, absl::Duration lease_limit) {
   Wake wake;
   {
     absl::MutexLock lock(&mu_);
     if (!running()) return;
-    PolicyEffects effects;
-    policy_->ExpireLeases(now, limit, &effects);
-    if (effects.evicted.empty()) return;
-    Apply(effects);
-    wake.listeners = policy_->Listeners();
+    if (CheckRing()) {
+      wake.listeners = policy_->Listeners();
+    } else {
+      PolicyEffects effects;
+      if (lease_limit > absl::ZeroDuration()) {
+        policy_->ExpireLeases(now, lease_limit, &effects);
+      }
+      policy_->Tick(now, &effects);
+      if (effects.evicted.empty() && effects.freed.empty()) return;
+      Apply(effects);
+      wake.listeners = policy_->Listeners();
+      wake.work = true;
+    }
   }
-  wake.work = true;
   Notify(wake);
 }
 
@@ -293,6 +306,8 @@ Delivery Job::NextDelivery(const JobListener* listener, Delivered* out,
       out->epoch = lease.seq / plan_.batches_per_epoch();
       out->batch = lease.seq % plan_.batches_per_epoch();
       out->sample_count = plan_.BatchSize(out->batch);
+      if (lease.table != nullptr)
+        lease.table->Lease(out->slot, out->generation);
       tally_.Delivered(out->sample_count);
     }
     // Evicted consumers learn why; skipped or evicted batches free slots.

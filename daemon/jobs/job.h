@@ -30,6 +30,8 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "common/lease_table.h"
+#include "common/unique_fd.h"
 #include "daemon/jobs/dataset_index.h"
 #include "daemon/jobs/delivery.h"
 #include "daemon/jobs/delivery_policy.h"
@@ -97,15 +99,27 @@ class Job {
 
   // Consumers, each named by its listener. *start: the first batch this
   // consumer's position counts from (see DeliveryPolicy::Attach).
+  // `leases`: the consumer's lease table (common/lease_table.h), in which
+  // each batch it is sent is recorded, and revoked when it is taken back.
   absl::Status Attach(std::shared_ptr<JobListener> listener,
                       const ConsumerIdentity& who, uint32_t credits,
-                      uint64_t* start);
-  void Detach(const JobListener* listener);
+                      uint64_t* start,
+                      std::shared_ptr<LeaseTable> leases = nullptr);
+  // `why` is recorded in its lease table (see DeliveryPolicy::Detach).
+  void Detach(const JobListener* listener,
+              const absl::Status& why =
+                  absl::CancelledError("the consumer closed its stream"));
   void AddCredit(const JobListener* listener, uint32_t credits);
-  // Ends every consumer that has held a batch for longer than `limit`
-  // (DEADLINE_EXCEEDED, naming the batch): in exclusive and partition jobs
-  // its batches go back to be delivered again, as if it had detached.
-  void ExpireLeases(absl::Time now, absl::Duration limit);
+  // Called about twice a second. Ends every consumer that has held a batch
+  // for longer than `lease_limit` (DEADLINE_EXCEEDED, naming the batch): in
+  // exclusive and partition jobs its batches go back to be delivered again,
+  // as if it had detached. Applies broadcast's lag policy (it has a grace
+  // period). Fails the job if its ring was deleted by another process.
+  void Tick(absl::Time now, absl::Duration lease_limit);
+  // The ring socket's part: a read-only descriptor of the ring (the job's
+  // error once it has ended), and a consumer's lease table.
+  absl::StatusOr<UniqueFd> RingFd();
+  absl::StatusOr<UniqueFd> TakeLeaseFd(const std::string& token, uid_t uid);
   void Report(const JobListener* listener, const ConsumerReport& report);
   Delivery NextDelivery(const JobListener* listener, Delivered* out,
                         absl::Status* ended);
@@ -163,6 +177,8 @@ class Job {
   Wake Apply(const PolicyEffects& effects) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Stop(JobState state, const absl::Status& why)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Fails the job if another process deleted its ring; true if it did.
+  bool CheckRing() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Lets go of the ring and the index once the job has ended and no task
   // is in flight.
   void MaybeFreeRing() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -1,6 +1,12 @@
 // Job: how a job ends and what it reports (see job.h).
-#include <algorithm>
+#include <fcntl.h>
 
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "common/log.h"
 #include "daemon/jobs/job.h"
 
 namespace stoker {
@@ -13,6 +19,49 @@ void Job::End(const absl::Status& why) {
     wake.listeners = policy_->Listeners();
   }
   Notify(wake);
+}
+
+bool Job::CheckRing() {
+  if (!running() || !ring_->DeletedElsewhere()) return false;
+  const absl::Status why = absl::AbortedError(absl::StrCat(
+      "job ", id_, " stopped: its ring /dev/shm/", ring_->name(),
+      " was deleted by another process (a cleanup of /dev/shm, or systemd's "
+      "RemoveIPC= for stokerd's user); its batches cannot be served. Create "
+      "the job again, and keep /dev/shm/stoker-* out of such cleanups"));
+  spdlog::error("{}", why.message());
+  Stop(JobState::kFailed, why);
+  return true;
+}
+
+absl::StatusOr<UniqueFd> Job::RingFd() {
+  Wake wake;
+  absl::StatusOr<UniqueFd> fd;
+  {
+    absl::MutexLock lock(&mu_);
+    if (CheckRing()) wake.listeners = policy_->Listeners();
+    if (!running()) {
+      // The job ended (its ring is unlinked then): say why, as its stream
+      // would (a failed job's DATA_LOSS naming the file).
+      fd = !error_.ok()
+               ? error_
+               : absl::NotFoundError(absl::StrCat(
+                     "the ring of job ", id_, " is gone (the job has ended)"));
+    } else if (UniqueFd dup(::fcntl(ring_->read_only_fd(), F_DUPFD_CLOEXEC, 0));
+               dup) {
+      fd = std::move(dup);
+    } else {
+      fd = absl::ResourceExhaustedError(
+          absl::StrCat("stokerd cannot hand out the ring of job ", id_, ": ",
+                       std::strerror(errno), " (stokerd's own descriptors)"));
+    }
+  }
+  Notify(wake);
+  return fd;
+}
+
+absl::StatusOr<UniqueFd> Job::TakeLeaseFd(const std::string& token, uid_t uid) {
+  absl::MutexLock lock(&mu_);
+  return policy_->TakeLeaseFd(token, uid);
 }
 
 JobState Job::state() const {

@@ -62,6 +62,9 @@ class Ring {
 
   // Removes the segment's name; the mapping stays valid.
   void Unlink() { segment_->Unlink(); }
+  // See SharedSegment.
+  int read_only_fd() const { return segment_->read_only_fd(); }
+  bool DeletedElsewhere() const { return segment_->DeletedElsewhere(); }
 
  private:
   Ring(std::unique_ptr<SharedSegment> segment, const RingGeometry& geometry);

@@ -50,10 +50,22 @@ absl::StatusOr<std::unique_ptr<SharedSegment>> SharedSegment::Create(
       bip::shared_memory_object::remove(name.c_str());
       return ReserveError(name, bytes, err);
     }
+    // A second open file description, read-only, of this very object.
+    UniqueFd read_only(::open(absl::StrCat("/proc/self/fd/", fd).c_str(),
+                              O_RDONLY | O_CLOEXEC));
+    if (!read_only) {
+      const int err = errno;
+      bip::shared_memory_object::remove(name.c_str());
+      return absl::Status(err == EMFILE || err == ENFILE
+                              ? absl::StatusCode::kResourceExhausted
+                              : absl::StatusCode::kInternal,
+                          absl::StrCat("reopening '", name,
+                                       "' read-only: ", std::strerror(err)));
+    }
     bip::mapped_region region(shm, bip::read_write, 0, bytes);
     // The mapping keeps the memory; the descriptor closes with `shm`.
-    return std::unique_ptr<SharedSegment>(
-        new SharedSegment(std::move(name), std::move(region)));
+    return std::unique_ptr<SharedSegment>(new SharedSegment(
+        std::move(name), std::move(region), std::move(read_only)));
   } catch (const bip::interprocess_exception& e) {
     // Never remove a name we did not create.
     if (e.get_error_code() == bip::already_exists_error) {
@@ -67,6 +79,11 @@ absl::StatusOr<std::unique_ptr<SharedSegment>> SharedSegment::Create(
 }
 
 SharedSegment::~SharedSegment() { Unlink(); }
+
+bool SharedSegment::DeletedElsewhere() const {
+  struct stat st;
+  return linked_ && ::fstat(read_only_.get(), &st) == 0 && st.st_nlink == 0;
+}
 
 void SharedSegment::Unlink() {
   if (!linked_) return;

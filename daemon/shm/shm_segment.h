@@ -22,6 +22,7 @@
 
 #include "absl/status/statusor.h"
 #include "boost/interprocess/mapped_region.hpp"
+#include "common/unique_fd.h"
 
 namespace stoker {
 
@@ -46,12 +47,25 @@ class SharedSegment {
   // Removes the name now; the memory lives on until every mapping is gone.
   void Unlink();
 
+  // A read-only descriptor of the segment, opened at creation: what clients
+  // are handed, so that nothing is ever looked up by name after creation (a
+  // file put in its place by someone else is never served).
+  int read_only_fd() const { return read_only_.get(); }
+  // Whether another process removed the name (a cleanup script, systemd's
+  // RemoveIPC=): the segment is no longer linked though this process did
+  // not unlink it.
+  bool DeletedElsewhere() const;
+
  private:
-  SharedSegment(std::string name, boost::interprocess::mapped_region region)
-      : name_(std::move(name)), region_(std::move(region)) {}
+  SharedSegment(std::string name, boost::interprocess::mapped_region region,
+                UniqueFd read_only)
+      : name_(std::move(name)),
+        region_(std::move(region)),
+        read_only_(std::move(read_only)) {}
 
   const std::string name_;
   boost::interprocess::mapped_region region_;
+  const UniqueFd read_only_;
   bool linked_ = true;
 };
 
