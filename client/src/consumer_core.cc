@@ -202,6 +202,10 @@ absl::StatusOr<v1::BatchHandle> ConsumerCore::NextHandle(absl::Time deadline) {
     Account(called, absl::Now());
     return handle;
   }
+  return EndOfStream();
+}
+
+absl::Status ConsumerCore::EndOfStream() const {
   if (end_of_job_) {
     return absl::OutOfRangeError(absl::StrCat(
         "end of job ", job_.id, ": every batch of every epoch was delivered"));

@@ -109,6 +109,9 @@ class ConsumerCore {
  private:
   ConsumerCore() = default;
   void ReadLoop();
+  // Why NextHandle() has nothing more: the end of the job, or the stream's
+  // status.
+  absl::Status EndOfStream() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void WriteLoop();
   void Send(v1::ConsumeRequest request);
   // Accounts one Next() that started at `called` and returned at `now`;
