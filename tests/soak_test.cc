@@ -1,9 +1,13 @@
 // Soak: three resuming trainers (stoker_probe train) against a stokerd
-// process, under random SIGKILLs of the trainers and a SIGKILL and restart
-// of the daemon. At the end: every completed epoch of every trainer held
-// each sample exactly once, batches followed each other without a gap or a
-// repeat across every kill, no segment outlived its job or the daemon, and
-// the daemon's descriptors and memory stayed flat.
+// process, under random SIGKILLs of the trainers, random freezes of them
+// (SIGSTOP, then SIGCONT up to 5 s later: past the lease timeout of 2 s and
+// the keepalive of 2 s, which closes a connection after about 4 s), and a
+// SIGKILL and restart of the daemon. A trainer steps 5 ms on each batch and
+// logs it only once it confirmed it. At the end: every completed
+// epoch of every trainer held each sample exactly once, batches followed
+// each other without a gap or a repeat across every kill and freeze, no
+// segment outlived its job or the daemon, and the daemon's descriptors and
+// memory stayed flat.
 //
 // Runs for STOKER_SOAK_SECONDS (default 40) seconds.
 #include <signal.h>
@@ -15,6 +19,7 @@
 #include <fstream>
 #include <map>
 #include <random>
+#include <sstream>
 #include <thread>
 
 #include "common/naming.h"
@@ -81,7 +86,8 @@ TEST(Soak, TrainersAndTheDaemonKilledAtRandomLoseAndRepeatNothing) {
     auto daemon = std::make_unique<Subprocess>(
         STOKERD_PATH,
         std::vector<std::string>{"--config=", "--socket=" + target,
-                                 "--workers=2", "--log_level=warn"},
+                                 "--workers=2", "--log_level=warn",
+                                 "--keepalive=2s", "--lease_timeout=2s"},
         dir.path() + "/stokerd." + std::to_string(daemon_starts++) + ".log");
     EXPECT_TRUE(testdata::WaitForPath(socket, std::chrono::seconds(10)));
     return daemon;
@@ -94,7 +100,7 @@ TEST(Soak, TrainersAndTheDaemonKilledAtRandomLoseAndRepeatNothing) {
             "train", "--target=" + target, "--dataset=" + dir.path() + "/data",
             "--log=" + dir.path() + "/" + name + ".log", "--name=" + name,
             "--epochs=100000", "--batch_size=" + std::to_string(kBatch),
-            "--seed=" + std::to_string(i + 1)},
+            "--seed=" + std::to_string(i + 1), "--step_ms=5"},
         dir.path() + "/" + name + ".err");
   };
 
@@ -108,6 +114,7 @@ TEST(Soak, TrainersAndTheDaemonKilledAtRandomLoseAndRepeatNothing) {
   const auto restart_at = begin + (end - begin) / 3;
   bool restarted = false;
   int kills = 0;
+  int freezes = 0;
   std::vector<std::pair<int, long>> samples;  // daemon fds, RSS after restart
   while (std::chrono::steady_clock::now() < end) {
     std::this_thread::sleep_for(std::chrono::milliseconds(
@@ -124,6 +131,16 @@ TEST(Soak, TrainersAndTheDaemonKilledAtRandomLoseAndRepeatNothing) {
         << "trainer " << i << " stopped on its own: "
         << testdata::ReadTextFile(dir.path() + "/trainer" + std::to_string(i) +
                                   ".err");
+    if (std::uniform_int_distribution(0, 2)(rng) == 0) {
+      // Frozen, at times past the keepalive or the lease timeout: what it
+      // held goes back to its job, and is void in it once it runs again.
+      trainers[i]->Signal(SIGSTOP);
+      std::this_thread::sleep_for(std::chrono::milliseconds(
+          std::uniform_int_distribution(300, 5000)(rng)));
+      trainers[i]->Signal(SIGCONT);
+      ++freezes;
+      continue;
+    }
     trainers[i]->Signal(SIGKILL);
     ASSERT_TRUE(trainers[i]->Wait(std::chrono::seconds(10)).has_value());
     ++kills;
@@ -156,10 +173,19 @@ TEST(Soak, TrainersAndTheDaemonKilledAtRandomLoseAndRepeatNothing) {
 
   uint64_t batches = 0;
   int epochs_checked = 0;
+  int voided = 0;  // batches taken back from a frozen trainer
+  int restarts = 0;
   for (int i = 0; i < kTrainers; ++i) {
     const std::string log_path =
         dir.path() + "/trainer" + std::to_string(i) + ".log";
     const testing::ProbeLog log = testing::ReadProbeLog(log_path);
+    {
+      std::istringstream lines(testdata::ReadTextFile(log_path));
+      for (std::string line; std::getline(lines, line);) {
+        voided += line.rfind("void ", 0) == 0 ? 1 : 0;
+        restarts += line.rfind("restart ", 0) == 0 ? 1 : 0;
+      }
+    }
     batches += log.batches.size();
     ASSERT_FALSE(log.batches.empty())
         << "trainer " << i
@@ -211,13 +237,16 @@ TEST(Soak, TrainersAndTheDaemonKilledAtRandomLoseAndRepeatNothing) {
   const size_t leaked = ListSegments(prefix).size();
   EXPECT_EQ(leaked, 0u);
   std::printf(
-      "soak: %d s, %d trainer kills, 1 daemon kill and restart, %llu batches, "
+      "soak: %d s, %d trainer kills, %d freezes (%d batches voided in a "
+      "frozen trainer, %d streams ended for good), 1 daemon kill and "
+      "restart, %llu batches, "
       "%d complete epochs checked, %zu rings for %zu running jobs, %zu "
       "segments leaked; daemon fds %d -> %d -> %d, RssAnon %ld -> %ld -> %ld "
       "KiB (start, quarter, end of %zu cycles)\n",
-      SoakSeconds(), kills, static_cast<unsigned long long>(batches),
-      epochs_checked, segments, running, leaked, fds_first, fds_warm, fds_last,
-      rss_first, rss_warm, rss_last, samples.size());
+      SoakSeconds(), kills, freezes, voided, restarts,
+      static_cast<unsigned long long>(batches), epochs_checked, segments,
+      running, leaked, fds_first, fds_warm, fds_last, rss_first, rss_warm,
+      rss_last, samples.size());
 }
 
 }  // namespace

@@ -6,11 +6,17 @@
 //                    "batch <epoch> <index> <dataset indices...>", releases
 //                    the first R, waits until the daemon has counted those
 //                    releases, logs "ready" and sleeps until killed.
-//   stoker_probe train --target=T --dataset=D --log=F --epochs=E ...
+//   stoker_probe train --target=T --dataset=D --log=F --epochs=E
+//       [--step_ms=M] ...
 //                    a resuming trainer: resumes after the last batch its
-//                    log holds (deleting its previous job), then logs each
-//                    batch before releasing it; reconnects through daemon
-//                    restarts; logs "end" when every epoch is done.
+//                    log holds (deleting its previous job), then steps M ms
+//                    on each batch, confirms
+//                    each batch (CheckIntact) and logs it before releasing
+//                    it, or logs "void <code> <message>" for one taken back
+//                    (not trained on); reconnects through daemon restarts;
+//                    when its stream ends for good (evicted, lease timed
+//                    out) logs "restart <code> <message>" and resumes from
+//                    its log again; logs "end" when every epoch is done.
 //   stoker_probe probe --target=T --private_job=A --shared_job=B
 //       --segment=S  what another user can and cannot do; prints
 //                    "key code" lines.
@@ -21,6 +27,14 @@
 //                    then receives and releases K batches (-1: until the
 //                    job ends), printing "took <n>" and any error as "next
 //                    <code> <message>"; with --hold, sleeps until killed.
+//   stoker_probe step --target=T --job=J --name=N --log=F --step_ms=M
+//       [--prefetch=P] [--reconnect_ms=R]
+//                    a trainer that confirms each batch: logs "got <epoch>
+//                    <index>" when Next() returns it, sleeps M ms (its
+//                    step), then confirms it (CheckIntact) and logs "used
+//                    <epoch> <index> <dataset indices...>" or "void <epoch>
+//                    <index> <code> <message>", and releases it; logs "next
+//                    <code> <message>" and exits when Next() fails.
 //   Any command takes --as=UID:GID[:G1,G2...]: started as root, the probe
 //   becomes that user, group and supplementary groups before it connects.
 #include <fcntl.h>
@@ -67,6 +81,9 @@ ABSL_FLAG(std::string, on_error, "replace", "create: replace or fail");
 ABSL_FLAG(int, batches, 0, "create: batches to consume (-1: all)");
 ABSL_FLAG(bool, hold, false, "create: sleep until killed at the end");
 ABSL_FLAG(std::string, as, "", "UID:GID[:G1,G2...] to become first");
+ABSL_FLAG(int, step_ms, 0, "step, train: the trainer's step");
+ABSL_FLAG(uint32_t, prefetch, 1, "step: the consumer's prefetch");
+ABSL_FLAG(int, reconnect_ms, 0, "step: ConsumerOptions::reconnect_timeout");
 
 namespace {
 
@@ -143,6 +160,44 @@ int Consume() {
   for (;;) ::pause();
 }
 
+std::string StatusWords(const absl::Status& status) {
+  return absl::StrCat(absl::StatusCodeToString(status.code()), " ",
+                      status.message());
+}
+
+int Step() {
+  auto client = ConnectPatiently(absl::GetFlag(FLAGS_target));
+  auto consumer = client->Attach(
+      absl::GetFlag(FLAGS_job), {.prefetch = absl::GetFlag(FLAGS_prefetch),
+                                 .name = absl::GetFlag(FLAGS_name),
+                                 .reconnect_timeout = std::chrono::milliseconds(
+                                     absl::GetFlag(FLAGS_reconnect_ms))});
+  const std::string log = absl::GetFlag(FLAGS_log);
+  if (!consumer.ok()) {
+    Append(log, "next " + StatusWords(consumer.status()));
+    return 2;
+  }
+  for (;;) {
+    auto batch = (*consumer)->Next();
+    if (!batch.ok()) {
+      Append(log, "next " + StatusWords(batch.status()));
+      return 0;
+    }
+    const std::string place = absl::StrCat(batch->epoch(), " ", batch->index());
+    Append(log, "got " + place);
+    std::this_thread::sleep_for(
+        std::chrono::milliseconds(absl::GetFlag(FLAGS_step_ms)));
+    if (absl::Status intact = batch->CheckIntact(); intact.ok()) {
+      std::string line = "used " + place;
+      for (int64_t i : batch->indices()) absl::StrAppend(&line, " ", i);
+      Append(log, line);
+    } else {
+      Append(log, absl::StrCat("void ", place, " ", StatusWords(intact)));
+    }
+    batch->Release();
+  }
+}
+
 // The trainer's own record: lines of the log.
 struct TrainerLog {
   std::string job_id;
@@ -166,8 +221,10 @@ TrainerLog ReadTrainerLog(const std::string& path) {
   return log;
 }
 
-int Train() {
-  auto client = ConnectPatiently(absl::GetFlag(FLAGS_target));
+// One run of a trainer: 0 when every epoch is done, 1 to start again from
+// its log (its stream ended for good: evicted, lease timed out), 2 when it
+// cannot go on.
+int TrainOnce(Client& client) {
   const std::string log_path = absl::GetFlag(FLAGS_log);
   const TrainerLog log = ReadTrainerLog(log_path);
   stoker::JobSpec spec{.dataset_path = absl::GetFlag(FLAGS_dataset),
@@ -178,14 +235,14 @@ int Train() {
                        .seed = absl::GetFlag(FLAGS_seed),
                        .epochs = absl::GetFlag(FLAGS_epochs),
                        .name = absl::GetFlag(FLAGS_name)};
-  if (!log.job_id.empty()) (void)client->DeleteJob(log.job_id);
+  if (!log.job_id.empty()) (void)client.DeleteJob(log.job_id);
   if (log.have_position) {
     // The batch after the last one logged: the log is the checkpoint.
     spec.start = {log.epoch, log.index + 1};
   }
   absl::StatusOr<stoker::JobInfo> job;
   for (int attempt = 0; attempt < 600; ++attempt) {
-    job = client->CreateJob(spec);
+    job = client.CreateJob(spec);
     if (absl::IsInvalidArgument(job.status()) && spec.start.batch > 0 &&
         absl::StrContains(job.status().message(), "start_batch")) {
       // The last batch logged ended its epoch: resume at the next one.
@@ -200,7 +257,7 @@ int Train() {
     return 2;
   }
   Append(log_path, "job " + job->id);
-  auto consumer = client->Attach(
+  auto consumer = client.Attach(
       job->id, {.prefetch = 2, .name = absl::GetFlag(FLAGS_name)});
   if (!consumer.ok()) {
     std::fprintf(stderr, "attach: %s\n", consumer.status().ToString().c_str());
@@ -211,19 +268,34 @@ int Train() {
     auto batch = (*consumer)->Next();
     if (absl::IsOutOfRange(batch.status())) break;
     if (!batch.ok()) {
-      std::fprintf(stderr, "next: %s\n", batch.status().ToString().c_str());
-      return 2;
+      Append(log_path, "restart " + StatusWords(batch.status()));
+      return 1;
     }
     if (const std::string id = (*consumer)->job().id; id != current) {
       current = id;  // re-created after a daemon restart
       Append(log_path, "job " + id);
     }
+    std::this_thread::sleep_for(
+        std::chrono::milliseconds(absl::GetFlag(FLAGS_step_ms)));
+    // Trained on only once confirmed: a batch taken back while this
+    // process was stopped goes unlogged, and comes again.
+    if (absl::Status intact = batch->CheckIntact(); !intact.ok()) {
+      Append(log_path, "void " + StatusWords(intact));
+      continue;
+    }
     Append(log_path, BatchLine(*batch));
     batch->Release();
   }
   Append(log_path, "end");
-  (void)client->DeleteJob(current);
+  (void)client.DeleteJob(current);
   return 0;
+}
+
+int Train() {
+  auto client = ConnectPatiently(absl::GetFlag(FLAGS_target));
+  for (;;) {
+    if (const int result = TrainOnce(*client); result != 1) return result;
+  }
 }
 
 void Print(const std::string& key, const absl::Status& status) {
@@ -373,6 +445,7 @@ int main(int argc, char** argv) {
   }
   if (command == "consume") return Consume();
   if (command == "train") return Train();
+  if (command == "step") return Step();
   if (command == "probe") return Probe();
   if (command == "create") return Create();
   std::fprintf(stderr,

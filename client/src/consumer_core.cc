@@ -293,12 +293,16 @@ void ConsumerCore::Release(uint32_t slot, uint64_t generation, uint64_t epoch,
 absl::Status ConsumerCore::Confirm(uint32_t slot, uint64_t generation,
                                    uint64_t epoch, uint64_t batch) {
   if (leases_ == nullptr) return absl::OkStatus();
-  if (!leases_->Claim(slot, generation)) return VoidReason(epoch, batch);
+  const bool claimed = leases_->Claim(slot, generation);
+  {
+    // Confirmed, or told it is void: either way the trainer knows.
+    absl::MutexLock lock(&mu_);
+    auto it = out_.find(slot);
+    if (it != out_.end() && it->second.first == generation) out_.erase(it);
+  }
+  if (!claimed) return VoidReason(epoch, batch);
   // Consumed: the resume position moves past it now.
   tracker_->Released(BatchSequence(epoch, batch, job_.batches_per_epoch));
-  absl::MutexLock lock(&mu_);
-  auto it = out_.find(slot);
-  if (it != out_.end() && it->second.first == generation) out_.erase(it);
   return absl::OkStatus();
 }
 
