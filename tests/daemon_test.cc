@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "gtest/gtest.h"
 #include "tests/test_util.h"
 
@@ -477,6 +478,53 @@ TEST_F(DaemonTest, DeleteJobEndsItsStreamAndUnlinksItsRing) {
   EXPECT_EQ(status.code(), absl::StatusCode::kCancelled) << status;
   EXPECT_EQ(client_->GetJob(job->id).status().code(),
             absl::StatusCode::kNotFound);
+}
+
+TEST_F(DaemonTest, ARingDeletedBehindTheDaemonsBackFailsTheJobSayingSo) {
+  MakeDataset(DataDir(), 1, 6);
+  JobSpec spec = Spec(DataDir());
+  spec.epochs = 0;
+  spec.sharing.mode = ConsumerMode::kPartition;  // a second may attach
+  auto job = client_->CreateJob(spec);
+  ASSERT_EQ(daemon_.Segments().size(), 1u);
+  auto consumer = client_->Attach(job->id);
+  auto held = (*consumer)->Next();
+  ASSERT_TRUE(held.ok());
+  // What a cleanup of /dev/shm, or systemd's RemoveIPC=, does.
+  ASSERT_EQ(::unlink(("/dev/shm/" + daemon_.Segments()[0]).c_str()), 0);
+  auto said_so = [&](const absl::Status& status) {
+    return status.code() == absl::StatusCode::kAborted &&
+           absl::StrContains(status.message(),
+                             "was deleted by another "
+                             "process") &&
+           absl::StrContains(status.message(), "RemoveIPC=");
+  };
+  // The next attach (its ring request) finds out at once; the daemon's
+  // periodic check would within half a second.
+  const absl::Status attach = client_->Attach(job->id).status();
+  EXPECT_TRUE(said_so(attach)) << attach;
+  absl::Status status;
+  for (int i = 0; i < 100 && status.ok(); ++i) {
+    status = (*consumer)->Next().status();
+  }
+  EXPECT_TRUE(said_so(status)) << status;
+  EXPECT_TRUE(said_so(held->CheckIntact())) << held->CheckIntact();
+  auto info = client_->GetJob(job->id);
+  ASSERT_TRUE(info.ok());
+  EXPECT_EQ(info->state, JobState::kFailed);
+}
+
+TEST_F(DaemonTest, ARingDeletedWithNobodyAttachedIsFoundByTheDaemon) {
+  MakeDataset(DataDir(), 1, 6);
+  JobSpec spec = Spec(DataDir());
+  spec.epochs = 0;
+  auto job = client_->CreateJob(spec);
+  ASSERT_EQ(daemon_.Segments().size(), 1u);
+  ASSERT_EQ(::unlink(("/dev/shm/" + daemon_.Segments()[0]).c_str()), 0);
+  EXPECT_TRUE(Eventually([&] {
+    auto info = client_->GetJob(job->id);
+    return info.ok() && info->state == JobState::kFailed;
+  }));
 }
 
 TEST_F(DaemonTest, StatsCountDeliveredBatchesPerJob) {

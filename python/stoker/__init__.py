@@ -7,7 +7,8 @@
 
 See DataLoader, Client, and the README of the project.
 """
-from stoker.errors import (DataLoss, DeadlineExceeded, FailedPrecondition,
+from stoker.errors import (Aborted, DataLoss, DeadlineExceeded,
+                           FailedPrecondition,
                            InvalidArgument, LibraryNotFound, NotFound,
                            OutOfRange, PermissionDenied, ResourceExhausted,
                            StokerError, Unavailable, Unimplemented,
@@ -33,7 +34,8 @@ def __getattr__(name):
 
 
 __all__ = ["DataLoader", "Client", "default_socket", "translate_transform",
-           "library_version", "StokerError", "DataLoss", "DeadlineExceeded",
-           "FailedPrecondition", "InvalidArgument", "LibraryNotFound",
-           "NotFound", "OutOfRange", "PermissionDenied", "ResourceExhausted",
-           "Unavailable", "Unimplemented", "UnsupportedTransform"]
+           "library_version", "StokerError", "Aborted", "DataLoss",
+           "DeadlineExceeded", "FailedPrecondition", "InvalidArgument",
+           "LibraryNotFound", "NotFound", "OutOfRange", "PermissionDenied",
+           "ResourceExhausted", "Unavailable", "Unimplemented",
+           "UnsupportedTransform"]

@@ -72,6 +72,12 @@ class FailedPrecondition(StokerError):
     code = 9
 
 
+class Aborted(StokerError):
+    """The job was stopped from outside: its ring was deleted by another
+    process (a cleanup of /dev/shm, systemd's RemoveIPC=)."""
+    code = 10
+
+
 class OutOfRange(StokerError):
     """The job's last batch was delivered."""
     code = 11
@@ -87,14 +93,14 @@ class Unavailable(StokerError, ConnectionError):
 
 
 class DataLoss(StokerError):
-    """A file could not be decoded (on_error="fail"), or a slot was
-    reclaimed while a batch was being read."""
+    """A file could not be decoded (on_error="fail"), or a batch's slot was
+    refilled after it had been confirmed."""
     code = 15
 
 
 _BY_CODE = {cls.code: cls for cls in (
     InvalidArgument, DeadlineExceeded, NotFound, PermissionDenied,
-    ResourceExhausted, FailedPrecondition, OutOfRange, Unimplemented,
+    ResourceExhausted, FailedPrecondition, Aborted, OutOfRange, Unimplemented,
     Unavailable, DataLoss)}
 
 

@@ -20,7 +20,7 @@ import os
 import threading
 import time
 import weakref
-from typing import Any, Dict, Iterator, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 import torch
 
@@ -68,11 +68,13 @@ class _Lease:
 
 
 class _Leases:
-    """Counts a consumer's batches still held by tensors."""
+    """Counts a consumer's batches still held by tensors, and remembers the
+    ones handed out and not yet confirmed."""
 
     def __init__(self):
         self._lock = threading.Lock()
         self.held = 0
+        self._unconfirmed: List["weakref.ref[_Lease]"] = []
 
     def taken(self):
         with self._lock:
@@ -81,6 +83,17 @@ class _Leases:
     def given_back(self):
         with self._lock:
             self.held -= 1
+
+    def handed_out(self, lease: _Lease):
+        with self._lock:
+            self._unconfirmed.append(weakref.ref(lease))
+
+    def take_unconfirmed(self) -> List[_Lease]:
+        """The leases handed out since the last call and still alive (held
+        here, so that they cannot be released while confirmed)."""
+        with self._lock:
+            refs, self._unconfirmed = self._unconfirmed, []
+        return [lease for lease in (ref() for ref in refs) if lease is not None]
 
 
 _buffer_types: Dict[int, type] = {}
@@ -137,9 +150,30 @@ class _Stream:
             self.close()
             raise
 
+    def confirm(self, drain: bool = False) -> None:
+        """Confirms the batches handed out so far: each is this consumer's
+        for good, or raises the daemon's reason for taking it back. With a
+        CUDA copier, copies confirm their batch once done; `drain` waits for
+        them."""
+        lib = _native.library()
+        if self._copier is not None:
+            if drain:
+                with self._lock:
+                    if self._copier is not None:
+                        _native.check(lib.stoker_cuda_drain(self._copier))
+            return
+        for lease in self.leases.take_unconfirmed():
+            handle = lease._handle
+            if handle is not None:
+                _native.check(lib.stoker_batch_check_intact(handle))
+
     def next(self):
         """The next batch as (images, labels, epoch, index)."""
         lib = _native.library()
+        # The batches yielded before were trained on: if the daemon took one
+        # back (this process was stopped past the keepalive or the lease
+        # timeout), the trainer hears it here rather than never.
+        self.confirm()
         handle = ctypes.c_void_p()
         info = _native.BatchInfo()
         slots = int(self.job["spec"]["slots"])
@@ -165,6 +199,7 @@ class _Stream:
             if self._copier is None:
                 lease = _Lease(handle, self.leases)
                 owned = True
+                self.leases.handed_out(lease)
                 images = _view(info.images, int(info.image_bytes), lease,
                                dtype, shape)
                 labels = _view(info.labels, n * 8, lease, torch.int64, (n,))
@@ -481,6 +516,18 @@ class DataLoader:
         spent waiting for batches (near 0: the GPU never waits for input)."""
         return self._stream.input_stats()
 
+    def confirm(self) -> None:
+        """Confirms every batch yielded so far: from here on none of them
+        goes to another consumer, even if this process stops. Raises the
+        daemon's reason (stoker.Unavailable, DeadlineExceeded,
+        ResourceExhausted...) if it already took one back, because this
+        process was stopped past the keepalive or held the batch past the
+        lease timeout: then that batch may not be trained on. The next
+        iteration confirms the batches before it on its own; call confirm()
+        before optimizer.step() to be sure of the batch just yielded. On the
+        CUDA path it waits for the copies in flight."""
+        self._stream.confirm(drain=True)
+
     def close(self) -> None:
         """Detaches and deletes the job; batches still held stay readable."""
         self._finalizer()
@@ -532,6 +579,13 @@ class DataLoader:
         self._next = self._after(epoch, index)
         return images, labels
 
+    @property
+    def _partition(self) -> bool:
+        """A partition job: its epochs end when the daemon says so (a batch
+        taken back from another consumer may come after the last one)."""
+        sharing = self._stream.job.get("spec", {}).get("sharing", {})
+        return sharing.get("mode") == _SHARING["partition"]
+
     def _after(self, epoch: int, index: int) -> Tuple[int, int]:
         """The place of the batch that follows batch `index` of `epoch`."""
         if index + 1 < self._batches_per_epoch:
@@ -544,6 +598,12 @@ class DataLoader:
         else:
             batch = self._stream.next()
         images, labels, epoch, index = batch
+        # A partition job sends a batch taken back from another consumer
+        # (it went away, or was stopped past the lease timeout) again, after
+        # later ones: it belongs to the epoch being iterated.
+        if self._partition and epoch <= iterator.epoch:
+            self._next = max(self._next, self._after(epoch, index))
+            return images, labels
         if (epoch, index) < self._next:
             raise errors.StokerError(
                 f"the daemon sent batch {index} of epoch {epoch} after batch "
@@ -601,7 +661,7 @@ class _EpochIterator:
     def __next__(self) -> Tuple[torch.Tensor, torch.Tensor]:
         loader = self._loader
         if loader._next[0] != self.epoch and not (
-                loader._shared and self.yielded == 0):
+                loader._shared and (self.yielded == 0 or loader._partition)):
             raise StopIteration
         batch = loader._take(self)
         self.yielded += 1

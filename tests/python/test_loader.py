@@ -449,3 +449,49 @@ def test_waiting_for_a_batch_does_not_hold_the_gil(daemon, dataset):
     del images, labels
     joined[0].close()
     owner.close()
+
+
+def test_a_batch_held_past_the_lease_timeout_is_void_and_says_why(scratch):
+    # Partition: what one loader held too long goes to the other, and the
+    # one that held it hears the daemon's reason: never a silent second use.
+    d = Daemon(scratch, extra=["--lease_timeout=1s"])
+    try:
+        root = make_dataset(os.path.join(scratch, "d"), classes=3,
+                            per_class=4)
+        targets = sorted(datasets.ImageFolder(root).targets)
+        owner = loader_for(d, root, T.Compose([T.Resize((16, 16)),
+                                                T.PILToTensor()]),
+                           batch_size=2, sharing="partition")
+        other = stoker.DataLoader(root, job_id=owner.job_id, socket=d.socket,
+                                  prefetch=1)
+        got = []
+
+        def drain():
+            # Holds no batch while it waits: nothing of its own times out.
+            for _ in range(2):
+                for batch in owner:
+                    got.extend(batch[1].tolist())
+                    del batch
+
+        drained = threading.Thread(target=drain)
+        drained.start()
+        held = iter(other)
+        _, lost = next(held)
+        time.sleep(2.0)  # its step: longer than the lease timeout
+        with pytest.raises(stoker.DeadlineExceeded) as caught:
+            other.confirm()
+        assert "may not be used, its lease was taken back" in str(caught.value)
+        assert "held batch 0:" in str(caught.value)
+        with pytest.raises(stoker.DeadlineExceeded):
+            next(held)
+        # The owner went on undisturbed (the batches taken back reach it
+        # later, in whichever iteration is running: the C++ freeze tests
+        # follow each batch).
+        drained.join(timeout=60)
+        assert not drained.is_alive()
+        assert len(got) >= 2 * len(targets) - 4 and set(got) == set(targets)
+        other.close()
+        owner.close()
+    finally:
+        d.stop()
+    assert d.segments() == []
