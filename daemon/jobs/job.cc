@@ -19,7 +19,7 @@ uint64_t NextSerial() {
 
 // How long a broadcast consumer may stay behind before on_lag applies (see
 // BroadcastPolicy).
-constexpr absl::Duration kLagGrace = absl::Seconds(1);
+constexpr absl::Duration kLagGrace = absl::Seconds(5);
 
 }  // namespace
 

@@ -12,14 +12,19 @@
 //     absl::StatusOr<stoker::Batch> batch = (*consumer)->Next();
 //     if (absl::IsOutOfRange(batch.status())) break;  // end of job
 //     if (!batch.ok()) return batch.status();
-//     Train(batch->images(), batch->labels());
-//     if (auto intact = batch->CheckIntact(); !intact.ok()) return intact;
+//     auto loss = Forward(batch->images(), batch->labels());
+//     if (auto mine = batch->CheckIntact(); !mine.ok()) return mine;
+//     Step(loss);  // commit only what a confirmed batch taught
 //   }  // each Batch releases its slot when it goes out of scope
 //
-// The slot's generation is checked when Next() hands a batch out; call
-// CheckIntact() after reading to prove the slot was not reclaimed meanwhile
-// (it can be, if the consumer's stream broke): a reclaimed slot is an error,
-// never silently different data.
+// Exactly once: the daemon takes a consumer's leases back when its stream
+// ends (closed, process gone, no keepalive answer, --lease_timeout, lag,
+// job ended) and may then give those batches to another consumer. Whose a
+// batch is is decided in shared memory (common/lease_table.h), so:
+// CheckIntact() confirms the batch, after which it is this consumer's for
+// good, or says why it was taken back; Next() never returns a void batch
+// and never a clean end after one. Confirm after reading a batch and
+// before committing its effect (see the README, "Exactly once").
 //
 // Thread-safety: Next() from one thread at a time. Batches may be released
 // from any thread, also after their Consumer is gone (then it is a no-op).
@@ -84,7 +89,13 @@ class STOKER_API Batch {
   // [size] dataset index of each row (see JobInfo::num_samples).
   std::span<const int64_t> indices() const { return {indices_, size_}; }
 
-  // OK if the slot still holds this batch; DATA_LOSS if it was reclaimed.
+  // Confirms the batch: OK means it is this consumer's for good (the daemon
+  // never gives it to another consumer, even if this process stops now)
+  // and its slot still holds it. Otherwise the daemon already took the
+  // lease back and the batch must not be used: the status is the daemon's
+  // reason (UNAVAILABLE keepalive, DEADLINE_EXCEEDED lease timeout,
+  // RESOURCE_EXHAUSTED lag, CANCELLED stream closed...), or DATA_LOSS for
+  // a batch confirmed earlier whose slot was refilled since. Idempotent.
   absl::Status CheckIntact() const;
 
   // Gives the slot back to the daemon. Idempotent.
@@ -113,11 +124,13 @@ struct ConsumerOptions {
   // When the stream breaks with UNAVAILABLE (the daemon restarted, or the
   // connection dropped), Next() reconnects for up to this long, with
   // backoff from 50 ms to 2 s, and resumes at the first batch this consumer
-  // has not released: it attaches to the job again or, if the daemon lost
-  // it (restart), creates it again from the same spec at that position
-  // (exclusive jobs only). Batches already released are never handed out
-  // again; a batch still held across a reconnect may be. Zero: no
-  // reconnecting, Next() returns the UNAVAILABLE.
+  // has not confirmed or released: it attaches to the job again or, if the
+  // daemon lost it (restart), creates it again from the same spec at that
+  // position (exclusive jobs only). Batches already confirmed or released are
+  // never handed out again; one not confirmed is void in this process (it comes
+  // again), and while the trainer holds one, Next() first returns the
+  // UNAVAILABLE instead of reconnecting. Zero: no reconnecting, Next()
+  // returns the UNAVAILABLE.
   std::chrono::milliseconds reconnect_timeout = std::chrono::seconds(60);
   // Batches' tensors point into a private copy-on-write mapping of the ring
   // instead of the read-only one: writing into them (an in-place op) copies
@@ -148,14 +161,18 @@ class STOKER_API Consumer {
   Consumer(const Consumer&) = delete;
   Consumer& operator=(const Consumer&) = delete;
   // Half-closes the stream and waits for the daemon to end it. Batches still
-  // held stay readable; their releases are dropped, and the daemon hands
-  // their batches to the next consumer of the job.
+  // held stay mapped; their releases are dropped. Those confirmed count as
+  // consumed; the daemon hands the others to the next consumer of the job,
+  // and they are void here (CheckIntact() says CANCELLED).
   ~Consumer();
 
   // The next batch, in order. OUT_OF_RANGE after the last batch of the last
   // epoch; otherwise the stream's error: UNAVAILABLE (daemon stopping or
-  // gone), CANCELLED (job deleted), DATA_LOSS (on_error=FAIL and a file could
-  // not be decoded; the message names it).
+  // gone; keepalive), CANCELLED (job deleted), DATA_LOSS (on_error=FAIL and
+  // a file could not be decoded; the message names it), ABORTED (ring
+  // deleted), DEADLINE_EXCEEDED (lease timeout), RESOURCE_EXHAUSTED (lag).
+  // A batch this consumer released unconfirmed after its lease was taken
+  // back makes the next call return that reason, once.
   absl::StatusOr<Batch> Next();
   // The same, waiting at most `timeout`: if no batch came, DEADLINE_EXCEEDED
   // for which IsNextTimeout() is true (nothing is lost; call again). Any
@@ -168,7 +185,8 @@ class STOKER_API Consumer {
   // job: same spec, new id).
   JobInfo job() const;
 
-  // Where to resume: the first batch, in delivery order, not yet released.
+  // Where to resume: the first batch, in delivery order, neither confirmed
+  // nor released.
   // Save it with the model checkpoint (SerializePosition) and pass it as
   // JobSpec::start to a new job with the same spec, after a trainer or a
   // daemon restart: it serves exactly the batches not yet consumed.

@@ -117,7 +117,9 @@ typedef struct stoker_batch_info {
  * a copy_on_write consumer. */
 STOKER_API int stoker_next(stoker_consumer* consumer, int64_t timeout_ms,
                            stoker_batch** out, stoker_batch_info* info);
-/* OK if the slot still holds the batch; DATA_LOSS if it was reclaimed. */
+/* Confirms the batch (Batch::CheckIntact): 0 if it is this consumer's for
+ * good; otherwise the daemon took it back, it must not be used, and
+ * stoker_last_error() says why. */
 STOKER_API int stoker_batch_check_intact(const stoker_batch* batch);
 /* Gives the slot back and frees the handle; from any thread. */
 STOKER_API void stoker_batch_release(stoker_batch* batch);
