@@ -186,6 +186,10 @@ TEST_F(SharingTest, BroadcastSkipMovesTheLaggardAheadWithoutHoldingOthers) {
       end->consumer[1].batches_delivered + end->consumer[1].batches_skipped,
       12u);
   EXPECT_EQ(end->consumer[1].batches_delivered, slow_got.size());
+  // What it skipped counts as behind it: its position is the end.
+  const Position past_the_end{12 / job->batches_per_epoch,
+                              12 % job->batches_per_epoch};
+  EXPECT_EQ((*slow)->position(), past_the_end);
 }
 
 TEST_F(SharingTest, BroadcastConsumerPinningTheRingIsDetached) {

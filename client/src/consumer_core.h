@@ -44,6 +44,9 @@ class PositionTracker {
   explicit PositionTracker(uint64_t first_unreleased)
       : next_unreleased_(first_unreleased) {}
   void Released(uint64_t seq);
+  // Batches [from, to) will never come (a broadcast consumer skipped or
+  // joined past them): they count as released.
+  void Skipped(uint64_t from, uint64_t to);
   bool IsReleased(uint64_t seq) const;
   uint64_t first_unreleased() const;
 
@@ -122,6 +125,10 @@ class ConsumerCore {
   JobInfo job_;
   std::unique_ptr<RingMapping> ring_;
   std::unique_ptr<LeaseTable> leases_;  // null from an older daemon
+  // Broadcast: the batch expected next; anything below a batch received is
+  // skipped (a lagging consumer moved ahead, or one re-attached at the
+  // leader).
+  uint64_t expected_seq_ ABSL_GUARDED_BY(mu_) = 0;
   grpc::ClientContext context_;
   std::unique_ptr<grpc::ClientReaderWriterInterface<v1::ConsumeRequest,
                                                     v1::ConsumeResponse>>

@@ -26,6 +26,18 @@ void PositionTracker::Released(uint64_t seq) {
   }
 }
 
+void PositionTracker::Skipped(uint64_t from, uint64_t to) {
+  absl::MutexLock lock(&mu_);
+  if (from <= next_unreleased_) {
+    next_unreleased_ = std::max(next_unreleased_, to);
+  } else {
+    for (uint64_t seq = from; seq < to; ++seq) released_ahead_.insert(seq);
+  }
+  released_ahead_.erase(released_ahead_.begin(),
+                        released_ahead_.lower_bound(next_unreleased_));
+  while (released_ahead_.erase(next_unreleased_) == 1) ++next_unreleased_;
+}
+
 bool PositionTracker::IsReleased(uint64_t seq) const {
   absl::MutexLock lock(&mu_);
   return seq < next_unreleased_ || released_ahead_.count(seq) > 0;
