@@ -79,26 +79,40 @@ absl::StatusOr<std::shared_ptr<ConsumerCore>> ConsumerCore::Open(
     return status.ok() ? ring.status() : FromGrpcStatus(status);
   }
   core->ring_ = *std::move(ring);
-  const uint64_t position = BatchSequence(reply.attached().position_epoch(),
-                                          reply.attached().position_batch(),
-                                          core->job_.batches_per_epoch);
-  core->tracker_ = tracker != nullptr
-                       ? std::move(tracker)
-                       : std::make_shared<PositionTracker>(position);
-  {
-    absl::MutexLock lock(&core->mu_);
-    core->expected_seq_ = position;
-  }
-  if (core->job_.spec.sharing.mode == ConsumerMode::kBroadcast) {
-    // Re-attached where the leader stands: what it passed never comes.
-    core->tracker_->Skipped(core->tracker_->first_unreleased(), position);
-  }
+  core->StartAt(BatchSequence(reply.attached().position_epoch(),
+                              reply.attached().position_batch(),
+                              core->job_.batches_per_epoch),
+                std::move(tracker));
   core->reader_ = std::thread([c = core.get()] { c->ReadLoop(); });
   core->writer_ = std::thread([c = core.get()] { c->WriteLoop(); });
   return core;
 }
 
 ConsumerCore::~ConsumerCore() { Close(); }
+
+void ConsumerCore::StartAt(uint64_t position,
+                           std::shared_ptr<PositionTracker> tracker) {
+  tracker_ = tracker != nullptr ? std::move(tracker)
+                                : std::make_shared<PositionTracker>(position);
+  {
+    absl::MutexLock lock(&mu_);
+    expected_seq_ = position;
+  }
+  if (job_.spec.sharing.mode == ConsumerMode::kBroadcast) {
+    // Re-attached where the leader stands: what it passed never comes.
+    tracker_->Skipped(tracker_->first_unreleased(), position);
+  }
+}
+
+uint64_t ConsumerCore::Arrived(const v1::BatchHandle& handle) {
+  const uint64_t seq =
+      BatchSequence(handle.epoch(), handle.batch(), job_.batches_per_epoch);
+  if (job_.spec.sharing.mode == ConsumerMode::kBroadcast) {
+    if (seq > expected_seq_) tracker_->Skipped(expected_seq_, seq);
+    expected_seq_ = std::max(expected_seq_, seq + 1);
+  }
+  return seq;
+}
 
 void ConsumerCore::ReadLoop() {
   v1::ConsumeResponse response;
@@ -195,12 +209,7 @@ absl::StatusOr<v1::BatchHandle> ConsumerCore::NextHandle(absl::Time deadline) {
       credit.mutable_credit()->set_credits(1);
       outbox_.push_back(std::move(credit));
     }
-    const uint64_t seq =
-        BatchSequence(handle.epoch(), handle.batch(), job_.batches_per_epoch);
-    if (job_.spec.sharing.mode == ConsumerMode::kBroadcast) {
-      if (seq > expected_seq_) tracker_->Skipped(expected_seq_, seq);
-      expected_seq_ = std::max(expected_seq_, seq + 1);
-    }
+    const uint64_t seq = Arrived(handle);
     // A batch released on an earlier stream of this consumer (whose release
     // the daemon never saw) is consumed: give it back, do not hand it out.
     if (tracker_->IsReleased(seq)) {

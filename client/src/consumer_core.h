@@ -111,6 +111,13 @@ class ConsumerCore {
 
  private:
   ConsumerCore() = default;
+  // Where the consumer starts: `position` (the Attached reply's), with
+  // `tracker` if it resumes an earlier stream.
+  void StartAt(uint64_t position, std::shared_ptr<PositionTracker> tracker);
+  // The seq of a handle just received; broadcast: counts what it jumped
+  // over as skipped.
+  uint64_t Arrived(const v1::BatchHandle& handle)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ReadLoop();
   // Why NextHandle() has nothing more: the end of the job, or the stream's
   // status.
