@@ -400,7 +400,12 @@ TEST_F(DaemonTest, AConfirmedBatchIsNeverDeliveredAgain) {
     EXPECT_TRUE(kept.CheckIntact().ok());  // confirmed: it is this one's
   }
   // The stream ended before the release: the confirmed batch counts as
-  // consumed, and the next consumer receives the batch after it.
+  // consumed (released, in the stats), and the next consumer receives the
+  // batch after it.
+  EXPECT_TRUE(Eventually([&] {
+    auto stats = JobStatsOf(*client_, job->id);
+    return stats && stats->batches_released == 1;
+  }));
   auto second = client_->Attach(job->id, {.prefetch = 1});
   ASSERT_TRUE(second.ok());
   {

@@ -73,6 +73,7 @@ bool DeliveryPolicy::Detach(const JobListener* listener, PolicyEffects* effects,
   std::vector<uint64_t> claimed;
   const std::map<uint32_t, uint64_t> unclaimed = TakeBack(c, &claimed);
   consumers_.erase(it);  // so that it no longer holds anything back
+  effects->claimed += static_cast<uint32_t>(claimed.size());
   for (uint64_t seq : claimed) OnReleased(seq, effects);
   OnGone(unclaimed, effects);
   return true;
@@ -214,6 +215,7 @@ void DeliveryPolicy::Evict(ConsumerState& c, absl::Status why,
   c.credits = 0;
   std::vector<uint64_t> claimed;
   const std::map<uint32_t, uint64_t> unclaimed = TakeBack(c, &claimed);
+  effects->claimed += static_cast<uint32_t>(claimed.size());
   for (uint64_t seq : claimed) OnReleased(seq, effects);
   OnGone(unclaimed, effects);
   effects->evicted.push_back(c.listener);

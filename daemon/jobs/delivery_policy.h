@@ -66,6 +66,8 @@ struct PolicyEffects {
   std::vector<uint32_t> freed;  // slots no consumer needs: refill them
   std::vector<std::shared_ptr<JobListener>> evicted;  // tell them why
   bool wake_all = false;  // batches came back or the start barrier opened
+  // Leases a departing consumer had claimed: released without a Release.
+  uint32_t claimed = 0;
 };
 
 // A batch leased to a consumer.

@@ -356,6 +356,7 @@ Job::Wake Job::Apply(const PolicyEffects& effects) {
   Wake wake;
   wake.listeners = effects.wake_all ? policy_->Listeners() : effects.evicted;
   wake.work = !effects.freed.empty();
+  for (uint32_t i = 0; i < effects.claimed; ++i) tally_.Released();
   for (uint32_t slot : effects.freed) {
     if (state_ != JobState::kRunning) break;
     ring_->Free(slot);
