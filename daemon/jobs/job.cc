@@ -254,28 +254,6 @@ void Job::Detach(const JobListener* listener, const absl::Status& why) {
   Notify(wake);
 }
 
-void Job::Tick(absl::Time now, absl::Duration lease_limit) {
-  Wake wake;
-  {
-    absl::MutexLock lock(&mu_);
-    if (!running()) return;
-    if (CheckRing()) {
-      wake.listeners = policy_->Listeners();
-    } else {
-      PolicyEffects effects;
-      if (lease_limit > absl::ZeroDuration()) {
-        policy_->ExpireLeases(now, lease_limit, &effects);
-      }
-      policy_->Tick(now, &effects);
-      if (effects.evicted.empty() && effects.freed.empty()) return;
-      Apply(effects);
-      wake.listeners = policy_->Listeners();
-      wake.work = true;
-    }
-  }
-  Notify(wake);
-}
-
 void Job::AddCredit(const JobListener* listener, uint32_t credits) {
   absl::MutexLock lock(&mu_);
   policy_->AddCredit(listener, credits);

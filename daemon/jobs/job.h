@@ -1,5 +1,6 @@
 // Job: one dataset served as a sequence of batches through one ring
-// (job.cc; how it ends and reports: job_lifetime.cc).
+// (job.cc; how it ends, its periodic checks and what it reports:
+// job_lifetime.cc).
 //
 // A job numbers its batches with a sequence number seq = epoch *
 // batches_per_epoch + batch. Workers fill free slots with batches in seq

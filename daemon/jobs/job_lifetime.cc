@@ -1,4 +1,5 @@
-// Job: how a job ends and what it reports (see job.h).
+// Job: how a job ends, its periodic checks, and what it reports (see
+// job.h).
 #include <fcntl.h>
 
 #include <algorithm>
@@ -17,6 +18,28 @@ void Job::End(const absl::Status& why) {
     absl::MutexLock lock(&mu_);
     Stop(JobState::kFailed, why);  // `why` says it was deleted
     wake.listeners = policy_->Listeners();
+  }
+  Notify(wake);
+}
+
+void Job::Tick(absl::Time now, absl::Duration lease_limit) {
+  Wake wake;
+  {
+    absl::MutexLock lock(&mu_);
+    if (!running()) return;
+    if (CheckRing()) {
+      wake.listeners = policy_->Listeners();
+    } else {
+      PolicyEffects effects;
+      if (lease_limit > absl::ZeroDuration()) {
+        policy_->ExpireLeases(now, lease_limit, &effects);
+      }
+      policy_->Tick(now, &effects);
+      if (effects.evicted.empty() && effects.freed.empty()) return;
+      Apply(effects);
+      wake.listeners = policy_->Listeners();
+      wake.work = true;
+    }
   }
   Notify(wake);
 }
