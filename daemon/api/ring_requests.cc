@@ -1,13 +1,7 @@
 #include "daemon/api/ring_requests.h"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "common/fd_passing.h"
