@@ -86,14 +86,6 @@ absl::Status ReceiveWithFds(int socket, std::string* text,
   return absl::OkStatus();
 }
 
-absl::Status ReceiveWithFd(int socket, std::string* text, UniqueFd* fd) {
-  std::vector<UniqueFd> fds;
-  absl::Status status = ReceiveWithFds(socket, text, &fds);
-  fd->reset();
-  if (fds.size() == 1) *fd = std::move(fds[0]);
-  return status;
-}
-
 std::string EncodeStatus(const absl::Status& status) {
   return absl::StrCat(static_cast<int>(status.code()), " ",
                       status.ok() ? "OK" : status.message());

@@ -35,9 +35,6 @@ absl::Status SendWithFd(int socket, std::string_view text, int fd);
 // Receives one message and the descriptors that came with it.
 absl::Status ReceiveWithFds(int socket, std::string* text,
                             std::vector<UniqueFd>* fds);
-// Receives one message; *fd holds a descriptor if exactly one came with it
-// (else none).
-absl::Status ReceiveWithFd(int socket, std::string* text, UniqueFd* fd);
 
 // A status as "<code> <message>" and back.
 std::string EncodeStatus(const absl::Status& status);

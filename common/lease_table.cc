@@ -152,21 +152,13 @@ bool LeaseTable::Live(uint32_t slot, uint64_t generation) const {
          word == WordOf(generation, kClaimed);
 }
 
-bool LeaseTable::Claimed(uint32_t slot, uint64_t generation) const {
-  return slot < page_->slot_count &&
-         Word(slot).load() == WordOf(generation, kClaimed);
-}
-
-int LeaseTable::RevokeUnclaimed() {
-  int revoked = 0;
+void LeaseTable::RevokeUnclaimed() {
   for (uint32_t slot = 0; slot < page_->slot_count; ++slot) {
     uint64_t word = Word(slot).load();
     while ((word & 3) == kLeased && !Word(slot).compare_exchange_weak(
                                         word, WordOf(word >> 2, kRevoked))) {
     }
-    revoked += (word & 3) == kLeased ? 1 : 0;
   }
-  return revoked;
 }
 
 absl::Status LeaseTable::Ended() const {

@@ -78,9 +78,8 @@ class LeaseTable {
   bool Claim(uint32_t slot, uint64_t generation);
   // Whether the lease is still live: leased or claimed.
   bool Live(uint32_t slot, uint64_t generation) const;
-  bool Claimed(uint32_t slot, uint64_t generation) const;
-  // Takes back every lease not claimed (the stream broke); returns how many.
-  int RevokeUnclaimed();
+  // Takes back every lease not claimed (the stream broke).
+  void RevokeUnclaimed();
   // Why the daemon ended this consumer; OK while it has not.
   absl::Status Ended() const;
 

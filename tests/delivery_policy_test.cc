@@ -430,7 +430,7 @@ TEST_F(DeliveryPolicyTest, DetachRequeuesOnlyTheBatchesNotClaimed) {
   EXPECT_EQ(effects.freed, (Slots{held[1].slot}));
   EXPECT_FALSE(leases.client->Claim(held[0].slot, 2));
   EXPECT_FALSE(leases.client->Live(held[2].slot, 2));
-  EXPECT_TRUE(leases.client->Claimed(held[1].slot, 2));
+  EXPECT_TRUE(leases.client->Claim(held[1].slot, 2));  // still its own
   EXPECT_EQ(leases.client->Ended(), absl::UnavailableError("keepalive: gone"));
   const Listener next = Attach(10, "next");
   EXPECT_EQ(TakeAll(next), (Seqs{0, 2, 3}));
