@@ -11,6 +11,9 @@ packages=(
   libwebp-dev libtiff-dev libsimdjson-dev
   libgtest-dev clang clang-format libclang-rt-14-dev
   libcivetweb-dev systemd
+  # The systemd test boots a Debian 12 container (systemd-nspawn) made with
+  # debootstrap when no cached root is at hand.
+  systemd-container debootstrap
   # Packaging: cpack's dependency scan needs `file` and dpkg-shlibdeps
   # (dpkg-dev); help2man makes the man pages; lintian checks the packages.
   dpkg-dev file help2man lintian

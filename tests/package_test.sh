@@ -110,6 +110,13 @@ if grep -E '^((typeinfo|typeinfo name|vtable|VTT|guard variable) for )?(google::
 fi
 grep -q '^stoker::Client::Connect' "$scratch/exports.txt" || fail "Client::Connect is not exported"
 
+# Nothing packaged needs a CUDA toolkit on the node (the runtime is linked
+# in statically): only Debian packages and the NVIDIA driver.
+for program in usr/sbin/stokerd usr/bin/stokerctl "$multiarch/libstoker.so.$version"; do
+  needed=$(objdump -p "$root/$program" | awk '/NEEDED/ {print $2}')
+  ! grep -q cuda <<<"$needed" || fail "/$program needs $(grep cuda <<<"$needed")"
+done
+
 # The shipped configuration is valid (its dataset root is the package's).
 "$root/usr/sbin/stokerd" --config="$root/etc/stoker/stokerd.conf" --check_config \
   --dataset_roots="$root/var/lib/stoker/datasets" --socket="$scratch/check.sock" \

@@ -79,9 +79,11 @@ absl::StatusOr<std::shared_ptr<ConsumerCore>> Reconnector::Resume(
       last = created.status();
     }
     // Worth waiting for: the daemon coming back, or (exclusive job) the
-    // daemon noticing that the old stream is gone.
-    const bool transient =
-        absl::IsUnavailable(last) || absl::IsFailedPrecondition(last);
+    // daemon noticing that the old stream is gone. CANCELLED here is a
+    // draining daemon cancelling the new attach (this side cancels nothing).
+    const bool transient = absl::IsUnavailable(last) ||
+                           absl::IsFailedPrecondition(last) ||
+                           absl::IsCancelled(last);
     if (!transient) {
       return absl::Status(
           last.code(), absl::StrCat("reconnecting to job ", job_id, " after '",
