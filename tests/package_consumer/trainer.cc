@@ -16,7 +16,8 @@
 namespace {
 
 int Fail(const char* what, const absl::Status& status) {
-  std::printf("%s %s %s\n", what, absl::StatusCodeToString(status.code()).c_str(),
+  std::printf("%s %s %s\n", what,
+              absl::StatusCodeToString(status.code()).c_str(),
               std::string(status.message()).c_str());
   return 1;
 }
@@ -56,7 +57,8 @@ int main(int argc, char** argv) {
     if (!batch.ok()) return Fail("next", batch.status());
     std::this_thread::sleep_for(step);
     if (auto mine = batch->CheckIntact(); !mine.ok()) {
-      std::printf("void %llu %llu\n", static_cast<unsigned long long>(batch->epoch()),
+      std::printf("void %llu %llu\n",
+                  static_cast<unsigned long long>(batch->epoch()),
                   static_cast<unsigned long long>(batch->index()));
       continue;
     }
