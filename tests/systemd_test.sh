@@ -6,7 +6,8 @@
 # reload, memory containment, journald, stop, uninstall and purge.
 #   systemd_test.sh <build dir> <source dir> <make_dataset binary>
 # Exits 77 (skipped) with the reason where no container can boot: not root,
-# no systemd-nspawn, no overlayfs, no package mirror for the first root.
+# no systemd-nspawn, no cgroup file system (a chroot), no overlayfs, no
+# package mirror for the first root.
 # STOKER_SYSTEMD_DEBUG=1 keeps a failed container up for 10 minutes (enter
 # it with nsenter -t <pid of its systemd> -a).
 set -euo pipefail
@@ -19,6 +20,12 @@ skip() { echo "SKIPPED: systemd test: $*"; exit 77; }
 [[ $(id -u) -eq 0 ]] || skip "needs root to boot a container"
 command -v systemd-nspawn >/dev/null ||
   skip "systemd-nspawn is not installed (package systemd-container)"
+# A chroot (such as a debootstrap root) has /sys without the cgroup file
+# systems, and systemd-nspawn cannot start a container there.
+case $(stat -fc %T /sys/fs/cgroup 2>/dev/null) in
+  tmpfs | cgroup2fs) ;;
+  *) skip "no cgroup file system at /sys/fs/cgroup (a chroot?): systemd-nspawn cannot start a container" ;;
+esac
 scratch=$(mktemp -d "${TMPDIR:-/tmp}/stoker-systemd.XXXXXX")
 # shellcheck source=tests/systemd/container.sh
 source "$here/container.sh"

@@ -1,4 +1,4 @@
-// trainer SOCKET_TARGET DATASET EPOCHS STEP_MS RECONNECT_MS [JOB_NAME]: a
+// trainer SOCKET_TARGET DATASET EPOCHS STEP_MS RECONNECT_MS: a
 // trainer built against the installed SDK only. Creates a shuffled job (seed
 // 7), steps STEP_MS on each batch, confirms it (CheckIntact) and prints
 //   batch <epoch> <index> <dataset indices...>
@@ -25,10 +25,10 @@ int Fail(const char* what, const absl::Status& status) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 6) {
+  if (argc != 6) {
     std::fprintf(stderr,
                  "usage: trainer unix:///path/to/socket DATASET EPOCHS STEP_MS "
-                 "RECONNECT_MS [JOB_NAME]\n");
+                 "RECONNECT_MS\n");
     return 2;
   }
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
@@ -42,7 +42,6 @@ int main(int argc, char** argv) {
   spec.height = 32;
   spec.width = 32;
   spec.seed = 7;
-  if (argc > 6) spec.name = argv[6];
   const auto step = std::chrono::milliseconds(std::atoi(argv[4]));
   auto job = (*client)->CreateJob(spec);
   if (!job.ok()) return Fail("create", job.status());

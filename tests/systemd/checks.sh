@@ -66,6 +66,29 @@ for epoch, batches in seen.items():
 print(f"{log}: {epochs} epochs exact, {sum(len(b) for b in seen.values())} batches")
 PY
 }
+# drop_in NAME LINE: the drop-in stokerd.service.d/NAME.conf holds [Service]
+# and LINE; drop_in NAME: it is removed. systemd reloads either way.
+drop_in() {
+  local file=/etc/systemd/system/stokerd.service.d/$1.conf
+  if [[ -n ${2:-} ]]; then
+    in_container mkdir -p "${file%/*}"
+    printf '[Service]\n%s\n' "$2" >"$machine$file"
+  else
+    rm "$machine$file"
+  fi
+  in_container systemctl daemon-reload
+}
+# Both trainers of start_trainers NAME finished with exactly the batches of
+# an uninterrupted run, and no ring is left.
+trainers_exact() {  # trainers_exact NAME
+  wait_done "$cpp_pid" 120 "the C++ trainer"
+  wait_done "$py_pid" 120 "the Python trainer"
+  check_exact "$scratch/cpp_$1.log" 3
+  diff <(grep -v '^len' "$scratch/py_ref.log") <(grep -v '^len' "$scratch/py_$1.log") ||
+    fail "the Python trainer's epochs differ from an uninterrupted run"
+  echo "Python: the same batches, labels and pixels as an uninterrupted run"
+  [[ -z $(segments) ]] || fail "segments left: $(segments)"
+}
 wait_done() {  # wait_done PID SECONDS NAME
   local deadline=$((SECONDS + $2))
   while kill -0 "$1" 2>/dev/null; do
@@ -216,13 +239,13 @@ PY
 
 # Starts both trainers in the background, stepping slowly; sets cpp_pid and
 # py_pid, logs in $scratch/{cpp,py}_$1.log.
-# Python (2 epochs) and C++ (3 epochs) take 150 ms a batch: both are
-# mid-epoch when this returns.
+# Python ($py_epochs, default 2) and C++ ($cpp_epochs, default 3) take 150 ms
+# a batch: both are mid-epoch when this returns.
 start_trainers() {  # start_trainers NAME RECONNECT_MS
-  py_trainer "$photos" 2 0.15 "$(($2 / 1000))" >"$scratch/py_$1.log" 2>&1 &
+  py_trainer "$photos" "${py_epochs:-2}" 0.15 "$(($2 / 1000))" >"$scratch/py_$1.log" 2>&1 &
   py_pid=$!
   wait_until 60 "the Python trainer did not start" grep -q '^len' "$scratch/py_$1.log"
-  cpp_trainer "$photos" 3 150 "$2" >"$scratch/cpp_$1.log" 2>&1 &
+  cpp_trainer "$photos" "${cpp_epochs:-3}" 150 "$2" >"$scratch/cpp_$1.log" 2>&1 &
   cpp_pid=$!
   wait_until 60 "the C++ trainer did not start" \
     grep -q '^batch 0 3 ' "$scratch/cpp_$1.log"
@@ -230,14 +253,11 @@ start_trainers() {  # start_trainers NAME RECONNECT_MS
 
 check_watchdog() {
   step "3a. the watchdog restarts a stopped stokerd; trainers resume exactly"
-  in_container mkdir -p /etc/systemd/system/stokerd.service.d
-  printf '[Service]\nWatchdogSec=5s\n' >"$machine/etc/systemd/system/stokerd.service.d/watchdog.conf"
-  in_container systemctl daemon-reload
+  drop_in watchdog WatchdogSec=5s
   in_container systemctl restart stokerd
   start_trainers watchdog 60000
-  local old before from t0 elapsed
+  local old from t0 elapsed
   old=$(unit MainPID)
-  before=$(segments)
   from=$(cursor)
   t0=$(date +%s.%N)
   in_container sh -c "kill -STOP $old"
@@ -246,18 +266,9 @@ check_watchdog() {
   echo "stopped stokerd (pid $old) replaced in ${elapsed}s (WatchdogSec=5s, RestartSec=1s)"
   awk -v e="$elapsed" 'BEGIN {exit !(e < 12)}' || fail "restart took ${elapsed}s"
   wait_until 10 "no watchdog timeout logged" journal_has "$from" 'Watchdog timeout'
-  wait_done "$cpp_pid" 120 "the C++ trainer"
-  wait_done "$py_pid" 120 "the Python trainer"
-  check_exact "$scratch/cpp_watchdog.log" 3
-  diff <(grep -v '^len' "$scratch/py_ref.log") <(grep -v '^len' "$scratch/py_watchdog.log") ||
-    fail "the Python trainer's epochs differ from an uninterrupted run"
-  echo "Python: the same batches, labels and pixels as an uninterrupted run"
-  for segment in $before; do
-    in_container test ! -e "/dev/shm/$segment" || fail "stale segment $segment"
-  done
-  [[ -z $(segments) ]] || fail "segments left: $(segments)"
-  rm "$machine/etc/systemd/system/stokerd.service.d/watchdog.conf"
-  in_container systemctl daemon-reload
+  # The dead daemon's rings are gone too: none is left.
+  trainers_exact watchdog
+  drop_in watchdog
 }
 
 check_reload() {
@@ -319,9 +330,7 @@ check_memory() {
     wait_until 30 "systemd did not come back after daemon-reexec" \
       nsenter -t "$leader" -a systemctl show -p Version
   fi
-  in_container mkdir -p /etc/systemd/system/stokerd.service.d
-  printf '[Service]\nMemoryMax=150M\n' >"$machine/etc/systemd/system/stokerd.service.d/memory.conf"
-  in_container systemctl daemon-reload
+  drop_in memory MemoryMax=150M
   in_container systemctl restart stokerd
   local applied
   applied=$(in_container cat "$(memory_limit_file)") ||
@@ -352,14 +361,8 @@ PY
   killed=$(journal_since "$from" -o cat)
   grep -m1 'status=9/KILL' <<<"$killed"
   echo "the client that pushed it: $out"
-  wait_done "$cpp_pid" 120 "the C++ trainer"
-  wait_done "$py_pid" 120 "the Python trainer"
-  check_exact "$scratch/cpp_memory.log" 3
-  diff <(grep -v '^len' "$scratch/py_ref.log") <(grep -v '^len' "$scratch/py_memory.log") ||
-    fail "the Python trainer's epochs differ from an uninterrupted run"
-  [[ -z $(segments) ]] || fail "segments left: $(segments)"
-  rm "$machine/etc/systemd/system/stokerd.service.d/memory.conf"
-  in_container systemctl daemon-reload
+  trainers_exact memory
+  drop_in memory
   in_container systemctl restart stokerd
 }
 
@@ -398,7 +401,8 @@ PY
 
 check_stop() {
   step "3c. systemctl stop drains: trainers get UNAVAILABLE, nothing left"
-  start_trainers stop 2000
+  # Trainers with epochs enough to be running when stokerd stops.
+  py_epochs=20 cpp_epochs=20 start_trainers stop 2000
   in_container systemctl stop stokerd.socket stokerd.service
   wait_done "$cpp_pid" 60 "the C++ trainer"
   wait_done "$py_pid" 60 "the Python trainer"
