@@ -5,7 +5,8 @@
                                transform=transform, shuffle=True,
                                device="cuda")
 
-See DataLoader, Client, and the README of the project.
+See DataLoader, MixUp, CutMix, RandomChoice (batch_transform=), Client,
+and the README of the project.
 """
 from stoker.errors import (Aborted, DataLoss, DeadlineExceeded,
                            FailedPrecondition,
@@ -25,15 +26,21 @@ def library_version() -> str:
     return _native.library().stoker_version().decode()
 
 
+# What needs torch, imported on first use: the management Client does not.
+_WITH_TORCH = {"DataLoader": "stoker.loader",
+               "MixUp": "stoker.batch_transforms",
+               "CutMix": "stoker.batch_transforms",
+               "RandomChoice": "stoker.batch_transforms"}
+
+
 def __getattr__(name):
-    # DataLoader needs torch; the management Client does not.
-    if name == "DataLoader":
-        from stoker.loader import DataLoader
-        return DataLoader
+    if name in _WITH_TORCH:
+        import importlib
+        return getattr(importlib.import_module(_WITH_TORCH[name]), name)
     raise AttributeError(f"module 'stoker' has no attribute {name!r}")
 
 
-__all__ = ["DataLoader", "Client", "default_socket", "translate_transform",
+__all__ = ["DataLoader", "MixUp", "CutMix", "RandomChoice", "Client", "default_socket", "translate_transform",
            "library_version", "StokerError", "Aborted", "DataLoss",
            "DeadlineExceeded", "FailedPrecondition", "InvalidArgument",
            "LibraryNotFound", "NotFound", "OutOfRange", "PermissionDenied",

@@ -15,21 +15,17 @@ same bytes).
 """
 from __future__ import annotations
 
-import ctypes
 import os
-import threading
 import time
 import weakref
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Iterator, Optional, Sequence, Tuple, Union
 
 import torch
 
-from stoker import _native, errors, transforms
+from stoker import batch_transforms, datasets, errors, recipe, transforms
 from stoker.client import Client, default_socket
+from stoker.stream import Resources, Stream
 
-_POLL_MS = 100  # how often a wait for a batch returns to check for Ctrl-C
-_NEXT_TIMED_OUT = 100  # STOKER_NEXT_TIMED_OUT: no batch within _POLL_MS
-_TORCH_DTYPES = {0: torch.uint8, 1: torch.float32, 2: torch.float16}
 _SHARING = {"exclusive": "CONSUMER_MODE_EXCLUSIVE",
             "broadcast": "CONSUMER_MODE_BROADCAST",
             "partition": "CONSUMER_MODE_PARTITION"}
@@ -50,228 +46,6 @@ def _distributed_rank() -> Tuple[int, int]:
     return int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1))
 
 
-class _Lease:
-    """One batch's slot, held while any tensor viewing it lives."""
-
-    __slots__ = ("_handle", "_owner", "__weakref__")
-
-    def __init__(self, handle: ctypes.c_void_p, owner: "_Leases"):
-        self._handle = handle
-        self._owner = owner
-        owner.taken()
-
-    def __del__(self):
-        handle, self._handle = self._handle, None
-        if handle is not None and _native is not None:
-            self._owner.given_back()
-            _native.library().stoker_batch_release(handle)
-
-
-class _Leases:
-    """Counts a consumer's batches still held by tensors, and remembers the
-    ones handed out and not yet confirmed."""
-
-    def __init__(self):
-        self._lock = threading.Lock()
-        self.held = 0
-        self._unconfirmed: List["weakref.ref[_Lease]"] = []
-
-    def taken(self):
-        with self._lock:
-            self.held += 1
-
-    def given_back(self):
-        with self._lock:
-            self.held -= 1
-
-    def handed_out(self, lease: _Lease):
-        with self._lock:
-            self._unconfirmed.append(weakref.ref(lease))
-
-    def take_unconfirmed(self) -> List[_Lease]:
-        """The leases handed out since the last call and still alive (held
-        here, so that they cannot be released while confirmed)."""
-        with self._lock:
-            refs, self._unconfirmed = self._unconfirmed, []
-        return [lease for lease in (ref() for ref in refs) if lease is not None]
-
-
-_buffer_types: Dict[int, type] = {}
-
-
-def _view(address: int, nbytes: int, lease: _Lease, dtype, shape):
-    """A tensor over `nbytes` at `address` that keeps `lease` alive."""
-    buffer_type = _buffer_types.get(nbytes)
-    if buffer_type is None:
-        # A subclass of a ctypes array can carry the lease as an attribute.
-        buffer_type = type("_LeasedBytes", (ctypes.c_uint8 * nbytes,), {})
-        _buffer_types[nbytes] = buffer_type
-    buffer = buffer_type.from_address(address)
-    buffer.lease = lease
-    # frombuffer keeps `buffer` (and so the lease) alive with the storage.
-    return torch.frombuffer(buffer, dtype=dtype).view(shape)
-
-
-class _Stream:
-    """One job and the consumer attached to it."""
-
-    def __init__(self, client: Client, spec: Optional[Dict[str, Any]],
-                 name: str, prefetch: int, cuda_device: Optional[int],
-                 job_id: Optional[str] = None):
-        lib = _native.library()
-        # A job of its own (deleted on close), or another's to attach to.
-        self.owned = job_id is None
-        self.job = client.create_job(spec) if self.owned else client.get_job(job_id)
-        self._client = client
-        self.cuda_device = cuda_device
-        self.leases = _Leases()
-        self._consumer = None
-        self._copier = None
-        # next() and close() may come from different threads (close() at
-        # exit while a thread waits): the handle is freed only between polls.
-        self._lock = threading.Lock()
-        try:
-            options = _native.ConsumerOptions(
-                prefetch=prefetch, name=name.encode(),
-                reconnect_timeout_ms=0,  # the loader reconnects itself
-                copy_on_write=int(cuda_device is None))
-            consumer = ctypes.c_void_p()
-            _native.check(lib.stoker_attach(client.handle,
-                                            self.job["id"].encode(),
-                                            ctypes.byref(options),
-                                            ctypes.byref(consumer)))
-            self._consumer = consumer
-            if cuda_device is not None:
-                copier = ctypes.c_void_p()
-                _native.check(lib.stoker_cuda_copier_create(
-                    consumer, cuda_device, ctypes.byref(copier)))
-                self._copier = copier
-        except BaseException:
-            self.close()
-            raise
-
-    def confirm(self, drain: bool = False) -> None:
-        """Confirms the batches handed out so far: each is this consumer's
-        for good, or raises the daemon's reason for taking it back. With a
-        CUDA copier, copies confirm their batch once done; `drain` waits for
-        them."""
-        lib = _native.library()
-        if self._copier is not None:
-            if drain:
-                with self._lock:
-                    if self._copier is not None:
-                        _native.check(lib.stoker_cuda_drain(self._copier))
-            return
-        for lease in self.leases.take_unconfirmed():
-            handle = lease._handle
-            if handle is not None:
-                _native.check(lib.stoker_batch_check_intact(handle))
-
-    def next(self):
-        """The next batch as (images, labels, epoch, index)."""
-        lib = _native.library()
-        # The batches yielded before were trained on: if the daemon took one
-        # back (this process was stopped past the keepalive or the lease
-        # timeout), the trainer hears it here rather than never.
-        self.confirm()
-        handle = ctypes.c_void_p()
-        info = _native.BatchInfo()
-        slots = int(self.job["spec"]["slots"])
-        while True:
-            if self._copier is None and self.leases.held >= slots:
-                raise errors.ResourceExhausted(
-                    f"all {slots} slots of the ring are held by batch tensors "
-                    "still alive; keep copies (tensor.clone()) of what you "
-                    "keep across steps, or raise slots=", 8)
-            with self._lock:
-                if self._consumer is None:
-                    raise ValueError("the DataLoader is closed")
-                code = lib.stoker_next(self._consumer, _POLL_MS,
-                                       ctypes.byref(handle), ctypes.byref(info))
-            if code != _NEXT_TIMED_OUT:
-                break  # back in Python between waits: Ctrl-C is seen here
-        _native.check(code)
-        owned = False  # until a lease or the copier owns the handle
-        try:
-            n = int(info.size)
-            shape = tuple(info.shape)
-            dtype = _TORCH_DTYPES[info.dtype]
-            if self._copier is None:
-                lease = _Lease(handle, self.leases)
-                owned = True
-                self.leases.handed_out(lease)
-                images = _view(info.images, int(info.image_bytes), lease,
-                               dtype, shape)
-                labels = _view(info.labels, n * 8, lease, torch.int64, (n,))
-            else:
-                device = torch.device("cuda", self.cuda_device)
-                images = torch.empty(shape, dtype=dtype, device=device)
-                labels = torch.empty((n,), dtype=torch.int64, device=device)
-                stream = torch.cuda.current_stream(device)
-                owned = True  # taken by the copy, released once it completed
-                _native.check(lib.stoker_cuda_copy_async(
-                    self._copier, handle, images.data_ptr(),
-                    labels.data_ptr(), ctypes.c_void_p(stream.cuda_stream)))
-        except BaseException:
-            if not owned:
-                lib.stoker_batch_release(handle)
-            raise
-        return images, labels, int(info.epoch), int(info.index)
-
-    def input_stats(self) -> Dict[str, float]:
-        stats = _native.InputStats()
-        _native.check(_native.library().stoker_consumer_input_stats(
-            self._consumer, ctypes.byref(stats)))
-        return {"batches": int(stats.batches),
-                "wait_seconds": stats.wait_seconds,
-                "step_seconds": stats.step_seconds,
-                "input_bound_percent": stats.input_bound_percent,
-                "recent_input_bound_percent": stats.recent_input_bound_percent}
-
-    def close(self) -> None:
-        lib = _native.library()
-        with self._lock:  # waits for a poll in flight on another thread
-            if self._copier is not None:
-                lib.stoker_cuda_copier_destroy(self._copier)  # waits for copies
-                self._copier = None
-            if self._consumer is not None:
-                lib.stoker_consumer_close(self._consumer)
-                self._consumer = None
-        if self.job is not None and self.owned:
-            try:
-                self._client.delete_job(self.job["id"])
-            except errors.StokerError:
-                pass  # gone already (finished, or the daemon restarted)
-        self.job = None
-
-
-class _Resources:
-    """What a DataLoader holds on the daemon; closed by its finalizer, so a
-    loader dropped without close() (or at exit) still deletes its job."""
-
-    def __init__(self, client: Client):
-        self.client = client
-        self.stream: Optional[_Stream] = None
-
-    def close_stream(self) -> None:
-        if self.stream is not None:
-            self.stream.close()
-            self.stream = None
-
-    def close(self) -> None:
-        self.close_stream()
-        self.client.close()
-
-    def reconnect(self, timeout: float) -> None:
-        """A new connection, made as soon as the daemon answers. (Calls on
-        the old one would notice a restarted daemon only when gRPC next
-        polls its idle connection, up to 5 s later.)"""
-        self.close_stream()
-        fresh = Client(self.client.socket, timeout=timeout)
-        self.client.close()
-        self.client = fresh
-
-
 def _dataset_spec(root, shards, manifest, label_field) -> Dict[str, Any]:
     """The job spec's dataset: exactly one of root, shards and manifest,
     with paths made absolute from this process's directory."""
@@ -285,7 +59,7 @@ def _dataset_spec(root, shards, manifest, label_field) -> Dict[str, Any]:
     if label_field and shards is None:
         raise errors.InvalidArgument("label_field applies to shards only")
     if root is not None:
-        return {"path": os.path.abspath(os.fspath(root))}
+        return {"path": os.path.abspath(os.path.expanduser(os.fspath(root)))}
     if manifest is not None:
         return {"manifest": os.path.abspath(os.fspath(manifest))}
     if isinstance(shards, (str, os.PathLike)):
@@ -302,7 +76,8 @@ class DataLoader:
 
     root: an ImageFolder directory (root/<class>/<image>); the daemon
         reads it with this process's user's permissions; a relative path is
-        taken from this process's directory.
+        taken from this process's directory. Or a torchvision ImageFolder:
+        its root, and its transform unless `transform` is given.
     shards: instead of root, WebDataset tar shards: a path or a list of
         paths, brace patterns allowed ("/data/train-{000000..001023}.tar").
         Each sample's label is its .cls member, or the field `label_field`
@@ -335,15 +110,24 @@ class DataLoader:
     reconnect_timeout: seconds to keep reconnecting when the daemon restarts
         or the connection drops; the loader re-creates its job at the batch
         after the last one it yielded.
+    batch_transform: a callable (images, labels) -> (images, labels) run on
+        each batch in this process, such as stoker.MixUp, stoker.CutMix or
+        stoker.RandomChoice of them; given generator= when it takes one,
+        a torch.Generator seeded from (seed, rank, epoch, batch index).
+    sampler, generator, num_workers, pin_memory...: torch's DataLoader's,
+        translated or ignored as stoker.recipe says; collate_fn is refused.
+    seed, shard_drop_last: None is 0 and False unless sampler or generator
+        give them.
     The other keywords are the job spec's fields (proto/stoker/v1/loader.proto).
     """
 
-    def __init__(self, root: Optional[str] = None, batch_size: int = 1,
+    def __init__(self, root: Any = None, batch_size: int = 1,
                  transform: Any = None,
-                 shuffle: bool = False, drop_last: bool = False, seed: int = 0,
+                 shuffle: bool = False, drop_last: bool = False,
+                 seed: Optional[int] = None,
                  device: Any = "cpu", socket: Optional[str] = None,
                  rank: Optional[int] = None, world_size: Optional[int] = None,
-                 shard_drop_last: bool = False, slots: int = 8,
+                 shard_drop_last: Optional[bool] = None, slots: int = 8,
                  prefetch: int = 2, weight: int = 1, on_error: str = "replace",
                  sharing: str = "exclusive", max_lag: int = 0,
                  on_lag: str = "detach", min_consumers: int = 1,
@@ -351,13 +135,23 @@ class DataLoader:
                  reconnect_timeout: float = 60.0, job_id: Optional[str] = None,
                  fast_resample: bool = False,
                  shards: Union[str, Sequence[str], None] = None,
-                 manifest: Optional[str] = None, label_field: str = ""):
+                 manifest: Optional[str] = None, label_field: str = "",
+                 batch_transform: Any = None, sampler: Any = None,
+                 generator: Optional[torch.Generator] = None,
+                 collate_fn: Any = None, **ignored: Any):
+        root, transform, self._folder = datasets.unpack_root(root, transform)
+        recipe.refuse_collate_fn(collate_fn)
+        order = recipe.order_options(sampler, generator, shuffle, seed, rank,
+                                     world_size, shard_drop_last)
+        recipe.log_ignored(ignored)
+        self._sampler_epoch = recipe.SamplerEpoch(sampler)
         # Attached to another's job, its pipeline applies.
         pipeline, output = (transforms.translate(transform) if job_id is None
                             else ([], {}))
         dist_rank, dist_world = _distributed_rank()
-        self.rank = dist_rank if rank is None else int(rank)
-        self.world_size = dist_world if world_size is None else int(world_size)
+        self.rank = dist_rank if order["rank"] is None else int(order["rank"])
+        self.world_size = (dist_world if order["world_size"] is None
+                           else int(order["world_size"]))
         for value, table, what in ((sharing, _SHARING, "sharing"),
                                    (on_lag, _ON_LAG, "on_lag"),
                                    (on_error, _ON_ERROR, "on_error")):
@@ -377,12 +171,13 @@ class DataLoader:
         self._spec = {
             "dataset": _dataset_spec(root, shards, manifest, label_field),
             "batch_size": int(batch_size), "slots": int(slots),
-            "output": output, "seed": int(seed), "shuffle": bool(shuffle),
+            "output": output, "seed": int(order["seed"]),
+            "shuffle": order["shuffle"],
             "drop_last": bool(drop_last), "epochs": 0,
             "on_error": _ON_ERROR[on_error], "name": name,
             "pipeline": pipeline, "rank": self.rank,
             "world_size": self.world_size,
-            "shard_drop_last": bool(shard_drop_last),
+            "shard_drop_last": order["shard_drop_last"],
             "sharing": {"mode": _SHARING[sharing]},
             "weight": int(weight), "access_group": access_group,
             "fast_resample": bool(fast_resample),
@@ -392,13 +187,18 @@ class DataLoader:
             self._spec["sharing"].update(max_lag=int(max_lag),
                                          on_lag=_ON_LAG[on_lag],
                                          min_consumers=int(min_consumers))
+        self._held = None  # the batch under the last one transformed
+        self._batch_transform = batch_transform
+        self._with_generator = batch_transforms.accepts_generator(
+            batch_transform) if batch_transform is not None else False
+        self._check_batch_transform(0)
         self._name = name
         self._job_id = job_id
         self._shared = job_id is not None or sharing != "exclusive"
         self._stash = None  # shared: a batch of the next epoch, taken early
         self._prefetch = int(prefetch)
         self._reconnect_timeout = float(reconnect_timeout)
-        self._resources = _Resources(Client(socket or default_socket()))
+        self._resources = Resources(Client(socket or default_socket()))
         self._finalizer = weakref.finalize(self, self._resources.close)
         self._iterating: Optional["_EpochIterator"] = None
         # The next batch this loader would yield; the stream's next batch
@@ -406,7 +206,14 @@ class DataLoader:
         self._next = (0, 0)
         self._epoch_set: Optional[int] = None
         self._resume: Optional[Tuple[int, int]] = None
+        self._root, self._transform = root, transform
+        self._dataset: Any = self._folder
         self._open_stream((0, 0))  # checks everything now; gives len()
+        try:
+            self._check_batch_transform(len(self._classes))
+        except BaseException:
+            self.close()
+            raise
 
     # -- torch.utils.data.DataLoader's surface --------------------------------
 
@@ -431,6 +238,24 @@ class DataLoader:
     def classes(self) -> list:
         """Class names; label i is classes[i] (ImageFolder's classes)."""
         return list(self._classes)
+
+    @property
+    def dataset(self) -> Any:
+        """The ImageFolder given as root, else a stoker.datasets.LoaderDataset:
+        len(), classes, class_to_idx; for a root, samples and targets too."""
+        if self._dataset is None:
+            root = self._root
+            if isinstance(root, str):
+                root = os.path.expanduser(root)
+            self._dataset = datasets.LoaderDataset(
+                self._num_samples, self._classes, root, self._transform)
+        return self._dataset
+
+    @property
+    def sampler(self) -> recipe.LoaderSampler:
+        """set_epoch() and len() as a DistributedSampler's (this rank's
+        samples per epoch)."""
+        return recipe.LoaderSampler(self)
 
     def set_epoch(self, epoch: int) -> None:
         """The epoch the next iteration serves (its order depends on seed
@@ -458,6 +283,9 @@ class DataLoader:
         return start
 
     def __iter__(self) -> Iterator[Tuple[torch.Tensor, torch.Tensor]]:
+        epoch = self._sampler_epoch.changed()
+        if epoch is not None:  # the sampler= given was set_epoch()ed
+            self.set_epoch(epoch)
         if not self._shared:  # a shared stream goes on where it is
             start = self._start()
             if not self._stream_in_step or start != self._next:
@@ -530,6 +358,7 @@ class DataLoader:
 
     def close(self) -> None:
         """Detaches and deletes the job; batches still held stay readable."""
+        self._held = None
         self._finalizer()
 
     def __enter__(self) -> "DataLoader":
@@ -541,7 +370,7 @@ class DataLoader:
     # -- internals -------------------------------------------------------------
 
     @property
-    def _stream(self) -> _Stream:
+    def _stream(self) -> Stream:
         if self._resources.stream is None:
             raise ValueError("the DataLoader is closed")
         return self._resources.stream
@@ -550,7 +379,7 @@ class DataLoader:
         self._stream_in_step = False  # until the new one is open
         self._resources.close_stream()
         spec = dict(self._spec, start_epoch=start[0], start_batch=start[1])
-        self._resources.stream = _Stream(
+        self._resources.stream = Stream(
             self._resources.client, spec, self._name, self._prefetch,
             self._cuda_device, self._job_id)
         job = self._stream.job
@@ -577,7 +406,7 @@ class DataLoader:
                 f"expected batch {self._next[1]} of epoch {self._next[0]}, "
                 f"the daemon sent batch {index} of epoch {epoch}", 13)
         self._next = self._after(epoch, index)
-        return images, labels
+        return images, labels, epoch, index
 
     @property
     def _partition(self) -> bool:
@@ -603,7 +432,7 @@ class DataLoader:
         # later ones: it belongs to the epoch being iterated.
         if self._partition and epoch <= iterator.epoch:
             self._next = max(self._next, self._after(epoch, index))
-            return images, labels
+            return batch
         if (epoch, index) < self._next:
             raise errors.StokerError(
                 f"the daemon sent batch {index} of epoch {epoch} after batch "
@@ -616,7 +445,28 @@ class DataLoader:
                 self._next = (epoch, 0)
                 raise StopIteration
         self._next = self._after(epoch, index)
-        return images, labels
+        return batch
+
+    def _check_batch_transform(self, classes: int) -> None:
+        if self._batch_transform is not None:
+            batch_transforms.check_for_loader(
+                self._batch_transform, self._spec["output"], classes)
+
+    def _transformed(self, images, labels, epoch: int, index: int):
+        """The batch through batch_transform, with its generator. On the
+        CPU the batch under it stays held until the next one is taken, so
+        that the next take confirms it (as a loop holding the batch would)."""
+        if self._batch_transform is None:
+            return images, labels
+        if self._cuda_device is None:
+            self._held = (images, labels)
+        generator = None
+        if self._with_generator:
+            generator = batch_transforms.batch_generator(
+                self._spec["seed"], self.rank, epoch, index)
+        return batch_transforms.call_batch_transform(
+            self._batch_transform, images, labels, generator,
+            self._with_generator)
 
     def _next_batch(self):
         """The stream's next batch; when the daemon went away (restart, lost
@@ -663,6 +513,6 @@ class _EpochIterator:
         if loader._next[0] != self.epoch and not (
                 loader._shared and (self.yielded == 0 or loader._partition)):
             raise StopIteration
-        batch = loader._take(self)
+        images, labels, epoch, index = loader._take(self)
         self.yielded += 1
-        return batch
+        return loader._transformed(images, labels, epoch, index)

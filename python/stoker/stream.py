@@ -1,0 +1,242 @@
+"""The loader's connection to its job: one consumer's stream of batches
+as torch tensors (views of the daemon's shared memory, or copies on a CUDA
+device), and the leases that keep a viewed batch's slot until its tensors
+are gone.
+"""
+from __future__ import annotations
+
+import ctypes
+import threading
+import weakref
+from typing import Any, Dict, List, Optional
+
+import torch
+
+from stoker import _native, errors
+from stoker.client import Client
+
+_POLL_MS = 100  # how often a wait for a batch returns to check for Ctrl-C
+_NEXT_TIMED_OUT = 100  # STOKER_NEXT_TIMED_OUT: no batch within _POLL_MS
+_TORCH_DTYPES = {0: torch.uint8, 1: torch.float32, 2: torch.float16}
+
+
+class _Lease:
+    """One batch's slot, held while any tensor viewing it lives."""
+
+    __slots__ = ("_handle", "_owner", "__weakref__")
+
+    def __init__(self, handle: ctypes.c_void_p, owner: "_Leases"):
+        self._handle = handle
+        self._owner = owner
+        owner.taken()
+
+    def __del__(self):
+        handle, self._handle = self._handle, None
+        if handle is not None and _native is not None:
+            self._owner.given_back()
+            _native.library().stoker_batch_release(handle)
+
+
+class _Leases:
+    """Counts a consumer's batches still held by tensors, and remembers the
+    ones handed out and not yet confirmed."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self.held = 0
+        self._unconfirmed: List["weakref.ref[_Lease]"] = []
+
+    def taken(self):
+        with self._lock:
+            self.held += 1
+
+    def given_back(self):
+        with self._lock:
+            self.held -= 1
+
+    def handed_out(self, lease: _Lease):
+        with self._lock:
+            self._unconfirmed.append(weakref.ref(lease))
+
+    def take_unconfirmed(self) -> List[_Lease]:
+        """The leases handed out since the last call and still alive (held
+        here, so that they cannot be released while confirmed)."""
+        with self._lock:
+            refs, self._unconfirmed = self._unconfirmed, []
+        return [lease for lease in (ref() for ref in refs) if lease is not None]
+
+
+_buffer_types: Dict[int, type] = {}
+
+
+def _view(address: int, nbytes: int, lease: _Lease, dtype, shape):
+    """A tensor over `nbytes` at `address` that keeps `lease` alive."""
+    buffer_type = _buffer_types.get(nbytes)
+    if buffer_type is None:
+        # A subclass of a ctypes array can carry the lease as an attribute.
+        buffer_type = type("_LeasedBytes", (ctypes.c_uint8 * nbytes,), {})
+        _buffer_types[nbytes] = buffer_type
+    buffer = buffer_type.from_address(address)
+    buffer.lease = lease
+    # frombuffer keeps `buffer` (and so the lease) alive with the storage.
+    return torch.frombuffer(buffer, dtype=dtype).view(shape)
+
+
+class Stream:
+    """One job and the consumer attached to it."""
+
+    def __init__(self, client: Client, spec: Optional[Dict[str, Any]],
+                 name: str, prefetch: int, cuda_device: Optional[int],
+                 job_id: Optional[str] = None):
+        lib = _native.library()
+        # A job of its own (deleted on close), or another's to attach to.
+        self.owned = job_id is None
+        self.job = client.create_job(spec) if self.owned else client.get_job(job_id)
+        self._client = client
+        self.cuda_device = cuda_device
+        self.leases = _Leases()
+        self._consumer = None
+        self._copier = None
+        # next() and close() may come from different threads (close() at
+        # exit while a thread waits): the handle is freed only between polls.
+        self._lock = threading.Lock()
+        try:
+            options = _native.ConsumerOptions(
+                prefetch=prefetch, name=name.encode(),
+                reconnect_timeout_ms=0,  # the loader reconnects itself
+                copy_on_write=int(cuda_device is None))
+            consumer = ctypes.c_void_p()
+            _native.check(lib.stoker_attach(client.handle,
+                                            self.job["id"].encode(),
+                                            ctypes.byref(options),
+                                            ctypes.byref(consumer)))
+            self._consumer = consumer
+            if cuda_device is not None:
+                copier = ctypes.c_void_p()
+                _native.check(lib.stoker_cuda_copier_create(
+                    consumer, cuda_device, ctypes.byref(copier)))
+                self._copier = copier
+        except BaseException:
+            self.close()
+            raise
+
+    def confirm(self, drain: bool = False) -> None:
+        """Confirms the batches handed out so far: each is this consumer's
+        for good, or raises the daemon's reason for taking it back. With a
+        CUDA copier, copies confirm their batch once done; `drain` waits for
+        them."""
+        lib = _native.library()
+        if self._copier is not None:
+            if drain:
+                with self._lock:
+                    if self._copier is not None:
+                        _native.check(lib.stoker_cuda_drain(self._copier))
+            return
+        for lease in self.leases.take_unconfirmed():
+            handle = lease._handle
+            if handle is not None:
+                _native.check(lib.stoker_batch_check_intact(handle))
+
+    def next(self):
+        """The next batch as (images, labels, epoch, index)."""
+        lib = _native.library()
+        # The batches yielded before were trained on: if the daemon took one
+        # back (this process was stopped past the keepalive or the lease
+        # timeout), the trainer hears it here rather than never.
+        self.confirm()
+        handle = ctypes.c_void_p()
+        info = _native.BatchInfo()
+        slots = int(self.job["spec"]["slots"])
+        while True:
+            if self._copier is None and self.leases.held >= slots:
+                raise errors.ResourceExhausted(
+                    f"all {slots} slots of the ring are held by batch tensors "
+                    "still alive; keep copies (tensor.clone()) of what you "
+                    "keep across steps, or raise slots=", 8)
+            with self._lock:
+                if self._consumer is None:
+                    raise ValueError("the DataLoader is closed")
+                code = lib.stoker_next(self._consumer, _POLL_MS,
+                                       ctypes.byref(handle), ctypes.byref(info))
+            if code != _NEXT_TIMED_OUT:
+                break  # back in Python between waits: Ctrl-C is seen here
+        _native.check(code)
+        owned = False  # until a lease or the copier owns the handle
+        try:
+            n = int(info.size)
+            shape = tuple(info.shape)
+            dtype = _TORCH_DTYPES[info.dtype]
+            if self._copier is None:
+                lease = _Lease(handle, self.leases)
+                owned = True
+                self.leases.handed_out(lease)
+                images = _view(info.images, int(info.image_bytes), lease,
+                               dtype, shape)
+                labels = _view(info.labels, n * 8, lease, torch.int64, (n,))
+            else:
+                device = torch.device("cuda", self.cuda_device)
+                images = torch.empty(shape, dtype=dtype, device=device)
+                labels = torch.empty((n,), dtype=torch.int64, device=device)
+                stream = torch.cuda.current_stream(device)
+                owned = True  # taken by the copy, released once it completed
+                _native.check(lib.stoker_cuda_copy_async(
+                    self._copier, handle, images.data_ptr(),
+                    labels.data_ptr(), ctypes.c_void_p(stream.cuda_stream)))
+        except BaseException:
+            if not owned:
+                lib.stoker_batch_release(handle)
+            raise
+        return images, labels, int(info.epoch), int(info.index)
+
+    def input_stats(self) -> Dict[str, float]:
+        stats = _native.InputStats()
+        _native.check(_native.library().stoker_consumer_input_stats(
+            self._consumer, ctypes.byref(stats)))
+        return {"batches": int(stats.batches),
+                "wait_seconds": stats.wait_seconds,
+                "step_seconds": stats.step_seconds,
+                "input_bound_percent": stats.input_bound_percent,
+                "recent_input_bound_percent": stats.recent_input_bound_percent}
+
+    def close(self) -> None:
+        lib = _native.library()
+        with self._lock:  # waits for a poll in flight on another thread
+            if self._copier is not None:
+                lib.stoker_cuda_copier_destroy(self._copier)  # waits for copies
+                self._copier = None
+            if self._consumer is not None:
+                lib.stoker_consumer_close(self._consumer)
+                self._consumer = None
+        if self.job is not None and self.owned:
+            try:
+                self._client.delete_job(self.job["id"])
+            except errors.StokerError:
+                pass  # gone already (finished, or the daemon restarted)
+        self.job = None
+
+
+class Resources:
+    """What a DataLoader holds on the daemon; closed by its finalizer, so a
+    loader dropped without close() (or at exit) still deletes its job."""
+
+    def __init__(self, client: Client):
+        self.client = client
+        self.stream: Optional[Stream] = None
+
+    def close_stream(self) -> None:
+        if self.stream is not None:
+            self.stream.close()
+            self.stream = None
+
+    def close(self) -> None:
+        self.close_stream()
+        self.client.close()
+
+    def reconnect(self, timeout: float) -> None:
+        """A new connection, made as soon as the daemon answers. (Calls on
+        the old one would notice a restarted daemon only when gRPC next
+        polls its idle connection, up to 5 s later.)"""
+        self.close_stream()
+        fresh = Client(self.client.socket, timeout=timeout)
+        self.client.close()
+        self.client = fresh
