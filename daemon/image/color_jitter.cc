@@ -8,15 +8,6 @@
 namespace stoker {
 namespace {
 
-// Image.blend(degenerate, image, factor) for one value, as Pillow computes
-// it: float arithmetic, clipped, truncated.
-inline uint8_t Blend(int degenerate, int value, float factor) {
-  const float v = float(degenerate) + factor * float(value - degenerate);
-  if (v <= 0.0f) return 0;
-  if (v >= 255.0f) return 255;
-  return static_cast<uint8_t>(v);
-}
-
 // A per-value adjustment as a table, applied to every plane.
 void ApplyTable(uint8_t* planes, size_t n, const uint8_t (&table)[256]) {
   for (size_t i = 0; i < 3 * n; ++i) planes[i] = table[planes[i]];
@@ -26,7 +17,7 @@ void ApplyTable(uint8_t* planes, size_t n, const uint8_t (&table)[256]) {
 
 void AdjustBrightness(uint8_t* planes, size_t n, float factor) {
   uint8_t table[256];
-  for (int v = 0; v < 256; ++v) table[v] = Blend(0, v, factor);
+  for (int v = 0; v < 256; ++v) table[v] = PillowBlend(0, v, factor);
   ApplyTable(planes, n, table);
 }
 
@@ -38,7 +29,7 @@ void AdjustContrast(uint8_t* planes, size_t n, float factor) {
   }
   const int mean = static_cast<int>(double(sum) / double(n) + 0.5);
   uint8_t table[256];
-  for (int v = 0; v < 256; ++v) table[v] = Blend(mean, v, factor);
+  for (int v = 0; v < 256; ++v) table[v] = PillowBlend(mean, v, factor);
   ApplyTable(planes, n, table);
 }
 
@@ -49,9 +40,9 @@ void AdjustSaturation(uint8_t* planes, size_t n, float factor) {
   uint8_t* b = planes + 2 * n;
   for (size_t i = 0; i < n; ++i) {
     const int l = Luma(r[i], g[i], b[i]);
-    r[i] = Blend(l, r[i], factor);
-    g[i] = Blend(l, g[i], factor);
-    b[i] = Blend(l, b[i], factor);
+    r[i] = PillowBlend(l, r[i], factor);
+    g[i] = PillowBlend(l, g[i], factor);
+    b[i] = PillowBlend(l, b[i], factor);
   }
 }
 

@@ -39,6 +39,15 @@ void AdjustSaturation(uint8_t* planes, size_t n, float factor);
 void AdjustHue(uint8_t* planes, size_t n, uint8_t shift);
 void ApplyJitter(uint8_t* planes, size_t n, const JitterParams& params);
 
+// Image.blend(degenerate, image, factor) for one value, as Pillow computes
+// it: float arithmetic, clipped, truncated.
+inline uint8_t PillowBlend(int degenerate, int value, float factor) {
+  const float v = float(degenerate) + factor * float(value - degenerate);
+  if (v <= 0.0f) return 0;
+  if (v >= 255.0f) return 255;
+  return static_cast<uint8_t>(v);
+}
+
 // Pillow's RGB -> L: (19595 R + 38470 G + 7471 B + 0x8000) >> 16.
 inline uint8_t Luma(uint8_t r, uint8_t g, uint8_t b) {
   return static_cast<uint8_t>((r * 19595 + g * 38470 + b * 7471 + 0x8000) >>

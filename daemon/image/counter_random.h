@@ -22,6 +22,16 @@ inline uint64_t CounterRandom(uint64_t key, uint64_t k) {
 // counter *k (advanced past the values it used). Lemire's method: unbiased.
 uint64_t UniformBelow(uint64_t key, uint64_t* k, uint64_t bound);
 
+// A uniform double in [0, 1) from the stream, 53 bits.
+inline double Uniform01(uint64_t key, uint64_t* k) {
+  return (CounterRandom(key, (*k)++) >> 11) * 0x1.0p-53;
+}
+
+// A uniform double in [lo, hi).
+inline double Uniform(uint64_t key, uint64_t* k, double lo, double hi) {
+  return lo + (hi - lo) * Uniform01(key, k);
+}
+
 }  // namespace stoker
 
 #endif  // STOKER_DAEMON_IMAGE_COUNTER_RANDOM_H_

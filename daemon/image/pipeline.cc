@@ -8,15 +8,6 @@
 namespace stoker {
 namespace {
 
-// A uniform double in [0, 1) from the stream.
-double Uniform01(uint64_t key, uint64_t* k) {
-  return (CounterRandom(key, (*k)++) >> 11) * 0x1.0p-53;
-}
-
-double Uniform(uint64_t key, uint64_t* k, double lo, double hi) {
-  return lo + (hi - lo) * Uniform01(key, k);
-}
-
 // Python's round(): half to even.
 int RoundHalfEven(double v) { return static_cast<int>(std::nearbyint(v)); }
 
@@ -124,6 +115,12 @@ SampleParams DrawSampleParams(const Pipeline& p, ImageSize image,
   uint64_t k = 0;
   params.flip = p.flip_p > 0 && Uniform01(Mix64(key ^ 0xf11b), &k) < p.flip_p;
   if (p.jitter()) params.jitter = DrawJitter(p, Mix64(key ^ 0xc0105));
+  // Each draw has its own stream, keyed by the sample, so adding one op to
+  // a pipeline leaves the others' draws alone.
+  if (p.augment.enabled()) {
+    params.augment = DrawAutoAugment(p.augment, p.output, Mix64(key ^ 0xa0a0));
+  }
+  params.erasing = DrawErasing(p.erasing, p.output, Mix64(key ^ 0xe2a5e));
   return params;
 }
 

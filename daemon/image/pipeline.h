@@ -9,8 +9,10 @@
 #include <array>
 #include <cstdint>
 
+#include "daemon/image/auto_augment.h"
 #include "daemon/image/color_jitter.h"
 #include "daemon/image/jpeg_decoder.h"
+#include "daemon/image/random_erasing.h"
 #include "stoker/vocabulary.h"  // Interpolation, DType, Layout
 
 namespace stoker {
@@ -45,7 +47,11 @@ struct Pipeline {
   bool jitter() const {
     return brightness > 0 || contrast > 0 || saturation > 0 || hue > 0;
   }
+  // TrivialAugmentWide, RandAugment or AutoAugment, after the jitter.
+  AutoAugmentSpec augment;
   bool normalize = false;
+  // RandomErasing on the output tensor, after the normalisation.
+  ErasingSpec erasing;
   std::array<float, 3> mean = {0, 0, 0};
   std::array<float, 3> std = {1, 1, 1};
   DType dtype = DType::kUInt8;
@@ -64,6 +70,8 @@ struct SampleParams {
   Region box;  // the part of the source image that becomes the output
   bool flip = false;
   JitterParams jitter;
+  DrawnOps augment;
+  ErasingParams erasing;
 };
 
 // torchvision's RandomResizedCrop.get_params: up to 10 draws of a target

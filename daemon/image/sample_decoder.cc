@@ -173,6 +173,7 @@ void SampleDecoder::TrimScratch() {
   std::vector<uint8_t>().swap(planes_);
   std::vector<uint8_t>().swap(packed_);
   std::vector<uint8_t>().swap(resample_.pass);
+  std::vector<uint8_t>().swap(augment_);
 }
 
 absl::Status SampleDecoder::ProcessBytes(std::span<const uint8_t> file,
@@ -212,7 +213,13 @@ absl::Status SampleDecoder::ProcessBytes(std::span<const uint8_t> file,
   if (pipeline.jitter()) {
     ApplyJitter(planes, pipeline.output.Pixels(), params_.jitter);
   }
+  if (pipeline.augment.enabled()) {
+    ApplyDrawnOps(params_.augment, pipeline.augment.style, pipeline.output,
+                  planes, &augment_);
+  }
   WriteOutput(planes, pipeline, out);
+  ApplyErasing(pipeline.erasing, params_.erasing, pipeline.output,
+               pipeline.dtype, pipeline.layout, out);
   return absl::OkStatus();
 }
 

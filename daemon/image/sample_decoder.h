@@ -104,7 +104,7 @@ class SampleDecoder {
   // Bytes held by the reusable buffers between samples.
   size_t scratch_bytes() const {
     return file_.capacity() + region_.capacity() + planes_.capacity() +
-           packed_.capacity() + resample_.pass.capacity();
+           packed_.capacity() + resample_.pass.capacity() + augment_.capacity();
   }
 
  private:
@@ -123,7 +123,8 @@ class SampleDecoder {
   std::vector<uint8_t> file_;
   std::vector<uint8_t> region_;
   std::vector<uint8_t> planes_;
-  std::vector<uint8_t> packed_;  // the exact resample's RGB output
+  std::vector<uint8_t> packed_;   // the exact resample's RGB output
+  std::vector<uint8_t> augment_;  // the automatic augmentation's scratch
   ResampleScratch resample_;
   // The value table and the normalisation it was built for.
   ValueTable table_;

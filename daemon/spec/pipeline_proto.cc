@@ -5,34 +5,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/vocabulary_wire.h"
+#include "daemon/spec/augment_proto.h"
+#include "daemon/spec/op_error.h"
 
 namespace stoker {
 namespace {
-
-constexpr uint32_t kMaxSide = 8192;
-
-class OpError {
- public:
-  OpError(int index, const char* op)
-      : prefix_(absl::StrCat("pipeline[", index, "].", op)) {}
-  absl::Status Bad(const std::string& field, const std::string& why) const {
-    return absl::InvalidArgumentError(
-        absl::StrCat(prefix_, ".", field, " ", why));
-  }
-  absl::Status Side(const std::string& field, uint32_t v) const {
-    if (v >= 1 && v <= kMaxSide) return absl::OkStatus();
-    return Bad(field, absl::StrCat("must be in [1, ", kMaxSide, "], got ", v));
-  }
-
- private:
-  std::string prefix_;
-};
-
-absl::StatusOr<Interpolation> ParseInterpolation(const OpError& e,
-                                                 v1::Interpolation value) {
-  if (std::optional<Interpolation> known = FromWire(value)) return *known;
-  return e.Bad("interpolation", absl::StrCat("has unknown value ", value));
-}
 
 absl::Status ParseCrop(const OpError& e, const v1::RandomResizedCrop& op,
                        Pipeline* p) {
@@ -156,11 +133,66 @@ int Rank(v1::Op::KindCase kind) {
       return 2;
     case v1::Op::kColorJitter:
       return 3;
-    case v1::Op::kNormalize:
+    case v1::Op::kTrivialAugmentWide:
+    case v1::Op::kRandAugment:
+    case v1::Op::kAutoAugment:
       return 4;
+    case v1::Op::kNormalize:
+      return 5;
+    case v1::Op::kRandomErasing:
+      return 6;
     default:
       return -1;
   }
+}
+
+// Parses one op into *p.
+absl::Status ParseOp(int i, const v1::Op& op, Pipeline* p) {
+  absl::Status status;
+  switch (op.kind_case()) {
+    case v1::Op::kRandomResizedCrop:
+      status =
+          ParseCrop({i, "random_resized_crop"}, op.random_resized_crop(), p);
+      break;
+    case v1::Op::kResize:
+      status = ParseResize({i, "resize"}, op.resize(), p);
+      break;
+    case v1::Op::kCenterCrop:
+      status = ParseCenterCrop({i, "center_crop"}, op.center_crop(), p);
+      break;
+    case v1::Op::kRandomHorizontalFlip: {
+      const OpError e(i, "random_horizontal_flip");
+      p->flip_p = op.random_horizontal_flip().has_p()
+                      ? op.random_horizontal_flip().p()
+                      : 0.5;
+      if (!(p->flip_p >= 0 && p->flip_p <= 1)) {
+        status = e.Bad("p", absl::StrCat("must be in [0, 1], got ", p->flip_p));
+      }
+      break;
+    }
+    case v1::Op::kNormalize:
+      status = ParseNormalize({i, "normalize"}, op.normalize(), p);
+      break;
+    case v1::Op::kColorJitter:
+      status = ParseJitter({i, "color_jitter"}, op.color_jitter(), p);
+      break;
+    case v1::Op::kTrivialAugmentWide:
+      status = ParseTrivialAugment({i, "trivial_augment_wide"},
+                                   op.trivial_augment_wide(), p);
+      break;
+    case v1::Op::kRandAugment:
+      status = ParseRandAugment({i, "rand_augment"}, op.rand_augment(), p);
+      break;
+    case v1::Op::kAutoAugment:
+      status = ParseAutoAugment({i, "auto_augment"}, op.auto_augment(), p);
+      break;
+    case v1::Op::kRandomErasing:
+      status = ParseErasing({i, "random_erasing"}, op.random_erasing(), p);
+      break;
+    default:
+      break;
+  }
+  return status;
 }
 
 absl::Status ParseOps(const v1::JobSpec& spec, Pipeline* p) {
@@ -176,44 +208,13 @@ absl::Status ParseOps(const v1::JobSpec& spec, Pipeline* p) {
         (op.has_center_crop() && spec.pipeline(0).has_random_resized_crop())) {
       return absl::InvalidArgumentError(absl::StrCat(
           "pipeline[", i,
-          "]: impossible order; accepted: random_resized_crop "
-          "[random_horizontal_flip] [color_jitter] [normalize], or resize "
-          "[center_crop] [random_horizontal_flip] [color_jitter] [normalize]"));
+          "]: impossible order; accepted: random_resized_crop, or resize "
+          "[center_crop]; then [random_horizontal_flip] [color_jitter] "
+          "[trivial_augment_wide | rand_augment | auto_augment] [normalize] "
+          "[random_erasing]"));
     }
     last_rank = rank;
-    absl::Status status;
-    switch (op.kind_case()) {
-      case v1::Op::kRandomResizedCrop:
-        status =
-            ParseCrop({i, "random_resized_crop"}, op.random_resized_crop(), p);
-        break;
-      case v1::Op::kResize:
-        status = ParseResize({i, "resize"}, op.resize(), p);
-        break;
-      case v1::Op::kCenterCrop:
-        status = ParseCenterCrop({i, "center_crop"}, op.center_crop(), p);
-        break;
-      case v1::Op::kRandomHorizontalFlip: {
-        const OpError e(i, "random_horizontal_flip");
-        p->flip_p = op.random_horizontal_flip().has_p()
-                        ? op.random_horizontal_flip().p()
-                        : 0.5;
-        if (!(p->flip_p >= 0 && p->flip_p <= 1)) {
-          status =
-              e.Bad("p", absl::StrCat("must be in [0, 1], got ", p->flip_p));
-        }
-        break;
-      }
-      case v1::Op::kNormalize:
-        status = ParseNormalize({i, "normalize"}, op.normalize(), p);
-        break;
-      case v1::Op::kColorJitter:
-        status = ParseJitter({i, "color_jitter"}, op.color_jitter(), p);
-        break;
-      default:
-        break;
-    }
-    if (!status.ok()) return status;
+    if (absl::Status status = ParseOp(i, op, p); !status.ok()) return status;
   }
   if (p->shorter_side > 0 && !p->center_crop) {
     return absl::InvalidArgumentError(
@@ -262,6 +263,11 @@ absl::Status ParseOutput(const v1::OutputSpec& out, Pipeline* p,
     return absl::InvalidArgumentError(
         "normalize needs output.dtype FLOAT32 or FLOAT16 (uint8 output is "
         "meant to be normalised on the GPU)");
+  }
+  if (p->erasing.enabled && p->dtype == DType::kUInt8) {
+    return absl::InvalidArgumentError(
+        "random_erasing needs output.dtype FLOAT32 or FLOAT16 (it erases the "
+        "tensor, as torchvision's RandomErasing after ToTensor)");
   }
   return absl::OkStatus();
 }
@@ -317,6 +323,7 @@ void PipelineToProto(const Pipeline& p, v1::JobSpec* spec) {
     op->set_saturation(p.saturation);
     op->set_hue(p.hue);
   }
+  AugmentToProto(p.augment, spec);
   if (p.normalize) {
     auto* op = spec->add_pipeline()->mutable_normalize();
     for (int c = 0; c < 3; ++c) {
@@ -324,6 +331,7 @@ void PipelineToProto(const Pipeline& p, v1::JobSpec* spec) {
       op->add_std(p.std[c]);
     }
   }
+  ErasingToProto(p.erasing, spec);
   auto* out = spec->mutable_output();
   out->set_height(p.output.height);
   out->set_width(p.output.width);

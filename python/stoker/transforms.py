@@ -8,8 +8,9 @@ UnsupportedTransform naming it; nothing is dropped.
 from __future__ import annotations
 
 import math
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
+from stoker import augment_ops
 from stoker.errors import UnsupportedTransform
 
 SUPPORTED = (
@@ -17,14 +18,21 @@ SUPPORTED = (
     "Resize(size, interpolation=BILINEAR|BICUBIC|NEAREST, max_size=None), "
     "CenterCrop(size), RandomHorizontalFlip(p), "
     "ColorJitter(brightness, contrast, saturation, hue), "
+    "TrivialAugmentWide, RandAugment, AutoAugment (interpolation NEAREST|BILINEAR, fill), "
     "ToTensor(), PILToTensor(), ConvertImageDtype(torch.float32|torch.float16), "
-    "Normalize(mean, std), in torchvision's order: a crop or resize first, "
-    "ToTensor/PILToTensor after the ops on images, Normalize last"
+    "Normalize(mean, std), RandomErasing(p, scale, ratio, value), "
+    "torchvision's ImageClassification preset (weights.transforms()) and "
+    "objects holding a Compose in .transforms; in torchvision's order: a "
+    "crop or resize first, then flip, jitter, one automatic augmentation, "
+    "ToTensor/PILToTensor, Normalize, RandomErasing (see docs/transforms.md)"
 )
 
 # Geometric and colour ops run on the decoded image; conversion after them.
 _IMAGE_OPS = ("RandomResizedCrop", "Resize", "CenterCrop",
-              "RandomHorizontalFlip", "ColorJitter")
+              "RandomHorizontalFlip", "ColorJitter") + augment_ops.AUGMENTS
+# transforms.v2 names with the same meaning here.
+_V2_NAMES = {"ToImage": "PILToTensor", "ToImageTensor": "PILToTensor",
+             "ToPureTensor": None}
 
 
 def _refuse(what: str, why: str) -> UnsupportedTransform:
@@ -32,14 +40,67 @@ def _refuse(what: str, why: str) -> UnsupportedTransform:
         f"{what}: {why}. stoker's daemon runs: {SUPPORTED}")
 
 
+class _Step:
+    """One step the translation knows by name (a preset expands to several)."""
+
+    def __init__(self, kind: str, **attributes: Any):
+        self.kind = kind
+        self.__dict__.update(attributes)
+
+    def __repr__(self) -> str:
+        return f"{self.kind}({self.__dict__})"
+
+
+def _image_classification(t: Any) -> List[Any]:
+    """torchvision's ImageClassification preset (weights.transforms()):
+    resize, centre crop, to float, normalize."""
+    if getattr(t, "antialias", True) is False:
+        raise _refuse(repr(t), "antialias=False is not supported")
+    crop, resize = list(t.crop_size), list(t.resize_size)
+    return [_Step("Resize", size=resize[0] if len(resize) == 1 else resize,
+                  interpolation=t.interpolation, max_size=None),
+            _Step("CenterCrop", size=crop),
+            _Step("PILToTensor"),
+            _Step("ConvertImageDtype", dtype="float32"),
+            _Step("Normalize", mean=t.mean, std=t.std)]
+
+
+def _kind(transform: Any) -> str:
+    return getattr(transform, "kind", None) if isinstance(transform, _Step) \
+        else type(transform).__name__
+
+
 def _flatten(transform: Any) -> List[Any]:
+    """The steps of a transform: a Compose's, a preset's (an object holding
+    a Compose or a list in .transforms, like the classification
+    reference's ClassificationPresetTrain), or the transform itself."""
+    kind = type(transform).__name__
+    if kind == "ImageClassification":
+        return _image_classification(transform)
     inner = getattr(transform, "transforms", None)
-    if type(transform).__name__ == "Compose" and inner is not None:
+    if inner is not None and (kind == "Compose" or type(inner).__name__ ==
+                              "Compose" or isinstance(inner, (list, tuple))):
         out = []
-        for t in inner:
+        for t in (inner if kind == "Compose" or isinstance(inner, (list, tuple))
+                  else [inner]):
             out.extend(_flatten(t))
         return out
+    if kind in _V2_NAMES:
+        return [] if _V2_NAMES[kind] is None else [_Step(_V2_NAMES[kind])]
+    if kind == "ToDtype":  # transforms.v2
+        return [_Step("ConvertImageDtype", dtype=_v2_dtype(transform))]
     return [transform]
+
+
+def _v2_dtype(t: Any) -> Any:
+    dtype = t.dtype
+    if isinstance(dtype, dict):
+        values = [v for v in dtype.values() if v is not None]
+        dtype = values[0] if values else None
+    if not getattr(t, "scale", False):
+        raise _refuse(repr(t), "ToDtype without scale=True keeps 0..255; "
+                      "stoker's float output is scaled to [0, 1]")
+    return dtype
 
 
 def _size(transform: Any, value: Any) -> Tuple[int, int]:
@@ -94,7 +155,7 @@ def _hue_factor(transform: Any) -> float:
 
 
 def _op(transform: Any) -> Dict[str, Any]:
-    kind = type(transform).__name__
+    kind = _kind(transform)
     if kind == "RandomResizedCrop":
         height, width = _size(transform, transform.size)
         scale, ratio = transform.scale, transform.ratio
@@ -131,6 +192,94 @@ def _dtype_name(dtype: Any) -> str:
     return str(dtype).replace("torch.", "")
 
 
+# The order stokerd applies the image ops in (the geometry, 0 and 1, is
+# checked by the daemon, which names the field).
+_ORDER = {"RandomHorizontalFlip": 2, "ColorJitter": 3,
+          **{name: 4 for name in augment_ops.AUGMENTS}}
+
+
+class _State:
+    """The translation so far: ops, output dtype and layout, image size."""
+
+    def __init__(self):
+        self.pipeline: List[Dict[str, Any]] = []
+        self.erasing: List[Dict[str, Any]] = []  # after normalize, always
+        self.dtype, self.layout = "DTYPE_UINT8", "LAYOUT_NHWC"
+        self.converted = False  # ToTensor or PILToTensor seen
+        self.size: Optional[Tuple[int, int]] = None  # (height, width)
+        self.rank = 0  # of the last image op, in _ORDER
+
+    def add(self, t: Any, rest: List[Any]) -> None:
+        kind = _kind(t)
+        if kind in _IMAGE_OPS:
+            if self.converted:
+                raise _refuse(repr(t), "it comes after ToTensor/PILToTensor; "
+                              "the daemon crops, flips and augments the "
+                              "decoded image, then converts: move it before")
+            rank = _ORDER.get(kind, 0)
+            if rank <= self.rank and rank > 1:
+                raise _refuse(repr(t), "impossible order: stokerd runs a crop "
+                              "or resize, then RandomHorizontalFlip, "
+                              "ColorJitter, one automatic augmentation, in "
+                              "that order, each once")
+            self.rank = rank
+            self.pipeline.append(
+                augment_ops.augment_op(t, self.size, _refuse)
+                if kind in augment_ops.AUGMENTS else _op(t))
+            self._track_size(self.pipeline[-1])
+        elif kind in ("ToTensor", "PILToTensor"):
+            if self.converted:
+                raise _refuse(repr(t), "the image is already a tensor")
+            self.dtype = "DTYPE_FLOAT32" if kind == "ToTensor" else "DTYPE_UINT8"
+            self.layout, self.converted = "LAYOUT_NCHW", True
+        elif kind == "ConvertImageDtype":
+            self._convert(t)
+        elif kind == "Normalize":
+            self.pipeline.append(_normalize(t, self.dtype))
+        elif kind == "RandomErasing":
+            self._erase(t, rest)
+        else:
+            raise _refuse(repr(t), f"{kind} is not supported")
+
+    def _track_size(self, op: Dict[str, Any]) -> None:
+        name, fields = next(iter(op.items()))
+        if name in ("random_resized_crop", "center_crop") or (
+                name == "resize" and "height" in fields):
+            self.size = (fields["height"], fields["width"])
+        elif name == "resize":
+            self.size = None  # the shorter side: a centre crop fixes it
+
+    def _convert(self, t: Any) -> None:
+        name = _dtype_name(t.dtype)
+        if self.dtype != "DTYPE_UINT8" or not self.converted:
+            raise _refuse(repr(t), "it converts only PILToTensor's uint8")
+        if name not in ("float32", "float16", "float"):
+            raise _refuse(repr(t), f"dtype {name} is not supported")
+        self.dtype = "DTYPE_FLOAT16" if name == "float16" else "DTYPE_FLOAT32"
+
+    def _erase(self, t: Any, rest: List[Any]) -> None:
+        if not self.converted or self.dtype == "DTYPE_UINT8":
+            raise _refuse(repr(t), "RandomErasing needs a float tensor "
+                          "(ToTensor, or PILToTensor and ConvertImageDtype, "
+                          "before it)")
+        if self.erasing:
+            raise _refuse(repr(t), "one RandomErasing per pipeline")
+        later = [s for s in rest if _kind(s) == "Normalize"]
+        normalize = _normalize(later[0], self.dtype)["normalize"] \
+            if later else None
+        self.erasing.append(augment_ops.erasing_op(t, normalize, _refuse))
+
+
+def _normalize(t: Any, dtype: str) -> Dict[str, Any]:
+    if dtype == "DTYPE_UINT8":
+        raise _refuse(repr(t), "Normalize needs a float tensor "
+                      "(ToTensor before it)")
+    mean, std = list(map(float, t.mean)), list(map(float, t.std))
+    if len(mean) != 3 or len(std) != 3:
+        raise _refuse(repr(t), "mean and std need 3 values (RGB)")
+    return {"normalize": {"mean": mean, "std": std}}
+
+
 def translate(transform: Any) -> Tuple[List[Dict[str, Any]], Dict[str, str]]:
     """(pipeline, output) for a torchvision transform, a Compose of them, or
     a list of stoker.v1.Op dicts (the native spec, passed through).
@@ -146,46 +295,14 @@ def translate(transform: Any) -> Tuple[List[Dict[str, Any]], Dict[str, str]]:
             isinstance(op, dict) for op in transform):
         return [dict(op) for op in transform], {
             "dtype": "DTYPE_UINT8", "layout": "LAYOUT_NHWC"}
-    pipeline: List[Dict[str, Any]] = []
-    dtype, layout = "DTYPE_UINT8", "LAYOUT_NHWC"
-    converted = False  # ToTensor or PILToTensor seen
-    for t in _flatten(transform):
-        kind = type(t).__name__
-        if kind in _IMAGE_OPS:
-            if converted:
-                raise _refuse(repr(t), "it comes after ToTensor/PILToTensor; "
-                              "the daemon crops, flips and jitters the decoded "
-                              "image, then converts: move it before")
-            pipeline.append(_op(t))
-        elif kind == "ToTensor":
-            if converted:
-                raise _refuse(repr(t), "the image is already a tensor")
-            dtype, layout, converted = "DTYPE_FLOAT32", "LAYOUT_NCHW", True
-        elif kind == "PILToTensor":
-            if converted:
-                raise _refuse(repr(t), "the image is already a tensor")
-            dtype, layout, converted = "DTYPE_UINT8", "LAYOUT_NCHW", True
-        elif kind == "ConvertImageDtype":
-            name = _dtype_name(t.dtype)
-            if dtype != "DTYPE_UINT8" or not converted:
-                raise _refuse(repr(t), "it converts only PILToTensor's uint8")
-            if name not in ("float32", "float16"):
-                raise _refuse(repr(t), f"dtype {name} is not supported")
-            dtype = "DTYPE_FLOAT32" if name == "float32" else "DTYPE_FLOAT16"
-        elif kind == "Normalize":
-            if dtype == "DTYPE_UINT8":
-                raise _refuse(repr(t), "Normalize needs a float tensor "
-                              "(ToTensor before it)")
-            if getattr(t, "inplace", False):
-                pass  # the daemon writes a new tensor either way
-            mean, std = list(map(float, t.mean)), list(map(float, t.std))
-            if len(mean) != 3 or len(std) != 3:
-                raise _refuse(repr(t), "mean and std need 3 values (RGB)")
-            pipeline.append({"normalize": {"mean": mean, "std": std}})
-        else:
-            raise _refuse(repr(t), f"{kind} is not supported")
+    state = _State()
+    steps = _flatten(transform)
+    for i, t in enumerate(steps):
+        state.add(t, steps[i + 1:])
+    pipeline = state.pipeline + state.erasing
     if not any(next(iter(op)) in ("random_resized_crop", "resize")
                for op in pipeline):
         raise _refuse(repr(transform), "a transform must fix the image size "
                       "(RandomResizedCrop, or Resize with CenterCrop)")
+    dtype, layout = state.dtype, state.layout
     return pipeline, {"dtype": dtype, "layout": layout}

@@ -94,7 +94,9 @@ def test_native_spec_passes_through():
 
 
 @pytest.mark.parametrize("transform, named", [
-    (T.Compose([T.RandomResizedCrop(32), T.RandAugment()]), "RandAugment"),
+    (T.Compose([T.RandomResizedCrop(32), T.AugMix()]), "AugMix"),
+    (T.Compose([T.RandomResizedCrop(32), T.RandAugment(),
+                T.ColorJitter(0.1)]), "impossible order"),
     (T.Compose([T.RandomResizedCrop(32), T.Lambda(lambda x: x)]), "Lambda"),
     (T.Compose([T.RandomResizedCrop(32), T.GaussianBlur(3)]), "GaussianBlur"),
     (T.RandomResizedCrop(32, interpolation=T.InterpolationMode.LANCZOS),

@@ -1,0 +1,146 @@
+// The automatic augmentation and erasing ops of a JobSpec: validation with
+// errors naming the op and field, the order they take, the round trip
+// through PipelineToProto, and the draws' ranges.
+#include <set>
+
+#include "daemon/image/auto_augment.h"
+#include "daemon/image/pipeline.h"
+#include "daemon/spec/pipeline_proto.h"
+#include "gtest/gtest.h"
+
+namespace stoker {
+namespace {
+
+v1::JobSpec Spec(std::initializer_list<v1::Op> ops, bool float_output = true) {
+  v1::JobSpec spec;
+  v1::Op crop;
+  crop.mutable_random_resized_crop()->set_height(32);
+  crop.mutable_random_resized_crop()->set_width(32);
+  *spec.add_pipeline() = crop;
+  for (const v1::Op& op : ops) *spec.add_pipeline() = op;
+  if (float_output) spec.mutable_output()->set_dtype(v1::DTYPE_FLOAT32);
+  return spec;
+}
+
+v1::Op Wide() {
+  v1::Op op;
+  op.mutable_trivial_augment_wide();
+  return op;
+}
+
+v1::Op Erase() {
+  v1::Op op;
+  op.mutable_random_erasing()->set_p(0.25f);
+  return op;
+}
+
+void ExpectRefused(const v1::JobSpec& spec, const std::string& words) {
+  auto pipeline = ParsePipeline(spec);
+  EXPECT_EQ(pipeline.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(pipeline.status().message().find(words), absl::string_view::npos)
+      << pipeline.status();
+}
+
+TEST(AugmentSpec, DefaultsAreTorchvisionsAndRoundTrip) {
+  v1::Op rand;
+  rand.mutable_rand_augment()->add_fill(7);
+  auto p = ParsePipeline(Spec({rand, Erase()}));
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->augment.kind, AutoAugmentSpec::Kind::kRandAugment);
+  EXPECT_EQ(p->augment.num_ops, 2);
+  EXPECT_EQ(p->augment.magnitude, 9);
+  EXPECT_EQ(p->augment.num_magnitude_bins, 31);
+  EXPECT_EQ(p->augment.style.interpolation, Interpolation::kNearest);
+  EXPECT_EQ(p->augment.style.fill, (FillColor{7, 7, 7}));
+  EXPECT_TRUE(p->erasing.enabled);
+  EXPECT_FLOAT_EQ(p->erasing.scale_max, 0.33f);
+  v1::JobSpec back;
+  PipelineToProto(*p, &back);
+  auto again = ParsePipeline(back);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->augment.style.fill, p->augment.style.fill);
+  EXPECT_EQ(again->augment.num_ops, 2);
+  EXPECT_TRUE(again->erasing.enabled);
+  EXPECT_FLOAT_EQ(again->erasing.p, 0.25f);
+}
+
+TEST(AugmentSpec, RefusesBadFieldsNamingThem) {
+  v1::Op bins = Wide();
+  bins.mutable_trivial_augment_wide()->set_num_magnitude_bins(1);
+  ExpectRefused(Spec({bins}), "trivial_augment_wide.num_magnitude_bins");
+  v1::Op magnitude;
+  magnitude.mutable_rand_augment()->set_magnitude(31);
+  ExpectRefused(Spec({magnitude}), "rand_augment.magnitude");
+  v1::Op ops;
+  ops.mutable_rand_augment()->set_num_ops(17);
+  ExpectRefused(Spec({ops}), "rand_augment.num_ops");
+  v1::Op fill = Wide();
+  fill.mutable_trivial_augment_wide()->add_fill(256);
+  ExpectRefused(Spec({fill}), "fill values must be in [0, 255]");
+  v1::Op bicubic = Wide();
+  bicubic.mutable_trivial_augment_wide()->set_interpolation(
+      v1::INTERPOLATION_BICUBIC);
+  ExpectRefused(Spec({bicubic}), "NEAREST or BILINEAR");
+  v1::Op table = Wide();
+  auto* t = table.mutable_trivial_augment_wide()->add_magnitudes();
+  t->set_op("Rotate");
+  t->add_values(1);
+  ExpectRefused(Spec({table}), "of Rotate needs 31 values");
+  t->set_op("Equalize");
+  ExpectRefused(Spec({table}), "names no op");
+  t->set_op("Rotate");
+  for (int i = 1; i < 31; ++i) t->add_values(1e9f);
+  ExpectRefused(Spec({table}), "outside the op's range");
+  v1::Op erase = Erase();
+  erase.mutable_random_erasing()->set_scale_min(0.5f);
+  erase.mutable_random_erasing()->set_scale_max(0.1f);
+  ExpectRefused(Spec({erase}), "random_erasing.scale_min");
+  ExpectRefused(Spec({Erase()}, false), "random_erasing needs output.dtype");
+}
+
+TEST(AugmentSpec, TakesItsPlaceInTheOrder) {
+  v1::Op flip;
+  flip.mutable_random_horizontal_flip();
+  ExpectRefused(Spec({Wide(), flip}), "impossible order");
+  ExpectRefused(Spec({Erase(), Wide()}), "impossible order");
+  v1::Op rand;
+  rand.mutable_rand_augment();
+  ExpectRefused(Spec({Wide(), rand}), "impossible order");
+  EXPECT_TRUE(ParsePipeline(Spec({flip, Wide(), Erase()})).ok());
+}
+
+TEST(DrawAutoAugment, DrawsEveryOpAndBinWithinTheSpace) {
+  AutoAugmentSpec spec;
+  spec.kind = AutoAugmentSpec::Kind::kTrivialAugmentWide;
+  std::set<int> ops;
+  std::set<double> rotations;
+  for (uint64_t key = 0; key < 5000; ++key) {
+    const DrawnOps d = DrawAutoAugment(spec, {224, 224}, key);
+    ASSERT_EQ(d.count, 1);
+    ops.insert(static_cast<int>(d.ops[0].op));
+    EXPECT_NE(d.ops[0].op, AugmentOp::kInvert);
+    if (d.ops[0].op == AugmentOp::kRotate) {
+      EXPECT_LE(std::abs(d.ops[0].magnitude), 135.0);
+      rotations.insert(d.ops[0].magnitude);
+    }
+  }
+  EXPECT_EQ(ops.size(), 14u);
+  EXPECT_GT(rotations.size(), 50u);  // 31 bins, both signs
+}
+
+TEST(DrawSampleParams, AugmentationIsAPureFunctionOfTheKey) {
+  Pipeline p;
+  p.output = {64, 64};
+  p.augment.kind = AutoAugmentSpec::Kind::kRandAugment;
+  p.augment.num_ops = 3;
+  const SampleParams a = DrawSampleParams(p, {100, 80}, 42);
+  const SampleParams b = DrawSampleParams(p, {100, 80}, 42);
+  ASSERT_EQ(a.augment.count, 3);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(a.augment.ops[i].op, b.augment.ops[i].op);
+    EXPECT_EQ(a.augment.ops[i].magnitude, b.augment.ops[i].magnitude);
+  }
+}
+
+}  // namespace
+}  // namespace stoker

@@ -1,0 +1,149 @@
+// stoker's automatic augmentation, for tests/python/test_augment.py to
+// compare with torchvision itself:
+//   augment_tool op IN OUT WIDTH HEIGHT OP MAGNITUDE nearest|bilinear R G B
+//       applies one op (torchvision's name) to each image of a file of
+//       packed RGB images of WIDTH x HEIGHT, back to back;
+//   augment_tool draws SPEC_JSON WIDTH HEIGHT SEED EPOCH FIRST COUNT
+//       prints, one JSON line per sample index, the ops and the erasing box
+//       that sample draws in a job of that JobSpec (JSON) over images of
+//       WIDTH x HEIGHT;
+//   augment_tool tables SPEC_JSON
+//       prints the magnitude table of each op of the spec's augmentation
+//       at its output size, as JSON.
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "daemon/image/auto_augment.h"
+#include "daemon/image/pipeline.h"
+#include "daemon/spec/pipeline_proto.h"
+#include "google/protobuf/util/json_util.h"
+
+namespace stoker {
+namespace {
+
+std::vector<uint8_t> ToPlanes(const uint8_t* packed, size_t n) {
+  std::vector<uint8_t> planes(3 * n);
+  for (size_t i = 0; i < n; ++i) {
+    for (size_t c = 0; c < 3; ++c) planes[c * n + i] = packed[3 * i + c];
+  }
+  return planes;
+}
+
+int RunOp(char** argv) {
+  std::ifstream file(argv[2], std::ios::binary);
+  const std::vector<uint8_t> packed((std::istreambuf_iterator<char>(file)),
+                                    std::istreambuf_iterator<char>());
+  const ImageSize size{std::atoi(argv[4]), std::atoi(argv[5])};
+  const size_t bytes = 3 * size.Pixels();
+  if (bytes == 0 || packed.empty() || packed.size() % bytes != 0) {
+    std::cerr << argv[2] << ": not " << size.width << "x" << size.height
+              << " packed RGB images\n";
+    return 1;
+  }
+  const std::optional<AugmentOp> op = AugmentOpByName(argv[6]);
+  if (!op) {
+    std::cerr << "unknown op " << argv[6] << "\n";
+    return 2;
+  }
+  AugmentStyle style;
+  style.interpolation = std::string(argv[8]) == "bilinear"
+                            ? Interpolation::kBilinear
+                            : Interpolation::kNearest;
+  for (int c = 0; c < 3; ++c) style.fill[c] = uint8_t(std::atoi(argv[9 + c]));
+  const double magnitude = std::strtod(argv[7], nullptr);
+  std::vector<uint8_t> out(packed.size()), planes, scratch;
+  const size_t n = size.Pixels();
+  for (size_t at = 0; at < packed.size(); at += bytes) {
+    planes = ToPlanes(&packed[at], n);
+    ApplyAugmentOp(*op, magnitude, style, size, planes.data(), &scratch);
+    for (size_t i = 0; i < n; ++i) {
+      for (size_t c = 0; c < 3; ++c) out[at + 3 * i + c] = planes[c * n + i];
+    }
+  }
+  std::ofstream(argv[3], std::ios::binary)
+      .write(reinterpret_cast<const char*>(out.data()),
+             static_cast<std::streamsize>(out.size()));
+  return 0;
+}
+
+absl::StatusOr<Pipeline> ParseSpec(const char* json) {
+  v1::JobSpec spec;
+  if (!google::protobuf::util::JsonStringToMessage(json, &spec).ok()) {
+    return absl::InvalidArgumentError("not a JobSpec in JSON");
+  }
+  return ParsePipeline(spec);
+}
+
+int RunDraws(char** argv) {
+  absl::StatusOr<Pipeline> pipeline = ParseSpec(argv[2]);
+  if (!pipeline.ok()) {
+    std::cerr << pipeline.status() << "\n";
+    return 1;
+  }
+  const ImageSize image{std::atoi(argv[3]), std::atoi(argv[4])};
+  const uint64_t seed = std::strtoull(argv[5], nullptr, 10);
+  const uint64_t epoch = std::strtoull(argv[6], nullptr, 10);
+  const uint64_t first = std::strtoull(argv[7], nullptr, 10);
+  const uint64_t count = std::strtoull(argv[8], nullptr, 10);
+  for (uint64_t i = first; i < first + count; ++i) {
+    const SampleParams params =
+        DrawSampleParams(*pipeline, image, SampleKey(seed, epoch, i));
+    std::printf("{\"index\": %llu, \"ops\": [", (unsigned long long)i);
+    for (int k = 0; k < params.augment.count; ++k) {
+      const DrawnOp& op = params.augment.ops[k];
+      std::printf("%s[\"%s\", %.17g]", k ? ", " : "",
+                  std::string(AugmentOpName(op.op)).c_str(), op.magnitude);
+    }
+    std::printf("], \"erase\": ");
+    const ErasingParams& e = params.erasing;
+    if (e.apply) {
+      std::printf("[%d, %d, %d, %d]}\n", e.box.x, e.box.y, e.box.width,
+                  e.box.height);
+    } else {
+      std::printf("null}\n");
+    }
+  }
+  return 0;
+}
+
+int RunTables(char** argv) {
+  absl::StatusOr<Pipeline> pipeline = ParseSpec(argv[2]);
+  if (!pipeline.ok()) {
+    std::cerr << pipeline.status() << "\n";
+    return 1;
+  }
+  const AutoAugmentSpec& spec = pipeline->augment;
+  std::printf("{");
+  bool first = true;
+  for (AugmentOp op : AugmentationSpace(spec)) {
+    bool is_signed = false;
+    const std::vector<float> table =
+        MagnitudeTable(spec, op, pipeline->output, &is_signed);
+    std::printf("%s\"%s\": [[", first ? "" : ", ",
+                std::string(AugmentOpName(op)).c_str());
+    for (size_t i = 0; i < table.size(); ++i) {
+      std::printf("%s%.9g", i ? ", " : "", double(table[i]));
+    }
+    std::printf("], %s]", is_signed ? "true" : "false");
+    first = false;
+  }
+  std::printf("}\n");
+  return 0;
+}
+
+}  // namespace
+}  // namespace stoker
+
+int main(int argc, char** argv) {
+  const std::string mode = argc > 1 ? argv[1] : "";
+  if (mode == "op" && argc == 12) return stoker::RunOp(argv);
+  if (mode == "draws" && argc == 9) return stoker::RunDraws(argv);
+  if (mode == "tables" && argc == 3) return stoker::RunTables(argv);
+  std::cerr << "usage: see the head of augment_tool.cc\n";
+  return 2;
+}
