@@ -110,6 +110,55 @@ TEST(Shard, RanksAreDisjointBesidesPaddingAndCoverTheEpoch) {
   }
 }
 
+// The classification reference's RASampler, transcribed: each sample k times
+// in a row, padded with the head to num_samples * world, positions
+// rank::world; stoker keeps the unrepeated epoch length (the reference cuts
+// it to a multiple of 256 of the dataset).
+std::vector<std::pair<uint32_t, uint32_t>> RaSampler(
+    const std::vector<uint32_t>& order, uint32_t reps, uint32_t rank,
+    uint32_t world, uint64_t length) {
+  std::vector<std::pair<uint32_t, uint32_t>> repeated;  // (sample, copy)
+  for (uint32_t s : order) {
+    for (uint32_t c = 0; c < reps; ++c) repeated.push_back({s, c});
+  }
+  const uint64_t per_rank = (order.size() * reps + world - 1) / world;
+  const uint64_t total = per_rank * world;
+  for (uint64_t i = 0; repeated.size() < total; ++i) {
+    repeated.push_back(repeated[i]);
+  }
+  std::vector<std::pair<uint32_t, uint32_t>> out;
+  for (uint64_t i = rank; i < total && out.size() < length; i += world) {
+    out.push_back(repeated[i]);
+  }
+  return out;
+}
+
+TEST(Shard, RepeatedAugmentationIsRaSamplersOrderAtTheUsualLength) {
+  for (uint32_t n : {1u, 7u, 43u, 256u}) {
+    const std::vector<uint32_t> order = EpochPermutation(9, 2, n, true);
+    for (uint32_t reps : {2u, 3u, 4u}) {
+      for (uint32_t world : {1u, 2u, 3u, 8u}) {
+        for (uint32_t rank = 0; rank < world; ++rank) {
+          const Sharding s{rank, world, false, reps};
+          const std::vector<uint32_t> shard = Shard(order, s);
+          ASSERT_EQ(shard.size(), ShardSize(n, s));
+          const auto want = RaSampler(order, reps, rank, world, shard.size());
+          for (size_t i = 0; i < shard.size(); ++i) {
+            EXPECT_EQ(shard[i], want[i].first) << n << " " << reps << " " << i;
+            EXPECT_EQ(RepeatCopy(i, n, s), want[i].second);
+          }
+        }
+      }
+    }
+  }
+  // One rank, no shuffle: 0 0 0 0 1 1 1 1 ... for the first n positions.
+  const Sharding one{0, 1, false, 4};
+  const std::vector<uint32_t> shard =
+      Shard(EpochPermutation(0, 0, 10, false), one);
+  EXPECT_EQ(shard, (std::vector<uint32_t>{0, 0, 0, 0, 1, 1, 1, 1, 2, 2}));
+  EXPECT_EQ(RepeatCopy(5, 10, one), 1u);
+}
+
 TEST(BatchPlan, KeepsTheShortLastBatchUnlessDropLast) {
   const BatchPlan keep(10, 4, false);
   EXPECT_EQ(keep.batches_per_epoch(), 3u);

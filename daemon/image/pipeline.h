@@ -11,6 +11,7 @@
 
 #include "daemon/image/auto_augment.h"
 #include "daemon/image/color_jitter.h"
+#include "daemon/image/counter_random.h"
 #include "daemon/image/jpeg_decoder.h"
 #include "daemon/image/random_erasing.h"
 #include "stoker/vocabulary.h"  // Interpolation, DType, Layout
@@ -97,6 +98,12 @@ JitterParams DrawJitter(const Pipeline& pipeline, uint64_t key);
 
 // The key of sample `index` in `epoch` of a job seeded `seed`.
 uint64_t SampleKey(uint64_t seed, uint64_t epoch, uint64_t index);
+
+// The key of copy `copy` of a sample whose key is `key` (repeated
+// augmentation); copy 0 keeps the sample's key.
+inline uint64_t CopyKey(uint64_t key, uint32_t copy) {
+  return copy == 0 ? key : Mix64(key ^ (copy * 0x9e3779b97f4a7c15ull));
+}
 
 SampleParams DrawSampleParams(const Pipeline& pipeline, ImageSize image,
                               uint64_t key);

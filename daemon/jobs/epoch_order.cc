@@ -24,8 +24,31 @@ uint64_t ShardSize(uint64_t n, const Sharding& s) {
   return (n + w - 1) / w;
 }
 
+namespace {
+
+// The position in the repeated order of position i of this rank's share.
+uint64_t RepeatedPosition(uint64_t i, uint64_t n, const Sharding& s) {
+  // Padding repeats the head of the repeated order.
+  return (s.rank + i * s.world_size) % (n * s.repetitions);
+}
+
+}  // namespace
+
+uint32_t RepeatCopy(uint64_t i, uint64_t n, const Sharding& s) {
+  if (s.repetitions <= 1 || n == 0) return 0;
+  return static_cast<uint32_t>(RepeatedPosition(i, n, s) % s.repetitions);
+}
+
 std::vector<uint32_t> Shard(const std::vector<uint32_t>& order,
                             const Sharding& s) {
+  if (s.repetitions > 1 && !order.empty()) {
+    const uint64_t per_rank = ShardSize(order.size(), s);
+    std::vector<uint32_t> shard(per_rank);
+    for (uint64_t i = 0; i < per_rank; ++i) {
+      shard[i] = order[RepeatedPosition(i, order.size(), s) / s.repetitions];
+    }
+    return shard;
+  }
   if (s.world_size == 1) return order;
   const uint64_t per_rank = ShardSize(order.size(), s);
   const uint64_t total = per_rank * s.world_size;

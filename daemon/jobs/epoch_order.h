@@ -28,12 +28,23 @@ std::vector<uint32_t> EpochPermutation(uint64_t seed, uint64_t epoch,
 // different ranks are disjoint except for the padding, and together cover
 // the epoch. (Sharding is in spec/job_config.h.)
 
+// With sharding.repetitions = k > 1 (repeated augmentation, as the
+// classification reference's RASampler): the order with each sample
+// repeated k times in a row, padded by repeating its head to a multiple of
+// world_size, gives each rank positions rank::world_size, of which it takes
+// as many as it would without repetition. RepeatCopy says which copy (0 to
+// k - 1) position i of a rank's share is, so each copy gets its own draws.
+
 // Samples per rank per epoch.
 uint64_t ShardSize(uint64_t num_samples, const Sharding& sharding);
 
 // This rank's samples of `order` (an epoch order of every sample).
 std::vector<uint32_t> Shard(const std::vector<uint32_t>& order,
                             const Sharding& sharding);
+
+// The copy that position `i` of this rank's share is (0 without
+// repetition); `num_samples` is the epoch order's size.
+uint32_t RepeatCopy(uint64_t i, uint64_t num_samples, const Sharding& sharding);
 
 // How an epoch of `num_samples` splits into batches of `batch_size`.
 class BatchPlan {

@@ -150,7 +150,9 @@ bool Job::TakeTask(SampleTask* task) {
   task->epoch = epoch;
   task->slot = open->slot;
   task->row = row;
-  task->sample = Order(epoch)[batch * config_.batch_size + row];
+  const uint64_t position = batch * config_.batch_size + row;
+  task->sample = Order(epoch)[position];
+  task->copy = RepeatCopy(position, dataset_.samples, config_.sharding);
   task->dataset = index_.get();
   task->image = data + layout.images_offset +
                 uint64_t{row} * config_.pipeline.BytesPerImage();

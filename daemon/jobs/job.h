@@ -50,6 +50,7 @@ struct SampleTask {
   uint32_t slot = 0;
   uint32_t row = 0;
   uint32_t sample = 0;  // dataset index
+  uint32_t copy = 0;    // repeated augmentation: which copy of the sample
   // The job's index; valid until FinishTask.
   const DatasetIndex* dataset = nullptr;
   uint8_t* image = nullptr;

@@ -190,9 +190,10 @@ void WorkerPool::Process(Job& job, const SampleTask& task, SampleReader& reader,
   for (int attempt = 0;; ++attempt) {
     status = identity.Use(config.owner_files);
     if (status.ok()) {
-      status =
-          reader.Decode(job.serial(), dataset, sample, config.pipeline,
-                        SampleKey(config.seed, task.epoch, sample), task.image);
+      status = reader.Decode(
+          job.serial(), dataset, sample, config.pipeline,
+          CopyKey(SampleKey(config.seed, task.epoch, sample), task.copy),
+          task.image);
     }
     if (status.ok()) {
       *task.label = dataset.label(sample);

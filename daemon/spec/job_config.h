@@ -26,6 +26,8 @@ struct Sharding {
   uint32_t rank = 0;
   uint32_t world_size = 1;
   bool drop_tail = false;
+  // Repeated augmentation: copies of each sample in the order (1: off).
+  uint32_t repetitions = 1;
 };
 
 // How a job's batches are shared among its consumers (see SharingSpec in

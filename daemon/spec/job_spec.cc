@@ -129,7 +129,12 @@ absl::StatusOr<Sharding> ParseSharding(const v1::JobSpec& spec) {
   if (spec.rank() >= world) {
     return OutOfRange("rank", spec.rank(), 0, world - 1);
   }
-  return Sharding{spec.rank(), world, spec.shard_drop_last()};
+  const uint32_t reps =
+      spec.repeated_augmentations() == 0 ? 1 : spec.repeated_augmentations();
+  if (reps > kMaxRepetitions) {
+    return OutOfRange("repeated_augmentations", reps, 0, kMaxRepetitions);
+  }
+  return Sharding{spec.rank(), world, spec.shard_drop_last(), reps};
 }
 
 }  // namespace
@@ -214,6 +219,7 @@ v1::JobSpec EffectiveSpec(const JobConfig& config) {
   spec.set_rank(config.sharding.rank);
   spec.set_world_size(config.sharding.world_size);
   spec.set_shard_drop_last(config.sharding.drop_tail);
+  spec.set_repeated_augmentations(config.sharding.repetitions);
   spec.set_start_epoch(config.start_epoch);
   spec.set_start_batch(config.start_batch);
   v1::SharingSpec* sharing = spec.mutable_sharing();

@@ -16,6 +16,8 @@ inline constexpr uint32_t kMaxSlots = 256;
 inline constexpr uint64_t kMaxSlotBytes = uint64_t{2} << 30;
 inline constexpr size_t kMaxNameBytes = 128;
 inline constexpr uint32_t kMaxWorldSize = 1 << 16;
+// JobSpec.repeated_augmentations at most.
+inline constexpr uint32_t kMaxRepetitions = 16;
 inline constexpr size_t kMaxPathBytes = 4096;
 inline constexpr size_t kMaxShardPatterns = 4096;
 inline constexpr size_t kMaxLabelFieldBytes = 256;

@@ -2,13 +2,13 @@
 """Trains a few steps with the data settings of torchvision's ResNet-50 V2
 recipe (references/classification, 80.9% top-1) on an ImageFolder served by
 stokerd: train crop 176, TrivialAugmentWide, RandomErasing 0.1, MixUp 0.2 /
-CutMix 1.0 in the trainer, eval resize 232 and crop 224; then evaluates.
+CutMix 1.0 in the trainer, repeated augmentation 4, eval resize 232 and
+crop 224; then evaluates.
 
   python3 train_resnet50_recipe.py --data=DIR [--socket=PATH] [--steps=10]
 
 The transforms are the recipe's own objects; only the loader lines differ
-from the reference's train.py. (The recipe's repeated augmentation,
---ra-reps 4, is not offered by stoker yet.)
+from the reference's train.py (its RASampler is repeated_augmentations=4).
 """
 import argparse
 import time
@@ -60,6 +60,7 @@ def main():
     train = stoker.DataLoader(args.data, transform=train_tf,
                               batch_size=args.batch_size, shuffle=True,
                               drop_last=True, batch_transform=mix,
+                              repeated_augmentations=4,
                               device=device, socket=args.socket)
     val = stoker.DataLoader(args.data, transform=val_tf,
                             batch_size=args.batch_size, device=device,

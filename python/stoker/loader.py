@@ -104,6 +104,11 @@ class DataLoader:
     each epoch, a broadcast one may skip batches with on_lag="skip"); it
     cannot be moved (set_epoch to another epoch, load_state_dict) and does
     not re-create the job after a daemon restart.
+    repeated_augmentations: k > 1 repeats each sample of an epoch's order
+        k times in a row, each copy with its own augmentation, the ranks
+        sharing that repeated order out (the classification reference's
+        RASampler, --ra-reps); an epoch keeps its length, so it sees about
+        1/k of the distinct samples. At most 16.
     fast_resample: resample approximately (a DCT-scaled JPEG decode, an
         area average) instead of exactly as Pillow: less daemon CPU, but
         pixels that differ from torchvision's (see the README's numbers).
@@ -134,6 +139,7 @@ class DataLoader:
                  access_group: str = "", name: str = "python",
                  reconnect_timeout: float = 60.0, job_id: Optional[str] = None,
                  fast_resample: bool = False,
+                 repeated_augmentations: int = 1,
                  shards: Union[str, Sequence[str], None] = None,
                  manifest: Optional[str] = None, label_field: str = "",
                  batch_transform: Any = None, sampler: Any = None,
@@ -181,6 +187,7 @@ class DataLoader:
             "sharing": {"mode": _SHARING[sharing]},
             "weight": int(weight), "access_group": access_group,
             "fast_resample": bool(fast_resample),
+            "repeated_augmentations": int(repeated_augmentations),
         }
         if (sharing == "broadcast" or max_lag != 0 or on_lag != "detach" or
                 min_consumers != 1):  # the daemon refuses them otherwise

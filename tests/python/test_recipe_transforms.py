@@ -114,3 +114,41 @@ def test_transforms_v2_translate_like_v1():
                       v2.Normalize(MEAN, STD), v2.RandomErasing(0.1)])
     old = PresetTrain()
     assert stoker.translate_transform(new) == stoker.translate_transform(old)
+
+
+def _epoch(root, transform, socket, **kwargs):
+    import stoker
+    loader = stoker.DataLoader(root, transform=transform, batch_size=8,
+                               socket=socket, **kwargs)
+    try:
+        batches = [(i.clone(), l.clone()) for i, l in loader]
+        return (torch.cat([b[0] for b in batches]),
+                torch.cat([b[1] for b in batches]), len(loader))
+    finally:
+        loader.close()
+
+
+def test_repeated_augmentation_gives_k_copies_each_augmented_apart(
+        daemon, scratch):
+    from torchvision import datasets
+    root = photo_folder(os.path.join(scratch, "photos"))
+    plain = T.Compose([T.Resize(72), T.CenterCrop(64), T.PILToTensor()])
+    images, labels, batches = _epoch(root, plain, daemon.socket,
+                                     repeated_augmentations=4)
+    _, _, batches_without = _epoch(root, plain, daemon.socket)
+    reference = datasets.ImageFolder(root, plain)
+    n = len(reference)
+    assert len(images) == n and batches == batches_without  # same length
+    for position in range(n):  # unshuffled: 0 0 0 0 1 1 1 1 ...
+        image, label = reference[position // 4]
+        assert torch.equal(images[position], image), position
+        assert int(labels[position]) == label
+    # Random ops: each copy draws its own.
+    train = T.Compose([T.RandomResizedCrop(64), T.RandomHorizontalFlip(),
+                       T.PILToTensor()])
+    images, _, _ = _epoch(root, train, daemon.socket, shuffle=True, seed=3,
+                          repeated_augmentations=4)
+    groups = [images[i:i + 4] for i in range(0, n - 3, 4)]
+    distinct = sum(len({g[c].numpy().tobytes() for c in range(4)}) == 4
+                   for g in groups)
+    assert distinct >= len(groups) - 1, (distinct, len(groups))
