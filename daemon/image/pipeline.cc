@@ -115,6 +115,14 @@ SampleParams DrawSampleParams(const Pipeline& p, ImageSize image,
   uint64_t k = 0;
   params.flip = p.flip_p > 0 && Uniform01(Mix64(key ^ 0xf11b), &k) < p.flip_p;
   if (p.jitter()) params.jitter = DrawJitter(p, Mix64(key ^ 0xc0105));
+  k = 0;
+  params.vflip =
+      p.vflip_p > 0 && Uniform01(Mix64(key ^ 0xf11c), &k) < p.vflip_p;
+  k = 0;
+  params.gray = p.gray_p > 0 && Uniform01(Mix64(key ^ 0x62a7), &k) < p.gray_p;
+  k = 0;
+  params.jitter_applies =
+      p.jitter_p >= 1 || Uniform01(Mix64(key ^ 0xa9917), &k) < p.jitter_p;
   // Each draw has its own stream, keyed by the sample, so adding one op to
   // a pipeline leaves the others' draws alone.
   if (p.augment.enabled()) {

@@ -40,6 +40,9 @@ struct Pipeline {
   ImageSize resized;
   bool center_crop = false;
   double flip_p = 0.0;
+  double vflip_p = 0.0;   // RandomVerticalFlip
+  double gray_p = 0.0;    // RandomGrayscale (1: Grayscale), after the jitter
+  double jitter_p = 1.0;  // RandomApply([ColorJitter]): how often it applies
   // ColorJitter strengths (0: off).
   float brightness = 0;
   float contrast = 0;
@@ -70,6 +73,9 @@ struct Pipeline {
 struct SampleParams {
   Region box;  // the part of the source image that becomes the output
   bool flip = false;
+  bool vflip = false;
+  bool gray = false;
+  bool jitter_applies = true;
   JitterParams jitter;
   DrawnOps augment;
   ErasingParams erasing;

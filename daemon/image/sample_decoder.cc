@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -201,26 +202,47 @@ absl::Status SampleDecoder::ProcessBytes(std::span<const uint8_t> file,
   if (planes == nullptr) {
     return absl::InternalError("the decoder returned another region");
   }
-  if (params_.flip) {
-    const ImageSize o = pipeline.output;
-    uint8_t* spare = planes + 3 * o.Pixels();
-    for (int c = 0; c < 3; ++c) {
-      uint8_t* plane = planes + c * o.Pixels();
-      libyuv::MirrorPlane(plane, o.width, spare, o.width, o.width, o.height);
-      std::memcpy(plane, spare, o.Pixels());
-    }
-  }
-  if (pipeline.jitter()) {
-    ApplyJitter(planes, pipeline.output.Pixels(), params_.jitter);
-  }
-  if (pipeline.augment.enabled()) {
-    ApplyDrawnOps(params_.augment, pipeline.augment.style, pipeline.output,
-                  planes, &augment_);
-  }
+  ApplyImageOps(pipeline, planes);
   WriteOutput(planes, pipeline, out);
   ApplyErasing(pipeline.erasing, params_.erasing, pipeline.output,
                pipeline.dtype, pipeline.layout, out);
   return absl::OkStatus();
+}
+
+void SampleDecoder::ApplyImageOps(const Pipeline& pipeline, uint8_t* planes) {
+  const ImageSize o = pipeline.output;
+  const size_t n = o.Pixels();
+  if (params_.flip) {
+    uint8_t* spare = planes + 3 * n;
+    for (int c = 0; c < 3; ++c) {
+      uint8_t* plane = planes + c * n;
+      libyuv::MirrorPlane(plane, o.width, spare, o.width, o.width, o.height);
+      std::memcpy(plane, spare, n);
+    }
+  }
+  if (params_.vflip) {
+    for (int c = 0; c < 3; ++c) {
+      uint8_t* plane = planes + c * n;
+      for (int top = 0, bottom = o.height - 1; top < bottom; ++top, --bottom) {
+        std::swap_ranges(plane + size_t(top) * o.width,
+                         plane + size_t(top + 1) * o.width,
+                         plane + size_t(bottom) * o.width);
+      }
+    }
+  }
+  if (pipeline.jitter() && params_.jitter_applies) {
+    ApplyJitter(planes, n, params_.jitter);
+  }
+  if (params_.gray) {  // Pillow's convert("L"), in all three channels
+    for (size_t i = 0; i < n; ++i) {
+      planes[i] = planes[n + i] = planes[2 * n + i] =
+          Luma(planes[i], planes[n + i], planes[2 * n + i]);
+    }
+  }
+  if (pipeline.augment.enabled()) {
+    ApplyDrawnOps(params_.augment, pipeline.augment.style, o, planes,
+                  &augment_);
+  }
 }
 
 uint8_t* SampleDecoder::ResampleExactly(const DecodedRegion& region,

@@ -113,6 +113,9 @@ class SampleDecoder {
 
   void WriteOutput(const uint8_t* planes, const Pipeline& pipeline,
                    uint8_t* out);
+  // The ops on the resampled planes: flips, jitter, grayscale, automatic
+  // augmentation, with the parameters drawn for this sample.
+  void ApplyImageOps(const Pipeline& pipeline, uint8_t* planes);
   // The decoded footprint of `g` resampled as Pillow does, as three planes
   // of `out` (and a spare one) in planes_.
   uint8_t* ResampleExactly(const DecodedRegion& region, const ExactGeometry& g,

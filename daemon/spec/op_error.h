@@ -33,6 +33,14 @@ class OpError {
   std::string prefix_;
 };
 
+// An optional probability field: `fallback` when unset, else in [0, 1].
+inline absl::Status ParseProbability(const OpError& e, bool has, float value,
+                                     double fallback, double* out) {
+  *out = has ? value : fallback;
+  if (*out >= 0 && *out <= 1) return absl::OkStatus();
+  return e.Bad("p", absl::StrCat("must be in [0, 1], got ", *out));
+}
+
 inline absl::StatusOr<Interpolation> ParseInterpolation(
     const OpError& e, v1::Interpolation value) {
   if (std::optional<Interpolation> known = FromWire(value)) return *known;

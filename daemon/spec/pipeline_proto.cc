@@ -118,7 +118,7 @@ absl::Status ParseJitter(const OpError& e, const v1::ColorJitter& op,
   if (!p->jitter()) {
     return e.Bad("brightness", "contrast, saturation and hue are all 0");
   }
-  return absl::OkStatus();
+  return ParseProbability(e, op.has_p(), op.p(), 1.0, &p->jitter_p);
 }
 
 // Position of each op kind in the accepted order.
@@ -131,16 +131,20 @@ int Rank(v1::Op::KindCase kind) {
       return 1;
     case v1::Op::kRandomHorizontalFlip:
       return 2;
-    case v1::Op::kColorJitter:
+    case v1::Op::kRandomVerticalFlip:
       return 3;
+    case v1::Op::kColorJitter:
+      return 4;
+    case v1::Op::kRandomGrayscale:
+      return 5;
     case v1::Op::kTrivialAugmentWide:
     case v1::Op::kRandAugment:
     case v1::Op::kAutoAugment:
-      return 4;
-    case v1::Op::kNormalize:
-      return 5;
-    case v1::Op::kRandomErasing:
       return 6;
+    case v1::Op::kNormalize:
+      return 7;
+    case v1::Op::kRandomErasing:
+      return 8;
     default:
       return -1;
   }
@@ -189,6 +193,18 @@ absl::Status ParseOp(int i, const v1::Op& op, Pipeline* p) {
     case v1::Op::kRandomErasing:
       status = ParseErasing({i, "random_erasing"}, op.random_erasing(), p);
       break;
+    case v1::Op::kRandomVerticalFlip: {
+      const auto& f = op.random_vertical_flip();
+      status = ParseProbability({i, "random_vertical_flip"}, f.has_p(), f.p(),
+                                0.5, &p->vflip_p);
+      break;
+    }
+    case v1::Op::kRandomGrayscale: {
+      const auto& g = op.random_grayscale();
+      status = ParseProbability({i, "random_grayscale"}, g.has_p(), g.p(), 0.1,
+                                &p->gray_p);
+      break;
+    }
     default:
       break;
   }
@@ -209,7 +225,8 @@ absl::Status ParseOps(const v1::JobSpec& spec, Pipeline* p) {
       return absl::InvalidArgumentError(absl::StrCat(
           "pipeline[", i,
           "]: impossible order; accepted: random_resized_crop, or resize "
-          "[center_crop]; then [random_horizontal_flip] [color_jitter] "
+          "[center_crop]; then [random_horizontal_flip] "
+          "[random_vertical_flip] [color_jitter] [random_grayscale] "
           "[trivial_augment_wide | rand_augment | auto_augment] [normalize] "
           "[random_erasing]"));
     }
@@ -316,12 +333,19 @@ void PipelineToProto(const Pipeline& p, v1::JobSpec* spec) {
   if (p.flip_p > 0) {
     spec->add_pipeline()->mutable_random_horizontal_flip()->set_p(p.flip_p);
   }
+  if (p.vflip_p > 0) {
+    spec->add_pipeline()->mutable_random_vertical_flip()->set_p(p.vflip_p);
+  }
   if (p.jitter()) {
     auto* op = spec->add_pipeline()->mutable_color_jitter();
+    if (p.jitter_p < 1) op->set_p(p.jitter_p);
     op->set_brightness(p.brightness);
     op->set_contrast(p.contrast);
     op->set_saturation(p.saturation);
     op->set_hue(p.hue);
+  }
+  if (p.gray_p > 0) {
+    spec->add_pipeline()->mutable_random_grayscale()->set_p(p.gray_p);
   }
   AugmentToProto(p.augment, spec);
   if (p.normalize) {

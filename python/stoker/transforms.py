@@ -16,8 +16,9 @@ from stoker.errors import UnsupportedTransform
 SUPPORTED = (
     "RandomResizedCrop(size, scale, ratio, interpolation=BILINEAR|BICUBIC|NEAREST), "
     "Resize(size, interpolation=BILINEAR|BICUBIC|NEAREST, max_size=None), "
-    "CenterCrop(size), RandomHorizontalFlip(p), "
-    "ColorJitter(brightness, contrast, saturation, hue), "
+    "CenterCrop(size), RandomHorizontalFlip(p), RandomVerticalFlip(p), "
+    "ColorJitter(brightness, contrast, saturation, hue) (also in "
+    "RandomApply([ColorJitter(...)], p)), RandomGrayscale(p), Grayscale(3), "
     "TrivialAugmentWide, RandAugment, AutoAugment (interpolation NEAREST|BILINEAR, fill), "
     "ToTensor(), PILToTensor(), ConvertImageDtype(torch.float32|torch.float16), "
     "Normalize(mean, std), RandomErasing(p, scale, ratio, value), "
@@ -29,7 +30,9 @@ SUPPORTED = (
 
 # Geometric and colour ops run on the decoded image; conversion after them.
 _IMAGE_OPS = ("RandomResizedCrop", "Resize", "CenterCrop",
-              "RandomHorizontalFlip", "ColorJitter") + augment_ops.AUGMENTS
+              "RandomHorizontalFlip", "RandomVerticalFlip", "ColorJitter",
+              "RandomApply", "RandomGrayscale", "Grayscale") + \
+    augment_ops.AUGMENTS
 # transforms.v2 names with the same meaning here.
 _V2_NAMES = {"ToImage": "PILToTensor", "ToImageTensor": "PILToTensor",
              "ToPureTensor": None}
@@ -78,6 +81,8 @@ def _flatten(transform: Any) -> List[Any]:
     if kind == "ImageClassification":
         return _image_classification(transform)
     inner = getattr(transform, "transforms", None)
+    if kind in ("RandomApply", "RandomChoice", "RandomOrder"):
+        return [transform]  # random containers: translated or refused whole
     if inner is not None and (kind == "Compose" or type(inner).__name__ ==
                               "Compose" or isinstance(inner, (list, tuple))):
         out = []
@@ -179,6 +184,22 @@ def _op(transform: Any) -> Dict[str, Any]:
         return {"center_crop": {"height": height, "width": width}}
     if kind == "RandomHorizontalFlip":
         return {"random_horizontal_flip": {"p": float(transform.p)}}
+    if kind == "RandomVerticalFlip":
+        return {"random_vertical_flip": {"p": float(transform.p)}}
+    if kind in ("Grayscale", "RandomGrayscale"):
+        if kind == "Grayscale" and transform.num_output_channels != 3:
+            raise _refuse(repr(transform), "stoker's images have 3 channels: "
+                          "use Grayscale(num_output_channels=3)")
+        p = 1.0 if kind == "Grayscale" else float(transform.p)
+        return {"random_grayscale": {"p": p}}
+    if kind == "RandomApply":
+        inner = list(transform.transforms)
+        if len(inner) != 1 or type(inner[0]).__name__ != "ColorJitter":
+            raise _refuse(repr(transform), "RandomApply is supported around "
+                          "one ColorJitter")
+        op = _op(inner[0])
+        op["color_jitter"]["p"] = float(transform.p)
+        return op
     if kind == "ColorJitter":
         return {"color_jitter": {
             "brightness": _jitter_factor(transform, "brightness"),
@@ -194,8 +215,15 @@ def _dtype_name(dtype: Any) -> str:
 
 # The order stokerd applies the image ops in (the geometry, 0 and 1, is
 # checked by the daemon, which names the field).
-_ORDER = {"RandomHorizontalFlip": 2, "ColorJitter": 3,
-          **{name: 4 for name in augment_ops.AUGMENTS}}
+# The two flips commute, so either may come first.
+_ORDER = {"RandomHorizontalFlip": 2, "RandomVerticalFlip": 2,
+          "ColorJitter": 3, "RandomApply": 3, "RandomGrayscale": 4,
+          "Grayscale": 4, **{name: 5 for name in augment_ops.AUGMENTS}}
+# The order the daemon takes its ops in (proto/stoker/v1/loader.proto).
+_DAEMON_ORDER = ["random_resized_crop", "resize", "center_crop",
+                 "random_horizontal_flip", "random_vertical_flip",
+                 "color_jitter", "random_grayscale", "trivial_augment_wide",
+                 "rand_augment", "auto_augment", "normalize", "random_erasing"]
 
 
 class _State:
@@ -208,6 +236,7 @@ class _State:
         self.converted = False  # ToTensor or PILToTensor seen
         self.size: Optional[Tuple[int, int]] = None  # (height, width)
         self.rank = 0  # of the last image op, in _ORDER
+        self.seen = set()  # image op kinds taken
 
     def add(self, t: Any, rest: List[Any]) -> None:
         kind = _kind(t)
@@ -217,12 +246,14 @@ class _State:
                               "the daemon crops, flips and augments the "
                               "decoded image, then converts: move it before")
             rank = _ORDER.get(kind, 0)
-            if rank <= self.rank and rank > 1:
+            if rank > 1 and (rank < self.rank or kind in self.seen or (
+                    rank in (3, 4, 5) and rank == self.rank)):
                 raise _refuse(repr(t), "impossible order: stokerd runs a crop "
                               "or resize, then RandomHorizontalFlip, "
                               "ColorJitter, one automatic augmentation, in "
                               "that order, each once")
             self.rank = rank
+            self.seen.add(kind)
             self.pipeline.append(
                 augment_ops.augment_op(t, self.size, _refuse)
                 if kind in augment_ops.AUGMENTS else _op(t))
@@ -299,7 +330,8 @@ def translate(transform: Any) -> Tuple[List[Dict[str, Any]], Dict[str, str]]:
     steps = _flatten(transform)
     for i, t in enumerate(steps):
         state.add(t, steps[i + 1:])
-    pipeline = state.pipeline + state.erasing
+    pipeline = sorted(state.pipeline + state.erasing,
+                      key=lambda op: _DAEMON_ORDER.index(next(iter(op))))
     if not any(next(iter(op)) in ("random_resized_crop", "resize")
                for op in pipeline):
         raise _refuse(repr(transform), "a transform must fix the image size "

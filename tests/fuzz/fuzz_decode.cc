@@ -39,6 +39,21 @@ stoker::Pipeline PipelineFrom(const uint8_t* h) {
   p.layout = (select & 64) ? stoker::Layout::kNCHW : stoker::Layout::kNHWC;
   p.interpolation = (select & 128) ? stoker::Interpolation::kNearest
                                    : stoker::Interpolation::kBilinear;
+  // The high bits of h[3]: an automatic augmentation, its warps' filter,
+  // and erasing (on float output) with noise.
+  using Kind = stoker::AutoAugmentSpec::Kind;
+  constexpr Kind kKinds[] = {Kind::kNone, Kind::kTrivialAugmentWide,
+                             Kind::kRandAugment, Kind::kAutoAugment};
+  p.augment.kind = kKinds[(h[3] >> 4) & 3];
+  p.augment.num_ops = 3;
+  p.augment.style.interpolation = (h[3] & 64) ? stoker::Interpolation::kBilinear
+                                              : stoker::Interpolation::kNearest;
+  p.augment.style.fill = {h[1], h[2], h[3]};
+  if ((h[3] & 128) && p.dtype != stoker::DType::kUInt8) {
+    p.erasing.enabled = true;
+    p.erasing.p = 0.9;
+    p.erasing.random_value = (h[1] & 1) != 0;
+  }
   return p;
 }
 
