@@ -98,6 +98,37 @@ TEST(AugmentSpec, RefusesBadFieldsNamingThem) {
   ExpectRefused(Spec({Erase()}, false), "random_erasing needs output.dtype");
 }
 
+TEST(AugmentSpec, WarpsAreBoundedAndRoundTrip) {
+  v1::Op affine;
+  auto* a = affine.mutable_random_affine();
+  a->set_degrees_min(-10);
+  a->set_degrees_max(10);
+  a->set_shear_x_min(-5);
+  a->set_shear_x_max(5);
+  a->set_scale_min(0.5f);
+  a->set_scale_max(1.5f);
+  auto p = ParsePipeline(Spec({affine}));
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->warp.kind, WarpSpec::Kind::kAffine);
+  EXPECT_TRUE(p->warp.shear_x);
+  EXPECT_FALSE(p->warp.shear_y);
+  EXPECT_FALSE(p->warp.translate);
+  v1::JobSpec back;
+  PipelineToProto(*p, &back);
+  auto again = ParsePipeline(back);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_DOUBLE_EQ(again->warp.scale_max, 1.5);
+  a->set_shear_x_max(89);
+  ExpectRefused(Spec({affine}), "random_affine.shear_x_min");
+  a->set_shear_x_max(5);
+  a->set_degrees_min(20);
+  ExpectRefused(Spec({affine}), "random_affine.degrees_min");
+  v1::Op rotation;
+  rotation.mutable_random_rotation()->set_degrees_max(1e9f);
+  ExpectRefused(Spec({rotation}), "random_rotation.degrees_min");
+  ExpectRefused(Spec({Wide(), rotation}), "impossible order");
+}
+
 TEST(AugmentSpec, TakesItsPlaceInTheOrder) {
   v1::Op flip;
   flip.mutable_random_horizontal_flip();

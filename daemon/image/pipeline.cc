@@ -118,6 +118,7 @@ SampleParams DrawSampleParams(const Pipeline& p, ImageSize image,
   k = 0;
   params.vflip =
       p.vflip_p > 0 && Uniform01(Mix64(key ^ 0xf11c), &k) < p.vflip_p;
+  params.warp = DrawWarp(p.warp, p.output, Mix64(key ^ 0x3a4f));
   k = 0;
   params.gray = p.gray_p > 0 && Uniform01(Mix64(key ^ 0x62a7), &k) < p.gray_p;
   k = 0;

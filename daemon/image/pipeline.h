@@ -14,6 +14,7 @@
 #include "daemon/image/counter_random.h"
 #include "daemon/image/jpeg_decoder.h"
 #include "daemon/image/random_erasing.h"
+#include "daemon/image/random_warp.h"
 #include "stoker/vocabulary.h"  // Interpolation, DType, Layout
 
 namespace stoker {
@@ -41,6 +42,7 @@ struct Pipeline {
   bool center_crop = false;
   double flip_p = 0.0;
   double vflip_p = 0.0;   // RandomVerticalFlip
+  WarpSpec warp;          // RandomRotation or RandomAffine, after the flips
   double gray_p = 0.0;    // RandomGrayscale (1: Grayscale), after the jitter
   double jitter_p = 1.0;  // RandomApply([ColorJitter]): how often it applies
   // ColorJitter strengths (0: off).
@@ -76,6 +78,7 @@ struct SampleParams {
   bool vflip = false;
   bool gray = false;
   bool jitter_applies = true;
+  WarpParams warp;
   JitterParams jitter;
   DrawnOps augment;
   ErasingParams erasing;

@@ -230,6 +230,7 @@ void SampleDecoder::ApplyImageOps(const Pipeline& pipeline, uint8_t* planes) {
       }
     }
   }
+  ApplyWarp(pipeline.warp, params_.warp, o, planes, &augment_);
   if (pipeline.jitter() && params_.jitter_applies) {
     ApplyJitter(planes, n, params_.jitter);
   }

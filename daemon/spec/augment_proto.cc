@@ -17,33 +17,6 @@ std::string Cut(const std::string& name) {
   return name.size() <= 64 ? name : name.substr(0, 64) + "...";
 }
 
-// interpolation (unset: nearest) and fill of an augmentation op.
-template <typename OpProto>
-absl::Status ParseStyle(const OpError& e, const OpProto& op,
-                        AugmentStyle* style) {
-  style->interpolation = Interpolation::kNearest;
-  if (op.has_interpolation()) {
-    auto interpolation = ParseInterpolation(e, op.interpolation());
-    if (!interpolation.ok()) return interpolation.status();
-    if (*interpolation == Interpolation::kBicubic) {
-      return e.Bad("interpolation", "must be NEAREST or BILINEAR");
-    }
-    style->interpolation = *interpolation;
-  }
-  const int n = op.fill_size();
-  if (n != 0 && n != 1 && n != 3) {
-    return e.Bad("fill", absl::StrCat("needs 0, 1 or 3 values, got ", n));
-  }
-  for (int c = 0; c < 3; ++c) {
-    const uint32_t v = n == 0 ? 0 : op.fill(n == 1 ? 0 : c);
-    if (v > 255) {
-      return e.Bad("fill", absl::StrCat("values must be in [0, 255], got ", v));
-    }
-    style->fill[c] = uint8_t(v);
-  }
-  return absl::OkStatus();
-}
-
 absl::Status ParseBins(const OpError& e, bool has, uint32_t value, int* bins) {
   *bins = has ? int(value) : 31;
   if (*bins < 2 || *bins > kMaxMagnitudeBins) {
@@ -140,7 +113,7 @@ absl::Status ParseTrivialAugment(const OpError& e,
     return s;
   }
   if (auto s = ParseTables(e, op.magnitudes(), &a); !s.ok()) return s;
-  return ParseStyle(e, op, &a.style);
+  return ParseAugmentStyle(e, op, &a.style);
 }
 
 absl::Status ParseRandAugment(const OpError& e, const v1::RandAugment& op,
@@ -164,7 +137,7 @@ absl::Status ParseRandAugment(const OpError& e, const v1::RandAugment& op,
                               a.num_magnitude_bins, "), got ", op.magnitude()));
   }
   if (auto s = ParseTables(e, op.magnitudes(), &a); !s.ok()) return s;
-  return ParseStyle(e, op, &a.style);
+  return ParseAugmentStyle(e, op, &a.style);
 }
 
 absl::Status ParseAutoAugment(const OpError& e, const v1::AutoAugment& op,
@@ -186,7 +159,7 @@ absl::Status ParseAutoAugment(const OpError& e, const v1::AutoAugment& op,
       return e.Bad("policy", absl::StrCat("has unknown value ", op.policy()));
   }
   if (auto s = ParseTables(e, op.magnitudes(), &a); !s.ok()) return s;
-  return ParseStyle(e, op, &a.style);
+  return ParseAugmentStyle(e, op, &a.style);
 }
 
 absl::Status ParseErasing(const OpError& e, const v1::RandomErasing& op,

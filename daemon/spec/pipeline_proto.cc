@@ -133,18 +133,21 @@ int Rank(v1::Op::KindCase kind) {
       return 2;
     case v1::Op::kRandomVerticalFlip:
       return 3;
-    case v1::Op::kColorJitter:
+    case v1::Op::kRandomRotation:
+    case v1::Op::kRandomAffine:
       return 4;
-    case v1::Op::kRandomGrayscale:
+    case v1::Op::kColorJitter:
       return 5;
+    case v1::Op::kRandomGrayscale:
+      return 6;
     case v1::Op::kTrivialAugmentWide:
     case v1::Op::kRandAugment:
     case v1::Op::kAutoAugment:
-      return 6;
-    case v1::Op::kNormalize:
       return 7;
-    case v1::Op::kRandomErasing:
+    case v1::Op::kNormalize:
       return 8;
+    case v1::Op::kRandomErasing:
+      return 9;
     default:
       return -1;
   }
@@ -165,13 +168,9 @@ absl::Status ParseOp(int i, const v1::Op& op, Pipeline* p) {
       status = ParseCenterCrop({i, "center_crop"}, op.center_crop(), p);
       break;
     case v1::Op::kRandomHorizontalFlip: {
-      const OpError e(i, "random_horizontal_flip");
-      p->flip_p = op.random_horizontal_flip().has_p()
-                      ? op.random_horizontal_flip().p()
-                      : 0.5;
-      if (!(p->flip_p >= 0 && p->flip_p <= 1)) {
-        status = e.Bad("p", absl::StrCat("must be in [0, 1], got ", p->flip_p));
-      }
+      const auto& f = op.random_horizontal_flip();
+      status = ParseProbability({i, "random_horizontal_flip"}, f.has_p(), f.p(),
+                                0.5, &p->flip_p);
       break;
     }
     case v1::Op::kNormalize:
@@ -193,12 +192,17 @@ absl::Status ParseOp(int i, const v1::Op& op, Pipeline* p) {
     case v1::Op::kRandomErasing:
       status = ParseErasing({i, "random_erasing"}, op.random_erasing(), p);
       break;
-    case v1::Op::kRandomVerticalFlip: {
-      const auto& f = op.random_vertical_flip();
-      status = ParseProbability({i, "random_vertical_flip"}, f.has_p(), f.p(),
-                                0.5, &p->vflip_p);
+    case v1::Op::kRandomVerticalFlip:
+      status = ParseProbability(
+          {i, "random_vertical_flip"}, op.random_vertical_flip().has_p(),
+          op.random_vertical_flip().p(), 0.5, &p->vflip_p);
       break;
-    }
+    case v1::Op::kRandomRotation:
+      status = ParseRotation({i, "random_rotation"}, op.random_rotation(), p);
+      break;
+    case v1::Op::kRandomAffine:
+      status = ParseAffine({i, "random_affine"}, op.random_affine(), p);
+      break;
     case v1::Op::kRandomGrayscale: {
       const auto& g = op.random_grayscale();
       status = ParseProbability({i, "random_grayscale"}, g.has_p(), g.p(), 0.1,
@@ -226,7 +230,8 @@ absl::Status ParseOps(const v1::JobSpec& spec, Pipeline* p) {
           "pipeline[", i,
           "]: impossible order; accepted: random_resized_crop, or resize "
           "[center_crop]; then [random_horizontal_flip] "
-          "[random_vertical_flip] [color_jitter] [random_grayscale] "
+          "[random_vertical_flip] [random_rotation | random_affine] "
+          "[color_jitter] [random_grayscale] "
           "[trivial_augment_wide | rand_augment | auto_augment] [normalize] "
           "[random_erasing]"));
     }
@@ -302,9 +307,8 @@ absl::StatusOr<Pipeline> ParsePipeline(const v1::JobSpec& spec) {
   return p;
 }
 
-void PipelineToProto(const Pipeline& p, v1::JobSpec* spec) {
-  spec->clear_pipeline();
-  spec->set_fast_resample(p.fast_resample);
+// The geometry ops: a random resized crop, or a resize and its crop.
+static void GeometryToProto(const Pipeline& p, v1::JobSpec* spec) {
   const v1::Interpolation interpolation = ToWire(p.interpolation);
   if (p.geometry == Pipeline::Geometry::kRandomResizedCrop) {
     auto* op = spec->add_pipeline()->mutable_random_resized_crop();
@@ -330,12 +334,19 @@ void PipelineToProto(const Pipeline& p, v1::JobSpec* spec) {
       crop->set_width(p.output.width);
     }
   }
+}
+
+void PipelineToProto(const Pipeline& p, v1::JobSpec* spec) {
+  spec->clear_pipeline();
+  spec->set_fast_resample(p.fast_resample);
+  GeometryToProto(p, spec);
   if (p.flip_p > 0) {
     spec->add_pipeline()->mutable_random_horizontal_flip()->set_p(p.flip_p);
   }
   if (p.vflip_p > 0) {
     spec->add_pipeline()->mutable_random_vertical_flip()->set_p(p.vflip_p);
   }
+  WarpToProto(p.warp, spec);
   if (p.jitter()) {
     auto* op = spec->add_pipeline()->mutable_color_jitter();
     if (p.jitter_p < 1) op->set_p(p.jitter_p);

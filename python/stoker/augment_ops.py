@@ -89,6 +89,33 @@ def augment_op(t: Any, size: Optional[Tuple[int, int]],
                              "magnitudes": _tables(space), **style}}
 
 
+def warp_op(t: Any, refuse: Refuse) -> Dict[str, Any]:
+    """The op dict for a RandomRotation or RandomAffine (same size, about
+    the centre)."""
+    kind = type(t).__name__
+    if getattr(t, "expand", False):
+        raise refuse(repr(t), "expand=True changes the image size")
+    if getattr(t, "center", None) is not None:
+        raise refuse(repr(t), "only the image's centre is supported")
+    degrees = [float(d) for d in t.degrees]
+    op: Dict[str, Any] = {"degrees_min": degrees[0],
+                          "degrees_max": degrees[1],
+                          "interpolation": _interpolation(t, refuse),
+                          "fill": _fill(t, refuse)}
+    if kind == "RandomRotation":
+        return {"random_rotation": op}
+    if t.translate is not None:
+        op["translate_x"], op["translate_y"] = map(float, t.translate)
+    if t.scale is not None:
+        op["scale_min"], op["scale_max"] = map(float, t.scale)
+    shear = list(t.shear) if t.shear is not None else []
+    if shear:
+        op["shear_x_min"], op["shear_x_max"] = map(float, shear[:2])
+    if len(shear) == 4:
+        op["shear_y_min"], op["shear_y_max"] = map(float, shear[2:])
+    return {"random_affine": op}
+
+
 def erasing_op(t: Any, normalize: Optional[Dict[str, Any]],
                refuse: Refuse) -> Dict[str, Any]:
     """The op dict for a RandomErasing. `normalize`: the Normalize that comes

@@ -31,7 +31,8 @@ SUPPORTED = (
 # Geometric and colour ops run on the decoded image; conversion after them.
 _IMAGE_OPS = ("RandomResizedCrop", "Resize", "CenterCrop",
               "RandomHorizontalFlip", "RandomVerticalFlip", "ColorJitter",
-              "RandomApply", "RandomGrayscale", "Grayscale") + \
+              "RandomApply", "RandomGrayscale", "Grayscale",
+              "RandomRotation", "RandomAffine") + \
     augment_ops.AUGMENTS
 # transforms.v2 names with the same meaning here.
 _V2_NAMES = {"ToImage": "PILToTensor", "ToImageTensor": "PILToTensor",
@@ -192,6 +193,8 @@ def _op(transform: Any) -> Dict[str, Any]:
                           "use Grayscale(num_output_channels=3)")
         p = 1.0 if kind == "Grayscale" else float(transform.p)
         return {"random_grayscale": {"p": p}}
+    if kind in ("RandomRotation", "RandomAffine"):
+        return augment_ops.warp_op(transform, _refuse)
     if kind == "RandomApply":
         inner = list(transform.transforms)
         if len(inner) != 1 or type(inner[0]).__name__ != "ColorJitter":
@@ -217,11 +220,13 @@ def _dtype_name(dtype: Any) -> str:
 # checked by the daemon, which names the field).
 # The two flips commute, so either may come first.
 _ORDER = {"RandomHorizontalFlip": 2, "RandomVerticalFlip": 2,
-          "ColorJitter": 3, "RandomApply": 3, "RandomGrayscale": 4,
-          "Grayscale": 4, **{name: 5 for name in augment_ops.AUGMENTS}}
+          "RandomRotation": 3, "RandomAffine": 3,
+          "ColorJitter": 4, "RandomApply": 4, "RandomGrayscale": 5,
+          "Grayscale": 5, **{name: 6 for name in augment_ops.AUGMENTS}}
 # The order the daemon takes its ops in (proto/stoker/v1/loader.proto).
 _DAEMON_ORDER = ["random_resized_crop", "resize", "center_crop",
                  "random_horizontal_flip", "random_vertical_flip",
+                 "random_rotation", "random_affine",
                  "color_jitter", "random_grayscale", "trivial_augment_wide",
                  "rand_augment", "auto_augment", "normalize", "random_erasing"]
 
@@ -247,7 +252,7 @@ class _State:
                               "decoded image, then converts: move it before")
             rank = _ORDER.get(kind, 0)
             if rank > 1 and (rank < self.rank or kind in self.seen or (
-                    rank in (3, 4, 5) and rank == self.rank)):
+                    rank > 2 and rank == self.rank)):
                 raise _refuse(repr(t), "impossible order: stokerd runs a crop "
                               "or resize, then RandomHorizontalFlip, "
                               "ColorJitter, one automatic augmentation, in "

@@ -99,7 +99,10 @@ int RunDraws(char** argv) {
       std::printf("%s[\"%s\", %.17g]", k ? ", " : "",
                   std::string(AugmentOpName(op.op)).c_str(), op.magnitude);
     }
-    std::printf("], \"erase\": ");
+    const WarpParams& w = params.warp;
+    std::printf("], \"warp\": [%.17g, %d, %d, %.17g, %.17g, %.17g]", w.angle,
+                w.tx, w.ty, w.scale, w.shear_x, w.shear_y);
+    std::printf(", \"erase\": ");
     const ErasingParams& e = params.erasing;
     if (e.apply) {
       std::printf("[%d, %d, %d, %d]}\n", e.box.x, e.box.y, e.box.width,

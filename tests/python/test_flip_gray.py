@@ -121,3 +121,71 @@ def test_orders_stokerd_cannot_keep_are_refused():
     b, _ = stoker.translate_transform(T.Compose(
         EVAL + [T.RandomHorizontalFlip(), T.RandomVerticalFlip()]))
     assert a == b
+
+
+def drawn_warps(pipeline, output, count):
+    import json
+    import subprocess
+    from conftest import _tool
+    spec = {"pipeline": pipeline, "output": output}
+    out = subprocess.run(
+        [_tool("AUGMENT_TOOL"), "draws", json.dumps(spec), "640", "480", "5",
+         "0", "0", str(count)], check=True, capture_output=True,
+        text=True).stdout
+    return [json.loads(line)["warp"] for line in out.splitlines()]
+
+
+@pytest.mark.parametrize("warp", [
+    T.RandomRotation(30),
+    T.RandomRotation((-180, 180), interpolation=T.InterpolationMode.BILINEAR,
+                     fill=[10, 20, 30]),
+    T.RandomAffine(15, translate=(0.1, 0.2), scale=(0.8, 1.2), shear=10),
+    T.RandomAffine((-5, 40), shear=(-10, 10, -5, 5),
+                   interpolation=T.InterpolationMode.BILINEAR, fill=99),
+])
+def test_rotation_and_affine_are_torchvisions_for_the_drawn_parameters(
+        daemon, scratch, warp):
+    import stoker
+    root = photo_folder(os.path.join(scratch, "photos"))
+    transform = T.Compose(EVAL + [warp, T.PILToTensor()])
+    got = load(root, transform, daemon.socket)
+    pipeline, output = stoker.translate_transform(transform)
+    drawn = drawn_warps(pipeline, output, len(got))
+    ref = reference(root)
+    fill = warp.fill if not isinstance(warp.fill, (int, float)) else \
+        [warp.fill] * 3
+    for i in range(len(ref)):
+        angle, tx, ty, scale, shx, shy = drawn[i]
+        if type(warp).__name__ == "RandomRotation":
+            want = F.rotate(ref[i][0], angle, warp.interpolation, fill=fill)
+        else:
+            want = F.affine(ref[i][0], angle, [tx, ty], scale, [shx, shy],
+                            warp.interpolation, fill)
+        assert np.array_equal(got[i].permute(1, 2, 0).numpy(),
+                              as_array(want)), (i, drawn[i])
+    assert len({round(d[0], 3) for d in drawn}) > 10  # drawn, not fixed
+
+
+def test_affine_draws_follow_torchvisions_distribution():
+    import math
+    import stoker
+    warp = T.RandomAffine(20, translate=(0.1, 0.3), scale=(0.7, 1.3),
+                          shear=(-10, 10, -4, 6))
+    transform = T.Compose([T.Resize((64, 96)), warp])
+    pipeline, output = stoker.translate_transform(transform)
+    count = 4000
+    mine = np.array(drawn_warps(pipeline, output, count))
+    torch.manual_seed(8)
+    theirs = []
+    for _ in range(count):
+        angle, (tx, ty), scale, (shx, shy) = T.RandomAffine.get_params(
+            warp.degrees, warp.translate, warp.scale, warp.shear, [96, 64])
+        theirs.append([angle, tx, ty, scale, shx, shy])
+    theirs = np.array(theirs)
+    bound = 1.95 * math.sqrt(2 / count)  # two-sample KS, p = 0.001
+    for column in range(6):
+        a, b = np.sort(mine[:, column]), np.sort(theirs[:, column])
+        both = np.concatenate([a, b])
+        d = np.max(np.abs(np.searchsorted(a, both, "right") / count -
+                          np.searchsorted(b, both, "right") / count))
+        assert d < bound, (column, d, bound)

@@ -91,7 +91,7 @@ def test_recipe_train_transform_runs_end_to_end(daemon, scratch):
 def test_unsupported_recipe_options_are_refused_by_name():
     import stoker
     for transform, name in ((T.AugMix(), "AugMix"),
-                            (T.RandomRotation(10), "RandomRotation"),
+                            (T.RandomRotation(10, expand=True), "expand"),
                             (T.Lambda(lambda x: x), "Lambda")):
         with pytest.raises(stoker.UnsupportedTransform, match=name):
             stoker.translate_transform(T.Compose([T.RandomResizedCrop(8),
