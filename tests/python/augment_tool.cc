@@ -10,6 +10,7 @@
 //   augment_tool tables SPEC_JSON
 //       prints the magnitude table of each op of the spec's augmentation
 //       at its output size, as JSON.
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -34,7 +35,7 @@ std::vector<uint8_t> ToPlanes(const uint8_t* packed, size_t n) {
   return planes;
 }
 
-int RunOp(char** argv) {
+int RunOp(char** argv, bool timed) {
   std::ifstream file(argv[2], std::ios::binary);
   const std::vector<uint8_t> packed((std::istreambuf_iterator<char>(file)),
                                     std::istreambuf_iterator<char>());
@@ -58,9 +59,17 @@ int RunOp(char** argv) {
   const double magnitude = std::strtod(argv[7], nullptr);
   std::vector<uint8_t> out(packed.size()), planes, scratch;
   const size_t n = size.Pixels();
+  // A 13th argument R times the op alone, R times over every image, and
+  // prints milliseconds per image (bench/bench_recipe.py).
+  const int repeats = timed ? std::atoi(argv[12]) : 1;
+  std::chrono::steady_clock::duration spent{};
   for (size_t at = 0; at < packed.size(); at += bytes) {
-    planes = ToPlanes(&packed[at], n);
-    ApplyAugmentOp(*op, magnitude, style, size, planes.data(), &scratch);
+    for (int r = 0; r < repeats; ++r) {
+      planes = ToPlanes(&packed[at], n);
+      const auto start = std::chrono::steady_clock::now();
+      ApplyAugmentOp(*op, magnitude, style, size, planes.data(), &scratch);
+      spent += std::chrono::steady_clock::now() - start;
+    }
     for (size_t i = 0; i < n; ++i) {
       for (size_t c = 0; c < 3; ++c) out[at + 3 * i + c] = planes[c * n + i];
     }
@@ -68,6 +77,12 @@ int RunOp(char** argv) {
   std::ofstream(argv[3], std::ios::binary)
       .write(reinterpret_cast<const char*>(out.data()),
              static_cast<std::streamsize>(out.size()));
+  if (timed) {
+    const double images = double(packed.size() / bytes) * repeats;
+    std::printf(
+        "%.6f\n",
+        std::chrono::duration<double, std::milli>(spent).count() / images);
+  }
   return 0;
 }
 
@@ -144,7 +159,9 @@ int RunTables(char** argv) {
 
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
-  if (mode == "op" && argc == 12) return stoker::RunOp(argv);
+  if (mode == "op" && (argc == 12 || argc == 13)) {
+    return stoker::RunOp(argv, argc == 13);
+  }
   if (mode == "draws" && argc == 9) return stoker::RunDraws(argv);
   if (mode == "tables" && argc == 3) return stoker::RunTables(argv);
   std::cerr << "usage: see the head of augment_tool.cc\n";
