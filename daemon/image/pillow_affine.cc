@@ -6,6 +6,8 @@
 #include <cstring>
 #include <vector>
 
+#include "libyuv/rotate.h"
+
 // Python's and Pillow's double expressions, evaluated as written.
 #pragma STDC FP_CONTRACT OFF
 
@@ -166,25 +168,17 @@ void Fill(uint8_t* dst, size_t n, const FillColor& fill) {
   for (int c = 0; c < 3; ++c) std::memset(dst + c * n, fill[c], n);
 }
 
-// Pillow's Transpose.ROTATE_90 / ROTATE_180 / ROTATE_270 (counter-clockwise).
+// Pillow's Transpose.ROTATE_90 / ROTATE_180 / ROTATE_270 (counter-clockwise
+// quarter turns), by libyuv's blocked plane rotations (clockwise).
 void Transpose(const uint8_t* src, uint8_t* dst, ImageSize size, int turns) {
-  const int w = size.width, h = size.height;
+  const libyuv::RotationMode mode = turns == 1   ? libyuv::kRotate270
+                                    : turns == 2 ? libyuv::kRotate180
+                                                 : libyuv::kRotate90;
+  const int out_width = turns == 2 ? size.width : size.height;
   const size_t n = size.Pixels();
   for (int c = 0; c < 3; ++c) {
-    const uint8_t* in = src + c * n;
-    uint8_t* out = dst + c * n;
-    for (int y = 0; y < h; ++y) {
-      for (int x = 0; x < w; ++x) {
-        const uint8_t v = in[size_t(y) * w + x];
-        if (turns == 1) {
-          out[size_t(w - 1 - x) * h + y] = v;  // out is h wide
-        } else if (turns == 2) {
-          out[size_t(h - 1 - y) * w + (w - 1 - x)] = v;
-        } else {
-          out[size_t(x) * h + (h - 1 - y)] = v;
-        }
-      }
-    }
+    libyuv::RotatePlane(src + c * n, size.width, dst + c * n, out_width,
+                        size.width, size.height, mode);
   }
 }
 
