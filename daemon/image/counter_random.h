@@ -32,6 +32,12 @@ inline double Uniform(uint64_t key, uint64_t* k, double lo, double hi) {
   return lo + (hi - lo) * Uniform01(key, k);
 }
 
+// A coin of probability p, from its own stream keyed by `key`.
+inline bool Chance(uint64_t key, double p) {
+  uint64_t k = 0;
+  return p > 0 && Uniform01(key, &k) < p;
+}
+
 }  // namespace stoker
 
 #endif  // STOKER_DAEMON_IMAGE_COUNTER_RANDOM_H_

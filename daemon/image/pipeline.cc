@@ -112,18 +112,13 @@ SampleParams DrawSampleParams(const Pipeline& p, ImageSize image,
                    : ResizeCenterCropBox(image, p);
   // The flip has its own stream, so it does not depend on how many draws
   // the crop took.
-  uint64_t k = 0;
-  params.flip = p.flip_p > 0 && Uniform01(Mix64(key ^ 0xf11b), &k) < p.flip_p;
+  params.flip = Chance(Mix64(key ^ 0xf11b), p.flip_p);
   if (p.jitter()) params.jitter = DrawJitter(p, Mix64(key ^ 0xc0105));
-  k = 0;
-  params.vflip =
-      p.vflip_p > 0 && Uniform01(Mix64(key ^ 0xf11c), &k) < p.vflip_p;
+  params.vflip = Chance(Mix64(key ^ 0xf11c), p.vflip_p);
   params.warp = DrawWarp(p.warp, p.output, Mix64(key ^ 0x3a4f));
-  k = 0;
-  params.gray = p.gray_p > 0 && Uniform01(Mix64(key ^ 0x62a7), &k) < p.gray_p;
-  k = 0;
+  params.gray = Chance(Mix64(key ^ 0x62a7), p.gray_p);
   params.jitter_applies =
-      p.jitter_p >= 1 || Uniform01(Mix64(key ^ 0xa9917), &k) < p.jitter_p;
+      p.jitter_p >= 1 || Chance(Mix64(key ^ 0xa9917), p.jitter_p);
   // Each draw has its own stream, keyed by the sample, so adding one op to
   // a pipeline leaves the others' draws alone.
   if (p.augment.enabled()) {

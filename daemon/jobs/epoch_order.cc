@@ -1,5 +1,6 @@
 #include "daemon/jobs/epoch_order.h"
 
+#include <algorithm>
 #include <numeric>
 
 namespace stoker {
@@ -29,7 +30,7 @@ namespace {
 // The position in the repeated order of position i of this rank's share.
 uint64_t RepeatedPosition(uint64_t i, uint64_t n, const Sharding& s) {
   // Padding repeats the head of the repeated order.
-  return (s.rank + i * s.world_size) % (n * s.repetitions);
+  return (s.rank + i * s.world_size) % (n * std::max(s.repetitions, 1u));
 }
 
 }  // namespace
@@ -41,23 +42,15 @@ uint32_t RepeatCopy(uint64_t i, uint64_t n, const Sharding& s) {
 
 std::vector<uint32_t> Shard(const std::vector<uint32_t>& order,
                             const Sharding& s) {
-  if (s.repetitions > 1 && !order.empty()) {
-    const uint64_t per_rank = ShardSize(order.size(), s);
-    std::vector<uint32_t> shard(per_rank);
-    for (uint64_t i = 0; i < per_rank; ++i) {
-      shard[i] = order[RepeatedPosition(i, order.size(), s) / s.repetitions];
-    }
-    return shard;
-  }
-  if (s.world_size == 1) return order;
+  if (s.world_size == 1 && s.repetitions <= 1) return order;
+  // Position i of this rank's share is position rank + i * world_size of
+  // the (repeated, then padded or cut) order; padding repeats its head, as
+  // DistributedSampler and RASampler do.
   const uint64_t per_rank = ShardSize(order.size(), s);
-  const uint64_t total = per_rank * s.world_size;
-  std::vector<uint32_t> shard;
-  shard.reserve(per_rank);
-  // Position i of the padded (or cut) order is order[i % n]: padding
-  // repeats the head of the order, as DistributedSampler does.
-  for (uint64_t i = s.rank; i < total; i += s.world_size) {
-    shard.push_back(order[i % order.size()]);
+  const uint32_t copies = s.repetitions <= 1 ? 1 : s.repetitions;
+  std::vector<uint32_t> shard(per_rank);
+  for (uint64_t i = 0; i < per_rank; ++i) {
+    shard[i] = order[RepeatedPosition(i, order.size(), s) / copies];
   }
   return shard;
 }

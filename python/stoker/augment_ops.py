@@ -18,6 +18,15 @@ _POLICIES = {"imagenet": "AUTO_AUGMENT_POLICY_IMAGENET",
 Refuse = Callable[[str, str], Exception]
 
 
+def v2_value(value: Any) -> Any:
+    """transforms.v2 keeps some arguments per input type ({type: value});
+    the value for images, else the value itself."""
+    if not isinstance(value, dict):
+        return value
+    values = [v for v in value.values() if v is not None]
+    return values[0] if values else None
+
+
 def _interpolation(t: Any, refuse: Refuse) -> str:
     mode = getattr(t, "interpolation", None)
     name = getattr(mode, "name", None) or {0: "NEAREST", 2: "BILINEAR"}.get(
@@ -30,10 +39,7 @@ def _interpolation(t: Any, refuse: Refuse) -> str:
 
 def _fill(t: Any, refuse: Refuse) -> List[int]:
     """torchvision's fill as _parse_fill makes it for a PIL image: ints."""
-    fill = getattr(t, "fill", None)
-    if isinstance(fill, dict):  # transforms.v2 keeps {type: fill}
-        values = [v for v in fill.values() if v is not None]
-        fill = values[0] if values else None
+    fill = v2_value(getattr(t, "fill", None))
     if fill is None:
         return []
     values = [fill] if isinstance(fill, (int, float)) else list(fill)
@@ -122,10 +128,8 @@ def erasing_op(t: Any, normalize: Optional[Dict[str, Any]],
     after it, if any; a constant value is then normalised as torchvision's
     Normalize would normalise the erased pixels."""
     import torch
-    value = t.value
-    if isinstance(value, dict):  # transforms.v2
-        values = [v for v in value.values() if v is not None]
-        value = values[0] if values else 0
+    value = v2_value(t.value)
+    value = 0 if value is None else value
     op: Dict[str, Any] = {"p": float(t.p), "scale_min": float(t.scale[0]),
                           "scale_max": float(t.scale[1]),
                           "ratio_min": float(t.ratio[0]),

@@ -99,10 +99,7 @@ def _flatten(transform: Any) -> List[Any]:
 
 
 def _v2_dtype(t: Any) -> Any:
-    dtype = t.dtype
-    if isinstance(dtype, dict):
-        values = [v for v in dtype.values() if v is not None]
-        dtype = values[0] if values else None
+    dtype = augment_ops.v2_value(t.dtype)
     if not getattr(t, "scale", False):
         raise _refuse(repr(t), "ToDtype without scale=True keeps 0..255; "
                       "stoker's float output is scaled to [0, 1]")
