@@ -9,6 +9,14 @@ constexpr int kDecodeMargin = 16;  // an iMCU, at most
 
 }  // namespace
 
+Region DecodeWindow(const Region& f, ImageSize image) {
+  const int x0 = std::max(f.x - kDecodeMargin, 0);
+  const int y0 = std::max(f.y - kDecodeMargin, 0);
+  const int x1 = std::min(f.x + f.width + kDecodeMargin, image.width);
+  const int y1 = std::min(f.y + f.height + kDecodeMargin, image.height);
+  return {x0, y0, x1 - x0, y1 - y0};
+}
+
 std::optional<ExactGeometry> PlanExactGeometry(const Pipeline& p,
                                                ImageSize image,
                                                const SampleParams& params,
@@ -22,6 +30,13 @@ std::optional<ExactGeometry> PlanExactGeometry(const Pipeline& p,
     g.image = params.box;
     g.resized = p.output;
     g.window = {0, 0, p.output.width, p.output.height};
+  } else if (p.geometry == Pipeline::Geometry::kRandomCrop) {
+    // The resize, read only where the crop reads it (no resize: the
+    // sample decoder takes the pixels as they are).
+    if (!ResizesBeforeCrop(p) || !params.crop.fits) return std::nullopt;
+    g.image = {0, 0, image.width, image.height};
+    g.resized = TorchvisionResizedSize(image, p);
+    g.window = params.crop.touched;
   } else {
     g.image = {0, 0, image.width, image.height};
     g.resized = TorchvisionResizedSize(image, p);
@@ -42,16 +57,7 @@ std::optional<ExactGeometry> PlanExactGeometry(const Pipeline& p,
       ResampleFootprint(size, g.box, g.resized, g.window, g.filter, scratch);
   g.footprint.x += g.image.x;
   g.footprint.y += g.image.y;
-  // libjpeg-turbo's partial decode (jpeg_crop_scanline, skipped rows)
-  // upsamples chroma differently at the edges of what it decodes: keep
-  // those edges a margin away from the pixels used.
-  const int x0 = std::max(g.footprint.x - kDecodeMargin, 0);
-  const int y0 = std::max(g.footprint.y - kDecodeMargin, 0);
-  const int x1 =
-      std::min(g.footprint.x + g.footprint.width + kDecodeMargin, image.width);
-  const int y1 = std::min(g.footprint.y + g.footprint.height + kDecodeMargin,
-                          image.height);
-  g.decode = {x0, y0, x1 - x0, y1 - y0};
+  g.decode = DecodeWindow(g.footprint, image);
   return g;
 }
 

@@ -28,6 +28,11 @@ struct ExactGeometry {
   ResampleFilter filter = ResampleFilter::kBilinear;
 };
 
+// `footprint` of an image of `image` pixels widened by a margin for
+// libjpeg-turbo's partial decode, which upsamples chroma differently at the
+// edges of what it decodes: what to decode so that `footprint` is exact.
+Region DecodeWindow(const Region& footprint, ImageSize image);
+
 // nullopt where torchvision would pad (a centre crop larger than the
 // resized image): the approximate path serves those.
 std::optional<ExactGeometry> PlanExactGeometry(const Pipeline& pipeline,

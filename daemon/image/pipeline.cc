@@ -107,9 +107,17 @@ uint64_t SampleKey(uint64_t seed, uint64_t epoch, uint64_t index) {
 SampleParams DrawSampleParams(const Pipeline& p, ImageSize image,
                               uint64_t key) {
   SampleParams params;
-  params.box = p.geometry == Pipeline::Geometry::kRandomResizedCrop
-                   ? RandomResizedCropBox(image, p, key)
-                   : ResizeCenterCropBox(image, p);
+  if (p.geometry == Pipeline::Geometry::kRandomCrop) {
+    const ImageSize stage =
+        ResizesBeforeCrop(p) ? TorchvisionResizedSize(image, p) : image;
+    params.crop = DrawRandomCrop(p.crop, stage, p.output, key,
+                                 &params.crop_maps);
+    params.box = {0, 0, image.width, image.height};
+  } else {
+    params.box = p.geometry == Pipeline::Geometry::kRandomResizedCrop
+                     ? RandomResizedCropBox(image, p, key)
+                     : ResizeCenterCropBox(image, p);
+  }
   // The flip has its own stream, so it does not depend on how many draws
   // the crop took.
   params.flip = Chance(Mix64(key ^ 0xf11b), p.flip_p);

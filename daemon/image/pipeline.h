@@ -13,6 +13,7 @@
 #include "daemon/image/color_jitter.h"
 #include "daemon/image/counter_random.h"
 #include "daemon/image/jpeg_decoder.h"
+#include "daemon/image/random_crop.h"
 #include "daemon/image/random_erasing.h"
 #include "daemon/image/random_warp.h"
 #include "stoker/vocabulary.h"  // Interpolation, DType, Layout
@@ -23,6 +24,8 @@ struct Pipeline {
   enum class Geometry {
     kResize,             // resize to `output` (or `resized`, then center crop)
     kRandomResizedCrop,  // random box, resized to `output`
+    kRandomCrop,         // [resize to `resized` or `shorter_side`], [pad],
+                         // a random `output` of that (`crop`)
   };
   Geometry geometry = Geometry::kResize;
   ImageSize output;  // what every image becomes
@@ -40,6 +43,7 @@ struct Pipeline {
   int shorter_side = 0;
   ImageSize resized;
   bool center_crop = false;
+  RandomCropSpec crop;  // kRandomCrop
   double flip_p = 0.0;
   double vflip_p = 0.0;   // RandomVerticalFlip
   WarpSpec warp;          // RandomRotation or RandomAffine, after the flips
@@ -74,6 +78,8 @@ struct Pipeline {
 // What one sample gets.
 struct SampleParams {
   Region box;  // the part of the source image that becomes the output
+  CropParams crop;  // kRandomCrop: where the crop sits, what it reads
+  CropMaps crop_maps;
   bool flip = false;
   bool vflip = false;
   bool gray = false;
@@ -94,6 +100,11 @@ Region RandomResizedCropBox(ImageSize image, const Pipeline& pipeline,
 
 // The size torchvision's Resize (shorter side, or exact) gives an image.
 ImageSize TorchvisionResizedSize(ImageSize image, const Pipeline& pipeline);
+
+// Whether a kRandomCrop pipeline resizes before its pads and crop.
+inline bool ResizesBeforeCrop(const Pipeline& p) {
+  return p.shorter_side > 0 || p.resized.width > 0;
+}
 
 // torchvision's CenterCrop of `output` from an image of `resized` pixels.
 Region CenterCropWindow(ImageSize resized, ImageSize output);

@@ -175,6 +175,7 @@ void SampleDecoder::TrimScratch() {
   std::vector<uint8_t>().swap(packed_);
   std::vector<uint8_t>().swap(resample_.pass);
   std::vector<uint8_t>().swap(augment_);
+  std::vector<uint8_t>().swap(crop_);
 }
 
 absl::Status SampleDecoder::ProcessBytes(std::span<const uint8_t> file,
@@ -182,9 +183,16 @@ absl::Status SampleDecoder::ProcessBytes(std::span<const uint8_t> file,
                                          uint8_t* out) {
   DecodedRegion region;
   std::optional<ExactGeometry> exact;
+  const bool random_crop = pipeline.geometry == Pipeline::Geometry::kRandomCrop;
+  Region decode;  // a random crop without a resize: the pixels decoded
   auto plan = [&](const ImageSize& size) {
     params_ = DrawSampleParams(pipeline, size, key);
-    if (!pipeline.fast_resample) {
+    if (random_crop && !ResizesBeforeCrop(pipeline)) {
+      decode = DecodeWindow(params_.crop.touched, size);
+      return RegionRequest{decode, {decode.width, decode.height}};
+    }
+    // A random crop is always exact: it pads and crops after the resize.
+    if (!pipeline.fast_resample || random_crop) {
       exact = PlanExactGeometry(pipeline, size, params_, &resample_);
     }
     if (!exact) return RegionRequest{params_.box, pipeline.output};
@@ -195,10 +203,18 @@ absl::Status SampleDecoder::ProcessBytes(std::span<const uint8_t> file,
   const absl::Status decoded =
       decoder_.DecodeRegion(file, plan, &region_, &region);
   if (!decoded.ok()) return decoded;
-  uint8_t* planes = exact ? ResampleExactly(region, *exact, pipeline.output)
-                          : ResampleToPlanes(region.data, region.stride,
-                                             region.size, pipeline.output,
-                                             pipeline.interpolation, &planes_);
+  uint8_t* planes = nullptr;
+  if (random_crop) {
+    absl::StatusOr<uint8_t*> cropped =
+        RandomCrop(region, exact, decode, pipeline);
+    if (!cropped.ok()) return cropped.status();
+    planes = *cropped;
+  } else {
+    planes = exact ? ResampleExactly(region, *exact, pipeline.output)
+                   : ResampleToPlanes(region.data, region.stride, region.size,
+                                      pipeline.output, pipeline.interpolation,
+                                      &planes_);
+  }
   if (planes == nullptr) {
     return absl::InternalError("the decoder returned another region");
   }
@@ -244,6 +260,41 @@ void SampleDecoder::ApplyImageOps(const Pipeline& pipeline, uint8_t* planes) {
     ApplyDrawnOps(params_.augment, pipeline.augment.style, o, planes,
                   &augment_);
   }
+}
+
+absl::StatusOr<uint8_t*> SampleDecoder::RandomCrop(
+    const DecodedRegion& region, const std::optional<ExactGeometry>& g,
+    const Region& decoded, const Pipeline& pipeline) {
+  const CropParams& c = params_.crop;
+  if (!c.fits) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "random_crop: the image, padded, is ", c.padded.height, "x",
+        c.padded.width, ", smaller than the crop ", pipeline.output.height,
+        "x", pipeline.output.width, " (pad_if_needed pads it)"));
+  }
+  const Region& t = c.touched;
+  const uint8_t* touched = nullptr;
+  if (g) {
+    touched = ResampleExactly(region, *g, {t.width, t.height});
+  } else if (region.scale_denom == 1 && region.size.width == decoded.width &&
+             region.size.height == decoded.height) {
+    const size_t n = size_t(t.width) * t.height;
+    planes_.resize(3 * n);
+    const uint8_t* at = region.data +
+                        size_t(t.y - decoded.y) * region.stride +
+                        size_t(t.x - decoded.x) * 3;
+    libyuv::SplitRGBPlane(at, region.stride, planes_.data(), t.width,
+                          planes_.data() + n, t.width, planes_.data() + 2 * n,
+                          t.width, t.width, t.height);
+    touched = planes_.data();
+  }
+  if (touched == nullptr) {
+    return absl::InternalError("the decoder returned another region");
+  }
+  crop_.resize(4 * pipeline.output.Pixels());  // and a spare plane
+  ApplyRandomCrop(pipeline.crop, params_.crop_maps, t, touched,
+                  pipeline.output, crop_.data());
+  return crop_.data();
 }
 
 uint8_t* SampleDecoder::ResampleExactly(const DecodedRegion& region,

@@ -17,6 +17,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -104,7 +105,8 @@ class SampleDecoder {
   // Bytes held by the reusable buffers between samples.
   size_t scratch_bytes() const {
     return file_.capacity() + region_.capacity() + planes_.capacity() +
-           packed_.capacity() + resample_.pass.capacity() + augment_.capacity();
+           packed_.capacity() + resample_.pass.capacity() + augment_.capacity() +
+           crop_.capacity();
   }
 
  private:
@@ -116,6 +118,12 @@ class SampleDecoder {
   // The ops on the resampled planes: flips, jitter, grayscale, automatic
   // augmentation, with the parameters drawn for this sample.
   void ApplyImageOps(const Pipeline& pipeline, uint8_t* planes);
+  // A kRandomCrop sample: the pixels its crop reads (resampled exactly,
+  // or as decoded in `decoded`), padded and cropped into crop_.
+  absl::StatusOr<uint8_t*> RandomCrop(const DecodedRegion& region,
+                                      const std::optional<ExactGeometry>& g,
+                                      const Region& decoded,
+                                      const Pipeline& pipeline);
   // The decoded footprint of `g` resampled as Pillow does, as three planes
   // of `out` (and a spare one) in planes_.
   uint8_t* ResampleExactly(const DecodedRegion& region, const ExactGeometry& g,
@@ -128,6 +136,7 @@ class SampleDecoder {
   std::vector<uint8_t> planes_;
   std::vector<uint8_t> packed_;   // the exact resample's RGB output
   std::vector<uint8_t> augment_;  // the automatic augmentation's scratch
+  std::vector<uint8_t> crop_;     // a random crop's planes
   ResampleScratch resample_;
   // The value table and the normalisation it was built for.
   ValueTable table_;

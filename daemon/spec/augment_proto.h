@@ -4,12 +4,35 @@
 #ifndef STOKER_DAEMON_SPEC_AUGMENT_PROTO_H_
 #define STOKER_DAEMON_SPEC_AUGMENT_PROTO_H_
 
+#include <array>
+#include <cstdint>
+
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "daemon/image/pipeline.h"
 #include "daemon/spec/op_error.h"
 #include "stoker/v1/loader.pb.h"
 
 namespace stoker {
+
+// A fill: none (0), one value for all three channels, or three, each in
+// [0, 255].
+inline absl::Status ParseFill(
+    const OpError& e, const google::protobuf::RepeatedField<uint32_t>& fill,
+    std::array<uint8_t, 3>* out) {
+  const int n = fill.size();
+  if (n != 0 && n != 1 && n != 3) {
+    return e.Bad("fill", absl::StrCat("needs 0, 1 or 3 values, got ", n));
+  }
+  for (int c = 0; c < 3; ++c) {
+    const uint32_t v = n == 0 ? 0 : fill.Get(n == 1 ? 0 : c);
+    if (v > 255) {
+      return e.Bad("fill", absl::StrCat("values must be in [0, 255], got ", v));
+    }
+    (*out)[c] = uint8_t(v);
+  }
+  return absl::OkStatus();
+}
 
 // interpolation (unset: nearest) and fill of an augmentation op.
 template <typename OpProto>
@@ -24,18 +47,7 @@ absl::Status ParseAugmentStyle(const OpError& e, const OpProto& op,
     }
     style->interpolation = *interpolation;
   }
-  const int n = op.fill_size();
-  if (n != 0 && n != 1 && n != 3) {
-    return e.Bad("fill", absl::StrCat("needs 0, 1 or 3 values, got ", n));
-  }
-  for (int c = 0; c < 3; ++c) {
-    const uint32_t v = n == 0 ? 0 : op.fill(n == 1 ? 0 : c);
-    if (v > 255) {
-      return e.Bad("fill", absl::StrCat("values must be in [0, 255], got ", v));
-    }
-    style->fill[c] = uint8_t(v);
-  }
-  return absl::OkStatus();
+  return ParseFill(e, op.fill(), &style->fill);
 }
 
 absl::Status ParseTrivialAugment(const OpError& e,
@@ -51,6 +63,13 @@ absl::Status ParseRotation(const OpError& e, const v1::RandomRotation& op,
                            Pipeline* p);
 absl::Status ParseAffine(const OpError& e, const v1::RandomAffine& op,
                          Pipeline* p);
+absl::Status ParsePad(const OpError& e, const v1::Pad& op, Pipeline* p);
+absl::Status ParseRandomCrop(const OpError& e, const v1::RandomCrop& op,
+                             Pipeline* p);
+// Appends a kRandomCrop pipeline's pad (if any) and crop.
+void CropToProto(const RandomCropSpec& crop, ImageSize output,
+                 v1::JobSpec* spec);
+
 // Appends the warp's op (if any) to spec's pipeline.
 void WarpToProto(const WarpSpec& warp, v1::JobSpec* spec);
 

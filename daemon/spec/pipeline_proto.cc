@@ -127,27 +127,30 @@ int Rank(v1::Op::KindCase kind) {
     case v1::Op::kRandomResizedCrop:
     case v1::Op::kResize:
       return 0;
-    case v1::Op::kCenterCrop:
+    case v1::Op::kPad:
       return 1;
-    case v1::Op::kRandomHorizontalFlip:
+    case v1::Op::kCenterCrop:
+    case v1::Op::kRandomCrop:
       return 2;
-    case v1::Op::kRandomVerticalFlip:
+    case v1::Op::kRandomHorizontalFlip:
       return 3;
+    case v1::Op::kRandomVerticalFlip:
+      return 4;
     case v1::Op::kRandomRotation:
     case v1::Op::kRandomAffine:
-      return 4;
-    case v1::Op::kColorJitter:
       return 5;
-    case v1::Op::kRandomGrayscale:
+    case v1::Op::kColorJitter:
       return 6;
+    case v1::Op::kRandomGrayscale:
+      return 7;
     case v1::Op::kTrivialAugmentWide:
     case v1::Op::kRandAugment:
     case v1::Op::kAutoAugment:
-      return 7;
-    case v1::Op::kNormalize:
       return 8;
-    case v1::Op::kRandomErasing:
+    case v1::Op::kNormalize:
       return 9;
+    case v1::Op::kRandomErasing:
+      return 10;
     default:
       return -1;
   }
@@ -166,6 +169,12 @@ absl::Status ParseOp(int i, const v1::Op& op, Pipeline* p) {
       break;
     case v1::Op::kCenterCrop:
       status = ParseCenterCrop({i, "center_crop"}, op.center_crop(), p);
+      break;
+    case v1::Op::kPad:
+      status = ParsePad({i, "pad"}, op.pad(), p);
+      break;
+    case v1::Op::kRandomCrop:
+      status = ParseRandomCrop({i, "random_crop"}, op.random_crop(), p);
       break;
     case v1::Op::kRandomHorizontalFlip: {
       const auto& f = op.random_horizontal_flip();
@@ -215,6 +224,28 @@ absl::Status ParseOp(int i, const v1::Op& op, Pipeline* p) {
   return status;
 }
 
+// Whether op i may stand where it is among the geometry ops: they come
+// first, as random_resized_crop; resize [center_crop]; or [resize] [pad]
+// random_crop.
+bool GeometryFits(const v1::JobSpec& spec, int i) {
+  const v1::Op& op = spec.pipeline(i);
+  const bool after_resize = i > 0 && spec.pipeline(i - 1).has_resize();
+  switch (op.kind_case()) {
+    case v1::Op::kRandomResizedCrop:
+    case v1::Op::kResize:
+      return i == 0;
+    case v1::Op::kCenterCrop:
+      return after_resize;
+    case v1::Op::kPad:
+      return (i == 0 || after_resize) && i + 1 < spec.pipeline_size() &&
+             spec.pipeline(i + 1).has_random_crop();
+    case v1::Op::kRandomCrop:
+      return i == 0 || after_resize || spec.pipeline(i - 1).has_pad();
+    default:
+      return i > 0;  // after the geometry
+  }
+}
+
 absl::Status ParseOps(const v1::JobSpec& spec, Pipeline* p) {
   int last_rank = -1;
   for (int i = 0; i < spec.pipeline_size(); ++i) {
@@ -224,12 +255,12 @@ absl::Status ParseOps(const v1::JobSpec& spec, Pipeline* p) {
       return absl::InvalidArgumentError(
           absl::StrCat("pipeline[", i, "] names no known op"));
     }
-    if (rank <= last_rank || (i == 0) != (rank == 0) ||
-        (op.has_center_crop() && spec.pipeline(0).has_random_resized_crop())) {
+    if (rank <= last_rank || !GeometryFits(spec, i)) {
       return absl::InvalidArgumentError(absl::StrCat(
           "pipeline[", i,
           "]: impossible order; accepted: random_resized_crop, or resize "
-          "[center_crop]; then [random_horizontal_flip] "
+          "[center_crop], or [resize] [pad] random_crop; then "
+          "[random_horizontal_flip] "
           "[random_vertical_flip] [random_rotation | random_affine] "
           "[color_jitter] [random_grayscale] "
           "[trivial_augment_wide | rand_augment | auto_augment] [normalize] "
@@ -238,10 +269,10 @@ absl::Status ParseOps(const v1::JobSpec& spec, Pipeline* p) {
     last_rank = rank;
     if (absl::Status status = ParseOp(i, op, p); !status.ok()) return status;
   }
-  if (p->shorter_side > 0 && !p->center_crop) {
+  if (p->shorter_side > 0 && !p->center_crop && !p->crop.enabled) {
     return absl::InvalidArgumentError(
         "pipeline[0].resize.shorter_side makes images of varying size: follow "
-        "it with center_crop");
+        "it with center_crop or random_crop");
   }
   return absl::OkStatus();
 }
@@ -307,10 +338,25 @@ absl::StatusOr<Pipeline> ParsePipeline(const v1::JobSpec& spec) {
   return p;
 }
 
-// The geometry ops: a random resized crop, or a resize and its crop.
+static void ResizeToProto(const Pipeline& p, v1::JobSpec* spec) {
+  auto* op = spec->add_pipeline()->mutable_resize();
+  if (p.shorter_side > 0) {
+    op->set_shorter_side(p.shorter_side);
+  } else {
+    op->set_height(p.resized.height);
+    op->set_width(p.resized.width);
+  }
+  op->set_interpolation(ToWire(p.interpolation));
+}
+
+// The geometry ops: a random resized crop, a resize and its centre crop,
+// or [a resize] [a pad] and a random crop.
 static void GeometryToProto(const Pipeline& p, v1::JobSpec* spec) {
   const v1::Interpolation interpolation = ToWire(p.interpolation);
-  if (p.geometry == Pipeline::Geometry::kRandomResizedCrop) {
+  if (p.geometry == Pipeline::Geometry::kRandomCrop) {
+    if (ResizesBeforeCrop(p)) ResizeToProto(p, spec);
+    CropToProto(p.crop, p.output, spec);
+  } else if (p.geometry == Pipeline::Geometry::kRandomResizedCrop) {
     auto* op = spec->add_pipeline()->mutable_random_resized_crop();
     op->set_height(p.output.height);
     op->set_width(p.output.width);
@@ -320,14 +366,7 @@ static void GeometryToProto(const Pipeline& p, v1::JobSpec* spec) {
     op->set_ratio_max(p.ratio_max);
     op->set_interpolation(interpolation);
   } else {
-    auto* op = spec->add_pipeline()->mutable_resize();
-    if (p.shorter_side > 0) {
-      op->set_shorter_side(p.shorter_side);
-    } else {
-      op->set_height(p.resized.height);
-      op->set_width(p.resized.width);
-    }
-    op->set_interpolation(interpolation);
+    ResizeToProto(p, spec);
     if (p.center_crop) {
       auto* crop = spec->add_pipeline()->mutable_center_crop();
       crop->set_height(p.output.height);

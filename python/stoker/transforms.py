@@ -16,7 +16,8 @@ from stoker.errors import UnsupportedTransform
 SUPPORTED = (
     "RandomResizedCrop(size, scale, ratio, interpolation=BILINEAR|BICUBIC|NEAREST), "
     "Resize(size, interpolation=BILINEAR|BICUBIC|NEAREST, max_size=None), "
-    "CenterCrop(size), RandomHorizontalFlip(p), RandomVerticalFlip(p), "
+    "CenterCrop(size), RandomCrop(size, padding, pad_if_needed, fill, "
+    "padding_mode), Pad(padding, fill, padding_mode), RandomHorizontalFlip(p), RandomVerticalFlip(p), "
     "ColorJitter(brightness, contrast, saturation, hue) (also in "
     "RandomApply([ColorJitter(...)], p)), RandomGrayscale(p), Grayscale(3), "
     "TrivialAugmentWide, RandAugment, AutoAugment (interpolation NEAREST|BILINEAR, fill), "
@@ -29,7 +30,8 @@ SUPPORTED = (
 )
 
 # Geometric and colour ops run on the decoded image; conversion after them.
-_IMAGE_OPS = ("RandomResizedCrop", "Resize", "CenterCrop",
+_GEOMETRY = ("RandomResizedCrop", "Resize", "CenterCrop", "Pad", "RandomCrop")
+_IMAGE_OPS = _GEOMETRY + (
               "RandomHorizontalFlip", "RandomVerticalFlip", "ColorJitter",
               "RandomApply", "RandomGrayscale", "Grayscale",
               "RandomRotation", "RandomAffine") + \
@@ -180,6 +182,17 @@ def _op(transform: Any) -> Dict[str, Any]:
     if kind == "CenterCrop":
         height, width = _size(transform, transform.size)
         return {"center_crop": {"height": height, "width": width}}
+    if kind == "Pad":
+        return {"pad": _padding(transform, transform.padding, "")}
+    if kind == "RandomCrop":
+        height, width = _size(transform, transform.size)
+        crop = {"height": height, "width": width,
+                "pad_if_needed": bool(transform.pad_if_needed)}
+        if transform.padding is not None:
+            crop.update(_padding(transform, transform.padding, "pad_"))
+        else:  # the fill and mode still serve pad_if_needed
+            crop.update(_padding(transform, 0, "pad_"))
+        return {"random_crop": crop}
     if kind == "RandomHorizontalFlip":
         return {"random_horizontal_flip": {"p": float(transform.p)}}
     if kind == "RandomVerticalFlip":
@@ -209,6 +222,34 @@ def _op(transform: Any) -> Dict[str, Any]:
     raise AssertionError(kind)
 
 
+def _padding(transform: Any, padding: Any, prefix: str) -> Dict[str, Any]:
+    """Pad's or RandomCrop's padding (an int, or 1, 2 or 4 values: left,
+    top, right, bottom), fill and padding_mode as the daemon's fields."""
+    values = [padding] if isinstance(padding, int) else list(padding)
+    if len(values) == 1:
+        values *= 4
+    elif len(values) == 2:
+        values *= 2
+    if len(values) != 4 or any(not isinstance(v, int) or v < 0
+                               for v in values):
+        raise _refuse(repr(transform), f"padding {padding!r} is not 1, 2 or 4 "
+                      "sizes >= 0")
+    mode = transform.padding_mode
+    if mode not in ("constant", "edge", "reflect", "symmetric"):
+        raise _refuse(repr(transform), f"padding_mode {mode!r} is unknown")
+    fill = transform.fill
+    fill = [fill] if isinstance(fill, (int, float)) else list(fill)
+    fill = [int(v) for v in fill]  # as torchvision's _parse_fill for PIL
+    if len(fill) not in (1, 3) or any(not 0 <= v <= 255 for v in fill):
+        raise _refuse(repr(transform), f"fill {transform.fill!r} is not one "
+                      "or three values in [0, 255]")
+    out: Dict[str, Any] = {prefix + side: v for side, v in
+                           zip(("left", "top", "right", "bottom"), values)}
+    out["fill"] = fill
+    out["padding_mode"] = "PADDING_MODE_" + mode.upper()
+    return out
+
+
 def _dtype_name(dtype: Any) -> str:
     return str(dtype).replace("torch.", "")
 
@@ -221,7 +262,8 @@ _ORDER = {"RandomHorizontalFlip": 2, "RandomVerticalFlip": 2,
           "ColorJitter": 4, "RandomApply": 4, "RandomGrayscale": 5,
           "Grayscale": 5, **{name: 6 for name in augment_ops.AUGMENTS}}
 # The order the daemon takes its ops in (proto/stoker/v1/loader.proto).
-_DAEMON_ORDER = ["random_resized_crop", "resize", "center_crop",
+_DAEMON_ORDER = ["random_resized_crop", "resize", "pad", "center_crop",
+                 "random_crop",
                  "random_horizontal_flip", "random_vertical_flip",
                  "random_rotation", "random_affine",
                  "color_jitter", "random_grayscale", "trivial_augment_wide",
@@ -276,11 +318,11 @@ class _State:
 
     def _track_size(self, op: Dict[str, Any]) -> None:
         name, fields = next(iter(op.items()))
-        if name in ("random_resized_crop", "center_crop") or (
+        if name in ("random_resized_crop", "center_crop", "random_crop") or (
                 name == "resize" and "height" in fields):
             self.size = (fields["height"], fields["width"])
-        elif name == "resize":
-            self.size = None  # the shorter side: a centre crop fixes it
+        elif name in ("resize", "pad"):
+            self.size = None  # the shorter side, a pad: a crop fixes it
 
     def _convert(self, t: Any) -> None:
         name = _dtype_name(t.dtype)
@@ -323,7 +365,7 @@ def translate(transform: Any) -> Tuple[List[Dict[str, Any]], Dict[str, str]]:
     """
     if transform is None:
         raise _refuse("transform=None", "a transform must fix the image size "
-                      "(RandomResizedCrop, or Resize with CenterCrop)")
+                      "(RandomResizedCrop, Resize with CenterCrop, or RandomCrop)")
     if isinstance(transform, (list, tuple)) and all(
             isinstance(op, dict) for op in transform):
         return [dict(op) for op in transform], {
@@ -332,11 +374,16 @@ def translate(transform: Any) -> Tuple[List[Dict[str, Any]], Dict[str, str]]:
     steps = _flatten(transform)
     for i, t in enumerate(steps):
         state.add(t, steps[i + 1:])
-    pipeline = sorted(state.pipeline + state.erasing,
-                      key=lambda op: _DAEMON_ORDER.index(next(iter(op))))
-    if not any(next(iter(op)) in ("random_resized_crop", "resize")
-               for op in pipeline):
+    # Geometry ops keep the order they were given (the daemon checks it);
+    # the others go where the daemon applies them.
+    def place(op: Dict[str, Any]) -> int:
+        rank = _DAEMON_ORDER.index(next(iter(op)))
+        return -1 if rank <= _DAEMON_ORDER.index("random_crop") else rank
+
+    pipeline = sorted(state.pipeline + state.erasing, key=place)
+    if not any(next(iter(op)) in ("random_resized_crop", "resize",
+                                  "random_crop") for op in pipeline):
         raise _refuse(repr(transform), "a transform must fix the image size "
-                      "(RandomResizedCrop, or Resize with CenterCrop)")
+                      "(RandomResizedCrop, Resize with CenterCrop, or RandomCrop)")
     dtype, layout = state.dtype, state.layout
     return pipeline, {"dtype": dtype, "layout": layout}
