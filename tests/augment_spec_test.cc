@@ -3,6 +3,10 @@
 // through PipelineToProto, and the draws' ranges.
 #include <set>
 
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
 #include "daemon/image/auto_augment.h"
 #include "daemon/image/pipeline.h"
 #include "daemon/spec/pipeline_proto.h"
@@ -171,6 +175,67 @@ TEST(DrawSampleParams, AugmentationIsAPureFunctionOfTheKey) {
     EXPECT_EQ(a.augment.ops[i].op, b.augment.ops[i].op);
     EXPECT_EQ(a.augment.ops[i].magnitude, b.augment.ops[i].magnitude);
   }
+}
+
+v1::Op Blur(int kx, int ky) {
+  v1::Op op;
+  op.mutable_gaussian_blur()->set_kernel_x(kx);
+  op.mutable_gaussian_blur()->set_kernel_y(ky);
+  return op;
+}
+
+TEST(BlurSpec, FieldsAreCheckedAndRoundTrip) {
+  v1::Op blur = Blur(23, 5);
+  blur.mutable_gaussian_blur()->set_p(0.5f);
+  auto p = ParsePipeline(Spec({blur, Wide()}));  // 32x32 images
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->blur.kernel_x, 23);
+  EXPECT_DOUBLE_EQ(p->blur.sigma_min, 0.1);
+  EXPECT_DOUBLE_EQ(p->blur.sigma_max, 2.0);
+  EXPECT_DOUBLE_EQ(p->blur.p, 0.5);
+  v1::JobSpec back;
+  PipelineToProto(*p, &back);
+  auto again = ParsePipeline(back);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->blur.kernel_y, 5);
+  EXPECT_DOUBLE_EQ(again->blur.p, 0.5);
+  ExpectRefused(Spec({Blur(4, 3)}), "gaussian_blur.kernel_x must be odd");
+  ExpectRefused(Spec({Blur(3, 65)}),
+                "gaussian_blur.kernel_y must be below twice the image's "
+                "height (32), got 65");
+  v1::Op sigma = Blur(3, 3);
+  sigma.mutable_gaussian_blur()->set_sigma_min(0);
+  ExpectRefused(Spec({sigma}), "gaussian_blur.sigma_min and sigma_max");
+  ExpectRefused(Spec({Wide(), Blur(3, 3)}), "impossible order");
+}
+
+// sigma is uniform over its range (Kolmogorov-Smirnov, p ~ 0.001 at
+// 1.95 / sqrt(n)), and the blur applies with its probability.
+TEST(BlurSpec, SigmaIsUniformAndTheCoinIsFair) {
+  BlurSpec spec;
+  spec.enabled = true;
+  spec.sigma_min = 0.5;
+  spec.sigma_max = 2.5;
+  spec.p = 0.3;
+  const int n = 20000;
+  std::vector<double> sigmas;
+  int applied = 0;
+  for (int i = 0; i < n; ++i) {
+    const BlurParams b = DrawBlur(spec, SampleKey(9, 1, i));
+    ASSERT_GE(b.sigma, 0.5f);
+    ASSERT_LE(b.sigma, 2.5f);
+    sigmas.push_back(b.sigma);
+    applied += b.apply;
+  }
+  std::sort(sigmas.begin(), sigmas.end());
+  double d = 0;
+  for (int i = 0; i < n; ++i) {
+    const double cdf = (sigmas[i] - 0.5) / 2.0;
+    d = std::max({d, std::abs(cdf - double(i) / n),
+                  std::abs(cdf - double(i + 1) / n)});
+  }
+  EXPECT_LT(d, 1.95 / std::sqrt(double(n)));
+  EXPECT_NEAR(applied / double(n), 0.3, 0.015);  // ~4.6 sigma
 }
 
 }  // namespace

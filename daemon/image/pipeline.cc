@@ -127,6 +127,7 @@ SampleParams DrawSampleParams(const Pipeline& p, ImageSize image,
   params.gray = Chance(Mix64(key ^ 0x62a7), p.gray_p);
   params.jitter_applies =
       p.jitter_p >= 1 || Chance(Mix64(key ^ 0xa9917), p.jitter_p);
+  params.blur = DrawBlur(p.blur, Mix64(key ^ 0xb1c2));
   // Each draw has its own stream, keyed by the sample, so adding one op to
   // a pipeline leaves the others' draws alone.
   if (p.augment.enabled()) {

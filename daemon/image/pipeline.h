@@ -12,6 +12,7 @@
 #include "daemon/image/auto_augment.h"
 #include "daemon/image/color_jitter.h"
 #include "daemon/image/counter_random.h"
+#include "daemon/image/gaussian_blur.h"
 #include "daemon/image/jpeg_decoder.h"
 #include "daemon/image/random_crop.h"
 #include "daemon/image/random_erasing.h"
@@ -57,7 +58,8 @@ struct Pipeline {
   bool jitter() const {
     return brightness > 0 || contrast > 0 || saturation > 0 || hue > 0;
   }
-  // TrivialAugmentWide, RandAugment or AutoAugment, after the jitter.
+  BlurSpec blur;  // GaussianBlur, after the grayscale
+  // TrivialAugmentWide, RandAugment or AutoAugment, after the blur.
   AutoAugmentSpec augment;
   bool normalize = false;
   // RandomErasing on the output tensor, after the normalisation.
@@ -86,6 +88,7 @@ struct SampleParams {
   bool jitter_applies = true;
   WarpParams warp;
   JitterParams jitter;
+  BlurParams blur;
   DrawnOps augment;
   ErasingParams erasing;
 };

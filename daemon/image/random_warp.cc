@@ -18,6 +18,8 @@ double UniformFloat(uint64_t key, uint64_t* k, double lo, double hi) {
 WarpParams DrawWarp(const WarpSpec& spec, ImageSize size, uint64_t key) {
   WarpParams w;
   if (!spec.enabled()) return w;
+  // The coin has its own stream: the parameters stay those of p = 1.
+  w.apply = spec.p >= 1 || Chance(Mix64(key ^ 0x9a12), spec.p);
   uint64_t k = 0;
   w.angle = UniformFloat(key, &k, spec.degrees_min, spec.degrees_max);
   if (spec.kind == WarpSpec::Kind::kRotation) return w;
@@ -42,7 +44,7 @@ WarpParams DrawWarp(const WarpSpec& spec, ImageSize size, uint64_t key) {
 
 void ApplyWarp(const WarpSpec& spec, const WarpParams& w, ImageSize size,
                uint8_t* planes, std::vector<uint8_t>* scratch) {
-  if (!spec.enabled()) return;
+  if (!spec.enabled() || !w.apply) return;
   const size_t bytes = 3 * size.Pixels();
   scratch->resize(bytes);
   if (spec.kind == WarpSpec::Kind::kRotation) {

@@ -25,11 +25,13 @@ struct WarpSpec {
   double shear_x_min = 0, shear_x_max = 0;
   double shear_y_min = 0, shear_y_max = 0;
   AugmentStyle style;
+  double p = 1.0;  // RandomApply([RandomRotation(...)], p)
   bool enabled() const { return kind != Kind::kNone; }
 };
 
 // What one sample draws (float32 values, as torch's uniform_ gives them).
 struct WarpParams {
+  bool apply = false;
   double angle = 0;
   int tx = 0, ty = 0;
   double scale = 1;

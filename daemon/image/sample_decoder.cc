@@ -176,6 +176,7 @@ void SampleDecoder::TrimScratch() {
   std::vector<uint8_t>().swap(resample_.pass);
   std::vector<uint8_t>().swap(augment_);
   std::vector<uint8_t>().swap(crop_);
+  std::vector<double>().swap(blur_);
 }
 
 absl::Status SampleDecoder::ProcessBytes(std::span<const uint8_t> file,
@@ -256,6 +257,7 @@ void SampleDecoder::ApplyImageOps(const Pipeline& pipeline, uint8_t* planes) {
           Luma(planes[i], planes[n + i], planes[2 * n + i]);
     }
   }
+  ApplyBlur(pipeline.blur, params_.blur, o, planes, &blur_);
   if (pipeline.augment.enabled()) {
     ApplyDrawnOps(params_.augment, pipeline.augment.style, o, planes,
                   &augment_);

@@ -106,7 +106,7 @@ class SampleDecoder {
   size_t scratch_bytes() const {
     return file_.capacity() + region_.capacity() + planes_.capacity() +
            packed_.capacity() + resample_.pass.capacity() + augment_.capacity() +
-           crop_.capacity();
+           crop_.capacity() + blur_.capacity() * sizeof(double);
   }
 
  private:
@@ -137,6 +137,7 @@ class SampleDecoder {
   std::vector<uint8_t> packed_;   // the exact resample's RGB output
   std::vector<uint8_t> augment_;  // the automatic augmentation's scratch
   std::vector<uint8_t> crop_;     // a random crop's planes
+  std::vector<double> blur_;      // the blur's passes
   ResampleScratch resample_;
   // The value table and the normalisation it was built for.
   ValueTable table_;

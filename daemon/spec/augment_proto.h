@@ -66,6 +66,10 @@ absl::Status ParseAffine(const OpError& e, const v1::RandomAffine& op,
 absl::Status ParsePad(const OpError& e, const v1::Pad& op, Pipeline* p);
 absl::Status ParseRandomCrop(const OpError& e, const v1::RandomCrop& op,
                              Pipeline* p);
+absl::Status ParseBlur(const OpError& e, const v1::GaussianBlur& op,
+                       Pipeline* p);
+void BlurToProto(const BlurSpec& blur, v1::JobSpec* spec);
+
 // Appends a kRandomCrop pipeline's pad (if any) and crop.
 void CropToProto(const RandomCropSpec& crop, ImageSize output,
                  v1::JobSpec* spec);

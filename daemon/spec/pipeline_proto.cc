@@ -143,14 +143,16 @@ int Rank(v1::Op::KindCase kind) {
       return 6;
     case v1::Op::kRandomGrayscale:
       return 7;
+    case v1::Op::kGaussianBlur:
+      return 8;
     case v1::Op::kTrivialAugmentWide:
     case v1::Op::kRandAugment:
     case v1::Op::kAutoAugment:
-      return 8;
-    case v1::Op::kNormalize:
       return 9;
-    case v1::Op::kRandomErasing:
+    case v1::Op::kNormalize:
       return 10;
+    case v1::Op::kRandomErasing:
+      return 11;
     default:
       return -1;
   }
@@ -175,6 +177,9 @@ absl::Status ParseOp(int i, const v1::Op& op, Pipeline* p) {
       break;
     case v1::Op::kRandomCrop:
       status = ParseRandomCrop({i, "random_crop"}, op.random_crop(), p);
+      break;
+    case v1::Op::kGaussianBlur:
+      status = ParseBlur({i, "gaussian_blur"}, op.gaussian_blur(), p);
       break;
     case v1::Op::kRandomHorizontalFlip: {
       const auto& f = op.random_horizontal_flip();
@@ -262,7 +267,7 @@ absl::Status ParseOps(const v1::JobSpec& spec, Pipeline* p) {
           "[center_crop], or [resize] [pad] random_crop; then "
           "[random_horizontal_flip] "
           "[random_vertical_flip] [random_rotation | random_affine] "
-          "[color_jitter] [random_grayscale] "
+          "[color_jitter] [random_grayscale] [gaussian_blur] "
           "[trivial_augment_wide | rand_augment | auto_augment] [normalize] "
           "[random_erasing]"));
     }
@@ -397,6 +402,7 @@ void PipelineToProto(const Pipeline& p, v1::JobSpec* spec) {
   if (p.gray_p > 0) {
     spec->add_pipeline()->mutable_random_grayscale()->set_p(p.gray_p);
   }
+  BlurToProto(p.blur, spec);
   AugmentToProto(p.augment, spec);
   if (p.normalize) {
     auto* op = spec->add_pipeline()->mutable_normalize();

@@ -38,6 +38,9 @@ absl::Status ParseRotation(const OpError& e, const v1::RandomRotation& op,
       !s.ok()) {
     return s;
   }
+  if (auto s = ParseProbability(e, op.has_p(), op.p(), 1.0, &w.p); !s.ok()) {
+    return s;
+  }
   return ParseAugmentStyle(e, op, &w.style);
 }
 
@@ -76,6 +79,9 @@ absl::Status ParseAffine(const OpError& e, const v1::RandomAffine& op,
     s = ParseRange(e, "shear_y_min", w.shear_y_min, w.shear_y_max, -80, 80);
   }
   if (!s.ok()) return s;
+  if (auto s = ParseProbability(e, op.has_p(), op.p(), 1.0, &w.p); !s.ok()) {
+    return s;
+  }
   return ParseAugmentStyle(e, op, &w.style);
 }
 
@@ -85,6 +91,7 @@ void WarpToProto(const WarpSpec& w, v1::JobSpec* spec) {
     op->set_degrees_min(w.degrees_min);
     op->set_degrees_max(w.degrees_max);
     WriteWarpStyle(w.style, op);
+    if (w.p < 1) op->set_p(float(w.p));
   } else if (w.kind == WarpSpec::Kind::kAffine) {
     auto* op = spec->add_pipeline()->mutable_random_affine();
     op->set_degrees_min(w.degrees_min);
@@ -106,6 +113,7 @@ void WarpToProto(const WarpSpec& w, v1::JobSpec* spec) {
       op->set_shear_y_max(w.shear_y_max);
     }
     WriteWarpStyle(w.style, op);
+    if (w.p < 1) op->set_p(float(w.p));
   }
 }
 

@@ -18,8 +18,9 @@ SUPPORTED = (
     "Resize(size, interpolation=BILINEAR|BICUBIC|NEAREST, max_size=None), "
     "CenterCrop(size), RandomCrop(size, padding, pad_if_needed, fill, "
     "padding_mode), Pad(padding, fill, padding_mode), RandomHorizontalFlip(p), RandomVerticalFlip(p), "
-    "ColorJitter(brightness, contrast, saturation, hue) (also in "
-    "RandomApply([ColorJitter(...)], p)), RandomGrayscale(p), Grayscale(3), "
+    "ColorJitter(brightness, contrast, saturation, hue), RandomGrayscale(p), "
+    "Grayscale(3), GaussianBlur(kernel_size, sigma), RandomRotation, "
+    "RandomAffine (each of these, or a flip, also alone in RandomApply([...], p)), "
     "TrivialAugmentWide, RandAugment, AutoAugment (interpolation NEAREST|BILINEAR, fill), "
     "ToTensor(), PILToTensor(), ConvertImageDtype(torch.float32|torch.float16), "
     "Normalize(mean, std), RandomErasing(p, scale, ratio, value), "
@@ -34,7 +35,7 @@ _GEOMETRY = ("RandomResizedCrop", "Resize", "CenterCrop", "Pad", "RandomCrop")
 _IMAGE_OPS = _GEOMETRY + (
               "RandomHorizontalFlip", "RandomVerticalFlip", "ColorJitter",
               "RandomApply", "RandomGrayscale", "Grayscale",
-              "RandomRotation", "RandomAffine") + \
+              "RandomRotation", "RandomAffine", "GaussianBlur") + \
     augment_ops.AUGMENTS
 # transforms.v2 names with the same meaning here.
 _V2_NAMES = {"ToImage": "PILToTensor", "ToImageTensor": "PILToTensor",
@@ -206,13 +207,12 @@ def _op(transform: Any) -> Dict[str, Any]:
     if kind in ("RandomRotation", "RandomAffine"):
         return augment_ops.warp_op(transform, _refuse)
     if kind == "RandomApply":
-        inner = list(transform.transforms)
-        if len(inner) != 1 or type(inner[0]).__name__ != "ColorJitter":
-            raise _refuse(repr(transform), "RandomApply is supported around "
-                          "one ColorJitter")
-        op = _op(inner[0])
-        op["color_jitter"]["p"] = float(transform.p)
-        return op
+        return _random_apply(transform)
+    if kind == "GaussianBlur":
+        kx, ky = (int(k) for k in transform.kernel_size)
+        lo, hi = (float(s) for s in transform.sigma)
+        return {"gaussian_blur": {"kernel_x": kx, "kernel_y": ky,
+                                  "sigma_min": lo, "sigma_max": hi}}
     if kind == "ColorJitter":
         return {"color_jitter": {
             "brightness": _jitter_factor(transform, "brightness"),
@@ -220,6 +220,29 @@ def _op(transform: Any) -> Dict[str, Any]:
             "saturation": _jitter_factor(transform, "saturation"),
             "hue": _hue_factor(transform)}}
     raise AssertionError(kind)
+
+
+# What RandomApply([one of these], p) becomes: the op with its own p, or
+# (for ops that already have one) the product of the two.
+_APPLIED = {"ColorJitter", "GaussianBlur", "RandomRotation", "RandomAffine",
+            "Grayscale", "RandomGrayscale", "RandomHorizontalFlip",
+            "RandomVerticalFlip"}
+
+
+def _inner(transform: Any) -> Any:
+    """The one transform a RandomApply holds, if it is one stokerd runs."""
+    inner = list(transform.transforms)
+    if len(inner) != 1 or type(inner[0]).__name__ not in _APPLIED:
+        raise _refuse(repr(transform), "RandomApply is supported around one "
+                      "of " + ", ".join(sorted(_APPLIED)))
+    return inner[0]
+
+
+def _random_apply(transform: Any) -> Dict[str, Any]:
+    op = _op(_inner(transform))
+    fields = next(iter(op.values()))
+    fields["p"] = float(transform.p) * fields.get("p", 1.0)
+    return op
 
 
 def _padding(transform: Any, padding: Any, prefix: str) -> Dict[str, Any]:
@@ -259,14 +282,16 @@ def _dtype_name(dtype: Any) -> str:
 # The two flips commute, so either may come first.
 _ORDER = {"RandomHorizontalFlip": 2, "RandomVerticalFlip": 2,
           "RandomRotation": 3, "RandomAffine": 3,
-          "ColorJitter": 4, "RandomApply": 4, "RandomGrayscale": 5,
-          "Grayscale": 5, **{name: 6 for name in augment_ops.AUGMENTS}}
+          "ColorJitter": 4, "RandomGrayscale": 5,
+          "Grayscale": 5, "GaussianBlur": 6,
+          **{name: 7 for name in augment_ops.AUGMENTS}}
 # The order the daemon takes its ops in (proto/stoker/v1/loader.proto).
 _DAEMON_ORDER = ["random_resized_crop", "resize", "pad", "center_crop",
                  "random_crop",
                  "random_horizontal_flip", "random_vertical_flip",
                  "random_rotation", "random_affine",
-                 "color_jitter", "random_grayscale", "trivial_augment_wide",
+                 "color_jitter", "random_grayscale", "gaussian_blur",
+                 "trivial_augment_wide",
                  "rand_augment", "auto_augment", "normalize", "random_erasing"]
 
 
@@ -284,6 +309,8 @@ class _State:
 
     def add(self, t: Any, rest: List[Any]) -> None:
         kind = _kind(t)
+        if kind == "RandomApply":  # ordered as what it holds
+            kind = type(_inner(t)).__name__
         if kind in _IMAGE_OPS:
             if self.converted:
                 raise _refuse(repr(t), "it comes after ToTensor/PILToTensor; "

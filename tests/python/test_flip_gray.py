@@ -104,7 +104,7 @@ def test_random_apply_jitter_applies_with_its_probability(daemon, scratch):
             image, factor_of(s)))) for s in SHIFTS), i
         applied += 1
     assert applied > 5 and untouched > 5, (applied, untouched)
-    for bad in (T.RandomApply([T.RandomHorizontalFlip()]),
+    for bad in (T.RandomApply([T.RandomHorizontalFlip(), T.ColorJitter(0.1)]),
                 T.RandomChoice([T.ColorJitter(0.1)])):
         with pytest.raises(stoker.UnsupportedTransform):
             stoker.translate_transform(T.Compose(EVAL + [bad]))

@@ -1,0 +1,43 @@
+// torchvision's GaussianBlur(kernel_size, sigma) on a PIL image: sigma
+// drawn uniformly (float32) from [sigma_min, sigma_max], the image turned
+// into a float tensor, reflect-padded by half the kernel, convolved with
+// the outer product of two float32 Gaussian kernels and rounded half to
+// even. Here the 2-D convolution is done as two 1-D passes in double
+// precision: the same sum up to float32 rounding of the kernel's products,
+// so a value can differ by one where torch's own float32 sum falls within
+// about 1e-4 of a half (measured in tests/python/test_gaussian_blur.py).
+#ifndef STOKER_DAEMON_IMAGE_GAUSSIAN_BLUR_H_
+#define STOKER_DAEMON_IMAGE_GAUSSIAN_BLUR_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "daemon/image/jpeg_decoder.h"  // ImageSize
+
+namespace stoker {
+
+struct BlurSpec {
+  bool enabled = false;
+  int kernel_x = 0, kernel_y = 0;  // odd
+  double sigma_min = 0.1, sigma_max = 2.0;
+  double p = 1.0;  // RandomApply([GaussianBlur(...)], p)
+};
+
+struct BlurParams {
+  bool apply = false;
+  float sigma = 0;
+};
+
+BlurParams DrawBlur(const BlurSpec& spec, uint64_t key);
+
+// torchvision's _get_gaussian_kernel1d in float32.
+std::vector<float> GaussianKernel(int size, float sigma);
+
+// Blurs three planes of `size` in place (each side must exceed half its
+// kernel, as torch's reflect padding requires).
+void ApplyBlur(const BlurSpec& spec, const BlurParams& params, ImageSize size,
+               uint8_t* planes, std::vector<double>* scratch);
+
+}  // namespace stoker
+
+#endif  // STOKER_DAEMON_IMAGE_GAUSSIAN_BLUR_H_
