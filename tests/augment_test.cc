@@ -1,6 +1,7 @@
 // The sample pipeline end to end through a real daemon: determinism across
 // worker counts and restarts, output dtypes and layouts, flips, and the
 // evaluation pipeline against an independent reference.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -108,6 +109,60 @@ TEST_F(AugmentTest, OneOrFourWorkersAndARestartGiveByteIdenticalEpochs) {
   ASSERT_EQ(one.size(), 2u * 21 * (48 * 48 * 3 + 16));
   EXPECT_TRUE(one == four) << "1 and 4 workers disagree";
   EXPECT_TRUE(one == restarted) << "a new daemon disagrees";
+}
+
+// Every op of stoker/ops.h through the SDK: the daemon takes it, gives it
+// back unchanged in the job's spec, and serves the same bytes with one
+// worker or four.
+TEST_F(AugmentTest, EveryOpRoundTripsThroughTheSdkAndIsDeterministic) {
+  const Fill fill = {10, 20, 30};
+  const std::vector<std::vector<Op>> pipelines = {
+      {Pad{2, 3, 4, 5, fill, PaddingMode::kConstant},
+       RandomCrop{40, 44, 1, 1, 1, 1, true, fill, PaddingMode::kReflect},
+       RandomHorizontalFlip{0.5f}, RandomVerticalFlip{0.25f},
+       RandomRotation{-20, 20, Interpolation::kBilinear, fill, 0.5f},
+       ColorJitter{0.2f, 0.2f, 0.2f, 0.1f, 0.8f}, RandomGrayscale{0.2f},
+       GaussianBlur{5, 7, 0.3f, 1.5f, 0.5f},
+       TrivialAugmentWide{31, Interpolation::kBilinear, fill}, Normalize{},
+       RandomErasing{0.5f, 0.02f, 0.33f, 0.3f, 3.3f, {0.1f, 0.2f, 0.3f}}},
+      {RandomResizedCrop{48, 48},
+       RandomAffine{-10, 10, 0.1f, 0.2f, 0.9f, 1.1f, -5, 5, 0, 0,
+                    Interpolation::kNearest, fill, 1.0f},
+       RandAugment{3, 7, 21, Interpolation::kNearest, fill}},
+      {Resize{56}, CenterCrop{48, 48},
+       AutoAugment{AutoAugmentPolicy::kCifar10, Interpolation::kNearest,
+                   fill}},
+      {Resize{0, 36, 36}, RandomCrop{32, 32, 4, 4, 4, 4, false, fill,
+                                     PaddingMode::kSymmetric}}};
+  for (const std::vector<Op>& pipeline : pipelines) {
+    JobSpec spec = Train(4);
+    spec.pipeline = pipeline;
+    if (std::any_of(pipeline.begin(), pipeline.end(), [](const Op& op) {
+          return std::holds_alternative<RandomErasing>(op);
+        })) {
+      spec.dtype = DType::kFloat32;
+    }
+    spec.repeated_augmentations = 2;
+    std::string one, four;
+    {
+      TestDaemon daemon({.workers = 1});
+      auto client = daemon.Connect();
+      auto job = client->CreateJob(spec);
+      ASSERT_TRUE(job.ok()) << job.status();
+      auto info = client->GetJob(job->id);
+      ASSERT_TRUE(info.ok()) << info.status();
+      EXPECT_TRUE(info->spec.pipeline == pipeline);
+      EXPECT_EQ(info->spec.repeated_augmentations, 2u);
+      ASSERT_TRUE(client->DeleteJob(job->id).ok());
+      one = JobBytes(daemon, spec);
+    }
+    {
+      TestDaemon daemon({.workers = 4});
+      four = JobBytes(daemon, spec);
+    }
+    EXPECT_GT(one.size(), 0u);
+    EXPECT_TRUE(one == four) << "1 and 4 workers disagree";
+  }
 }
 
 TEST_F(AugmentTest, ResumeAfterATrainerRestartIsByteIdentical) {

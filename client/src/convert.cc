@@ -2,95 +2,11 @@
 
 #include <algorithm>
 
+#include "client/src/op_convert.h"
 #include "common/vocabulary_wire.h"
 
 namespace stoker::internal {
 namespace {
-
-// One op to the wire.
-struct OpWriter {
-  v1::Op* op;
-  void operator()(const RandomResizedCrop& o) const {
-    auto* p = op->mutable_random_resized_crop();
-    p->set_height(o.height);
-    p->set_width(o.width);
-    p->set_scale_min(o.scale_min);
-    p->set_scale_max(o.scale_max);
-    p->set_ratio_min(o.ratio_min);
-    p->set_ratio_max(o.ratio_max);
-    p->set_interpolation(ToWire(o.interpolation));
-  }
-  void operator()(const Resize& o) const {
-    auto* p = op->mutable_resize();
-    p->set_shorter_side(o.shorter_side);
-    p->set_height(o.height);
-    p->set_width(o.width);
-    p->set_interpolation(ToWire(o.interpolation));
-  }
-  void operator()(const CenterCrop& o) const {
-    op->mutable_center_crop()->set_height(o.height);
-    op->mutable_center_crop()->set_width(o.width);
-  }
-  void operator()(const RandomHorizontalFlip& o) const {
-    op->mutable_random_horizontal_flip()->set_p(o.p);
-  }
-  void operator()(const ColorJitter& o) const {
-    auto* p = op->mutable_color_jitter();
-    p->set_brightness(o.brightness);
-    p->set_contrast(o.contrast);
-    p->set_saturation(o.saturation);
-    p->set_hue(o.hue);
-  }
-  void operator()(const Normalize& o) const {
-    auto* p = op->mutable_normalize();
-    for (int c = 0; c < 3; ++c) {
-      p->add_mean(o.mean[c]);
-      p->add_std(o.std[c]);
-    }
-  }
-};
-
-std::optional<Op> OpFrom(const v1::Op& op) {
-  switch (op.kind_case()) {
-    case v1::Op::kRandomResizedCrop: {
-      const auto& p = op.random_resized_crop();
-      return RandomResizedCrop{
-          p.height(),
-          p.width(),
-          p.scale_min(),
-          p.scale_max(),
-          p.ratio_min(),
-          p.ratio_max(),
-          FromWire(p.interpolation()).value_or(Interpolation::kBilinear)};
-    }
-    case v1::Op::kResize: {
-      const auto& p = op.resize();
-      return Resize{
-          p.shorter_side(), p.height(), p.width(),
-          FromWire(p.interpolation()).value_or(Interpolation::kBilinear)};
-    }
-    case v1::Op::kCenterCrop:
-      return CenterCrop{op.center_crop().height(), op.center_crop().width()};
-    case v1::Op::kRandomHorizontalFlip:
-      return RandomHorizontalFlip{op.random_horizontal_flip().p()};
-    case v1::Op::kColorJitter:
-      return ColorJitter{
-          op.color_jitter().brightness(), op.color_jitter().contrast(),
-          op.color_jitter().saturation(), op.color_jitter().hue()};
-    case v1::Op::kNormalize: {
-      Normalize n;
-      for (int c = 0; c < 3 && c < op.normalize().mean_size() &&
-                      c < op.normalize().std_size();
-           ++c) {
-        n.mean[c] = op.normalize().mean(c);
-        n.std[c] = op.normalize().std(c);
-      }
-      return n;
-    }
-    default:
-      return std::nullopt;
-  }
-}
 
 JobSpec SpecFrom(const v1::JobSpec& p) {
   JobSpec spec;
@@ -101,7 +17,7 @@ JobSpec SpecFrom(const v1::JobSpec& p) {
   spec.batch_size = p.batch_size();
   spec.slots = p.slots();
   for (const v1::Op& op : p.pipeline()) {
-    if (auto parsed = OpFrom(op)) spec.pipeline.push_back(*parsed);
+    if (auto parsed = OpFromProto(op)) spec.pipeline.push_back(*parsed);
   }
   spec.height = p.output().height();
   spec.width = p.output().width();
@@ -127,6 +43,7 @@ JobSpec SpecFrom(const v1::JobSpec& p) {
   spec.weight = std::max<uint32_t>(p.weight(), 1);
   spec.access_group = p.access_group();
   spec.fast_resample = p.fast_resample();
+  spec.repeated_augmentations = p.repeated_augmentations();
   return spec;
 }
 
@@ -142,7 +59,7 @@ v1::JobSpec ToProto(const JobSpec& spec) {
   p.set_batch_size(spec.batch_size);
   p.set_slots(spec.slots);
   for (const Op& op : spec.pipeline) {
-    std::visit(OpWriter{p.add_pipeline()}, op);
+    OpToProto(op, p.add_pipeline());
   }
   if (spec.pipeline.empty()) {  // with a pipeline, it sets the size
     p.mutable_output()->set_height(spec.height);
@@ -171,6 +88,7 @@ v1::JobSpec ToProto(const JobSpec& spec) {
   p.set_weight(spec.weight);
   p.set_access_group(spec.access_group);
   p.set_fast_resample(spec.fast_resample);
+  p.set_repeated_augmentations(spec.repeated_augmentations);
   return p;
 }
 

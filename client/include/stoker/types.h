@@ -12,47 +12,12 @@
 #include <vector>
 
 #include "stoker/export.h"
+#include "stoker/ops.h"
 #include "stoker/vocabulary.h"
 
 namespace stoker {
 
 inline constexpr char kDefaultTarget[] = "unix:///run/stoker/stoker.sock";
-
-// The pipeline ops: the torchvision transforms of the same names.
-struct RandomResizedCrop {
-  uint32_t height = 224;
-  uint32_t width = 224;
-  float scale_min = 0.08f;
-  float scale_max = 1.0f;
-  float ratio_min = 3.0f / 4.0f;
-  float ratio_max = 4.0f / 3.0f;
-  Interpolation interpolation = Interpolation::kBilinear;
-};
-struct Resize {
-  uint32_t shorter_side = 0;  // or exactly height x width
-  uint32_t height = 0;
-  uint32_t width = 0;
-  Interpolation interpolation = Interpolation::kBilinear;
-};
-struct CenterCrop {
-  uint32_t height = 224;
-  uint32_t width = 224;
-};
-struct RandomHorizontalFlip {
-  float p = 0.5f;
-};
-struct ColorJitter {  // 0 leaves a property alone
-  float brightness = 0.4f;
-  float contrast = 0.4f;
-  float saturation = 0.4f;
-  float hue = 0.0f;  // in [0, 0.5]: the factor is drawn from [-hue, hue]
-};
-struct Normalize {  // ImageNet statistics by default
-  std::array<float, 3> mean = {0.485f, 0.456f, 0.406f};
-  std::array<float, 3> std = {0.229f, 0.224f, 0.225f};
-};
-using Op = std::variant<RandomResizedCrop, Resize, CenterCrop,
-                        RandomHorizontalFlip, ColorJitter, Normalize>;
 
 // RandomResizedCrop(size) + RandomHorizontalFlip(): the usual training
 // pipeline (add Normalize() for float output).
@@ -92,10 +57,12 @@ struct JobSpec {
   std::string manifest;
   uint32_t batch_size = 64;  // 1..4096
   uint32_t slots = 8;        // ring depth, 1..256
-  // Accepted orders: RandomResizedCrop [RandomHorizontalFlip] [ColorJitter]
-  // [Normalize], or Resize [CenterCrop] [RandomHorizontalFlip] [ColorJitter]
-  // [Normalize]. Each sample's
-  // random parameters depend only on (seed, epoch, sample index).
+  // The ops (stoker/ops.h) in the order docs/transforms.md gives: the
+  // geometry (RandomResizedCrop; Resize [CenterCrop]; or [Resize] [Pad]
+  // RandomCrop), then any of the flips, one warp, ColorJitter,
+  // RandomGrayscale, GaussianBlur, one automatic augmentation, Normalize,
+  // RandomErasing. Each sample's random parameters depend only on (seed,
+  // epoch, sample index).
   std::vector<Op> pipeline;
   uint32_t height = 224;  // with an empty pipeline: resize to height x width
   uint32_t width = 224;
@@ -126,6 +93,9 @@ struct JobSpec {
   // Resample approximately (DCT-scaled decode, area average) instead of
   // exactly as Pillow: less CPU, pixels differ from torchvision's.
   bool fast_resample = false;
+  // Repeated augmentation (the classification recipe's RASampler): each
+  // sample k times per epoch, each copy its own augmentation; 0 or 1: off.
+  uint32_t repeated_augmentations = 0;
 };
 
 struct JobInfo {
