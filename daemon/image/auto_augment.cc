@@ -17,12 +17,12 @@ float UniformFloat(uint64_t key, uint64_t* k) {
   return float(CounterRandom(key, (*k)++) >> 40) * 0x1.0p-24f;
 }
 
-// 8 - (torch.arange(bins) / ((bins - 1) / levels)).round().int().
-std::vector<float> PosterizeBits(int bins, double levels) {
+// top - (torch.arange(bins) / ((bins - 1) / levels)).round().int().
+std::vector<float> PosterizeBits(int bins, double levels, int top = 8) {
   const float divisor = float((bins - 1) / levels);
   std::vector<float> out(bins);
   for (int i = 0; i < bins; ++i) {
-    out[i] = float(8 - int(std::nearbyint(float(i) / divisor)));
+    out[i] = float(top - int(std::nearbyint(float(i) / divisor)));
   }
   return out;
 }
@@ -46,6 +46,17 @@ std::vector<float> TorchLinspace(double start, double end, int steps) {
 }
 
 std::vector<AugmentOp> AugmentationSpace(const AutoAugmentSpec& spec) {
+  if (spec.kind == Kind::kAugMix) {  // its own order, and no Identity
+    std::vector<AugmentOp> ops = {
+        Op::kShearX,    Op::kShearY,   Op::kTranslateX,   Op::kTranslateY,
+        Op::kRotate,    Op::kPosterize, Op::kSolarize,    Op::kAutoContrast,
+        Op::kEqualize};
+    if (spec.all_ops) {
+      ops.insert(ops.end(),
+                 {Op::kBrightness, Op::kColor, Op::kContrast, Op::kSharpness});
+    }
+    return ops;
+  }
   std::vector<AugmentOp> ops;
   const bool with_identity = spec.kind != Kind::kAutoAugment;
   for (int i = with_identity ? 0 : 1; i < kAugmentOpCount; ++i) {
@@ -58,9 +69,10 @@ std::vector<AugmentOp> AugmentationSpace(const AutoAugmentSpec& spec) {
 
 std::vector<float> MagnitudeTable(const AutoAugmentSpec& spec, AugmentOp op,
                                   ImageSize size, bool* signed_op) {
-  // AutoAugment indexes RandAugment's space with 10 bins.
-  const int bins =
-      spec.kind == Kind::kAutoAugment ? 10 : spec.num_magnitude_bins;
+  // AutoAugment indexes RandAugment's space with 10 bins; AugMix its own.
+  const int bins = spec.kind == Kind::kAutoAugment || spec.kind == Kind::kAugMix
+                       ? 10
+                       : spec.num_magnitude_bins;
   std::vector<float> table =
       ComputedTable(spec.kind, op, bins, size, signed_op);
   const std::vector<float>& given = spec.tables[static_cast<int>(op)];
@@ -70,15 +82,23 @@ std::vector<float> MagnitudeTable(const AutoAugmentSpec& spec, AugmentOp op,
 std::vector<float> ComputedTable(AutoAugmentSpec::Kind kind, AugmentOp op,
                                  int bins, ImageSize size, bool* signed_op) {
   const bool wide = kind == Kind::kTrivialAugmentWide;
+  const bool mix = kind == Kind::kAugMix;  // translations a third of a side
   *signed_op = true;
   switch (op) {
     case Op::kShearX:
     case Op::kShearY:
       return TorchLinspace(0.0, wide ? 0.99 : 0.3, bins);
     case Op::kTranslateX:
-      return TorchLinspace(0.0, wide ? 32.0 : 150.0 / 331.0 * size.width, bins);
+      return TorchLinspace(0.0,
+                           wide  ? 32.0
+                           : mix ? size.width / 3.0
+                                 : 150.0 / 331.0 * size.width,
+                           bins);
     case Op::kTranslateY:
-      return TorchLinspace(0.0, wide ? 32.0 : 150.0 / 331.0 * size.height,
+      return TorchLinspace(0.0,
+                           wide  ? 32.0
+                           : mix ? size.height / 3.0
+                                 : 150.0 / 331.0 * size.height,
                            bins);
     case Op::kRotate:
       return TorchLinspace(0.0, wide ? 135.0 : 30.0, bins);
@@ -89,7 +109,7 @@ std::vector<float> ComputedTable(AutoAugmentSpec::Kind kind, AugmentOp op,
       return TorchLinspace(0.0, wide ? 0.99 : 0.9, bins);
     case Op::kPosterize:
       *signed_op = false;
-      return PosterizeBits(bins, wide ? 6.0 : 4.0);
+      return PosterizeBits(bins, wide ? 6.0 : 4.0, mix ? 4 : 8);
     case Op::kSolarize:
       *signed_op = false;
       return TorchLinspace(255.0, 0.0, bins);

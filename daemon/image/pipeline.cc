@@ -130,7 +130,9 @@ SampleParams DrawSampleParams(const Pipeline& p, ImageSize image,
   params.blur = DrawBlur(p.blur, Mix64(key ^ 0xb1c2));
   // Each draw has its own stream, keyed by the sample, so adding one op to
   // a pipeline leaves the others' draws alone.
-  if (p.augment.enabled()) {
+  if (p.augment.kind == AutoAugmentSpec::Kind::kAugMix) {
+    params.augmix = DrawAugMix(p.augment, p.output, Mix64(key ^ 0xa0a0));
+  } else if (p.augment.enabled()) {
     params.augment = DrawAutoAugment(p.augment, p.output, Mix64(key ^ 0xa0a0));
   }
   params.erasing = DrawErasing(p.erasing, p.output, Mix64(key ^ 0xe2a5e));

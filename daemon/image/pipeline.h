@@ -9,6 +9,7 @@
 #include <array>
 #include <cstdint>
 
+#include "daemon/image/aug_mix.h"
 #include "daemon/image/auto_augment.h"
 #include "daemon/image/color_jitter.h"
 #include "daemon/image/counter_random.h"
@@ -90,6 +91,7 @@ struct SampleParams {
   JitterParams jitter;
   BlurParams blur;
   DrawnOps augment;
+  DrawnAugMix augmix;  // augment.kind == kAugMix
   ErasingParams erasing;
 };
 

@@ -258,7 +258,9 @@ void SampleDecoder::ApplyImageOps(const Pipeline& pipeline, uint8_t* planes) {
     }
   }
   ApplyBlur(pipeline.blur, params_.blur, o, planes, &blur_);
-  if (pipeline.augment.enabled()) {
+  if (pipeline.augment.kind == AutoAugmentSpec::Kind::kAugMix) {
+    ApplyAugMix(pipeline.augment, params_.augmix, o, planes, &augment_);
+  } else if (pipeline.augment.enabled()) {
     ApplyDrawnOps(params_.augment, pipeline.augment.style, o, planes,
                   &augment_);
   }

@@ -1,10 +1,11 @@
-#include "daemon/spec/augment_proto.h"
+#include "daemon/spec/ops_proto.h"
 
 #include <algorithm>
 #include <cmath>
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "daemon/image/aug_mix.h"
 
 namespace stoker {
 namespace {
@@ -54,7 +55,9 @@ absl::Status ParseTables(
     const OpError& e,
     const google::protobuf::RepeatedPtrField<v1::MagnitudeTable>& given,
     AutoAugmentSpec* a) {
-  const int bins = a->kind == Kind::kAutoAugment ? 10 : a->num_magnitude_bins;
+  const int bins = a->kind == Kind::kAutoAugment || a->kind == Kind::kAugMix
+                       ? 10
+                       : a->num_magnitude_bins;
   const std::vector<AugmentOp> space = AugmentationSpace(*a);
   for (const v1::MagnitudeTable& t : given) {
     const std::optional<AugmentOp> op = AugmentOpByName(t.op());
@@ -162,6 +165,38 @@ absl::Status ParseAutoAugment(const OpError& e, const v1::AutoAugment& op,
   return ParseAugmentStyle(e, op, &a.style);
 }
 
+absl::Status ParseAugMix(const OpError& e, const v1::AugMix& op, Pipeline* p) {
+  AutoAugmentSpec& a = p->augment;
+  a.kind = Kind::kAugMix;
+  a.severity = op.has_severity() ? int(op.severity()) : 3;
+  if (a.severity < 1 || a.severity > 10) {
+    return e.Bad("severity",
+                 absl::StrCat("must be in [1, 10], got ", op.severity()));
+  }
+  a.mixture_width = op.has_mixture_width() ? int(op.mixture_width()) : 3;
+  if (a.mixture_width < 1 || a.mixture_width > kMaxAugMixWidth) {
+    return e.Bad("mixture_width", absl::StrCat("must be in [1, ",
+                                               kMaxAugMixWidth, "], got ",
+                                               op.mixture_width()));
+  }
+  a.chain_depth = op.has_chain_depth() ? op.chain_depth() : -1;
+  if (a.chain_depth > kMaxAugMixDepth || a.chain_depth < -1) {
+    return e.Bad("chain_depth",
+                 absl::StrCat("must be in [-1, ", kMaxAugMixDepth,
+                              "] (0 or -1: 1 to 3 drawn), got ", a.chain_depth));
+  }
+  a.alpha = op.has_alpha() ? op.alpha() : 1.0;
+  if (!(a.alpha >= 0.01 && a.alpha <= 100)) {
+    return e.Bad("alpha", absl::StrCat("must be in [0.01, 100], got ", a.alpha));
+  }
+  a.all_ops = !op.has_all_ops() || op.all_ops();
+  a.has_fill = op.fill_size() > 0;
+  if (auto s = ParseTables(e, op.magnitudes(), &a); !s.ok()) return s;
+  if (auto s = ParseAugmentStyle(e, op, &a.style); !s.ok()) return s;
+  if (!op.has_interpolation()) a.style.interpolation = Interpolation::kBilinear;
+  return absl::OkStatus();
+}
+
 absl::Status ParseErasing(const OpError& e, const v1::RandomErasing& op,
                           Pipeline* p) {
   ErasingSpec& r = p->erasing;
@@ -223,6 +258,20 @@ void AugmentToProto(const AutoAugmentSpec& a, v1::JobSpec* spec) {
                                        : v1::AUTO_AUGMENT_POLICY_IMAGENET);
       WriteTables(a, op->mutable_magnitudes());
       return WriteStyle(a.style, op);
+    }
+    case Kind::kAugMix: {
+      auto* op = spec->add_pipeline()->mutable_aug_mix();
+      op->set_severity(a.severity);
+      op->set_mixture_width(a.mixture_width);
+      op->set_chain_depth(a.chain_depth);
+      op->set_alpha(float(a.alpha));
+      op->set_all_ops(a.all_ops);
+      WriteTables(a, op->mutable_magnitudes());
+      op->set_interpolation(ToWire(a.style.interpolation));
+      if (a.has_fill) {
+        for (uint8_t v : a.style.fill) op->add_fill(v);
+      }
+      return;
     }
   }
 }

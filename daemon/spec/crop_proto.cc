@@ -1,6 +1,6 @@
 // Pad and RandomCrop in a JobSpec: validation and back.
 #include "absl/strings/str_cat.h"
-#include "daemon/spec/augment_proto.h"
+#include "daemon/spec/ops_proto.h"
 
 namespace stoker {
 namespace {

@@ -2,7 +2,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
-#include "daemon/spec/augment_proto.h"
+#include "daemon/spec/ops_proto.h"
 
 namespace stoker {
 namespace {

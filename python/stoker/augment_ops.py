@@ -1,5 +1,6 @@
 """torchvision's automatic augmentations and RandomErasing -> the daemon's
-ops (stoker.v1.TrivialAugmentWide, RandAugment, AutoAugment, RandomErasing).
+ops (stoker.v1.TrivialAugmentWide, RandAugment, AutoAugment, AugMix,
+RandomErasing).
 
 The magnitude tables are torchvision's own (its _augmentation_space, run
 here), sent with the op: torch's vectorised CPU kernels may round a
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-AUGMENTS = ("TrivialAugmentWide", "RandAugment", "AutoAugment")
+AUGMENTS = ("TrivialAugmentWide", "RandAugment", "AutoAugment", "AugMix")
 _POLICIES = {"imagenet": "AUTO_AUGMENT_POLICY_IMAGENET",
              "cifar10": "AUTO_AUGMENT_POLICY_CIFAR10",
              "svhn": "AUTO_AUGMENT_POLICY_SVHN"}
@@ -78,6 +79,8 @@ def augment_op(t: Any, size: Optional[Tuple[int, int]],
                                          **style}}
     if size is None:
         raise refuse(repr(t), "the image size must be fixed before it")
+    if kind == "AugMix":
+        return _aug_mix(t, size, style)
     if kind == "RandAugment":
         bins = int(t.num_magnitude_bins)
         if not 0 <= int(t.magnitude) < bins:
@@ -93,6 +96,19 @@ def augment_op(t: Any, size: Optional[Tuple[int, int]],
     space = _v1(kind)()._augmentation_space(10, size)
     return {"auto_augment": {"policy": _POLICIES[policy],
                              "magnitudes": _tables(space), **style}}
+
+
+def _aug_mix(t: Any, size: Tuple[int, int],
+             style: Dict[str, Any]) -> Dict[str, Any]:
+    """AugMix: its space's tables (10 bins, translations a third of the
+    image) for an image of `size` (height, width)."""
+    all_ops = bool(t.all_ops)
+    space = _v1("AugMix")(all_ops=all_ops)._augmentation_space(10, size)
+    return {"aug_mix": {"severity": int(t.severity),
+                        "mixture_width": int(t.mixture_width),
+                        "chain_depth": max(int(t.chain_depth), -1),
+                        "alpha": float(t.alpha), "all_ops": all_ops,
+                        "magnitudes": _tables(space), **style}}
 
 
 def warp_op(t: Any, refuse: Refuse) -> Dict[str, Any]:

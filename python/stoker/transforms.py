@@ -21,7 +21,8 @@ SUPPORTED = (
     "ColorJitter(brightness, contrast, saturation, hue), RandomGrayscale(p), "
     "Grayscale(3), GaussianBlur(kernel_size, sigma), RandomRotation, "
     "RandomAffine (each of these, or a flip, also alone in RandomApply([...], p)), "
-    "TrivialAugmentWide, RandAugment, AutoAugment (interpolation NEAREST|BILINEAR, fill), "
+    "TrivialAugmentWide, RandAugment, AutoAugment, AugMix (interpolation "
+    "NEAREST|BILINEAR, fill), "
     "ToTensor(), PILToTensor(), ConvertImageDtype(torch.float32|torch.float16), "
     "Normalize(mean, std), RandomErasing(p, scale, ratio, value), "
     "torchvision's ImageClassification preset (weights.transforms()) and "
@@ -291,7 +292,7 @@ _DAEMON_ORDER = ["random_resized_crop", "resize", "pad", "center_crop",
                  "random_horizontal_flip", "random_vertical_flip",
                  "random_rotation", "random_affine",
                  "color_jitter", "random_grayscale", "gaussian_blur",
-                 "trivial_augment_wide",
+                 "trivial_augment_wide", "aug_mix",
                  "rand_augment", "auto_augment", "normalize", "random_erasing"]
 
 

@@ -3,6 +3,10 @@
 //   augment_tool op IN OUT WIDTH HEIGHT OP MAGNITUDE nearest|bilinear R G B
 //       applies one op (torchvision's name) to each image of a file of
 //       packed RGB images of WIDTH x HEIGHT, back to back;
+//   augment_tool tensor_op IN OUT WIDTH HEIGHT OP MAGNITUDE nearest|bilinear
+//       R G B
+//       the same through torchvision's tensor path (AugMix's); R = -1: no
+//       fill (fill=None);
 //   augment_tool draws SPEC_JSON WIDTH HEIGHT SEED EPOCH FIRST COUNT
 //       prints, one JSON line per sample index, the ops and the erasing box
 //       that sample draws in a job of that JobSpec (JSON) over images of
@@ -20,6 +24,7 @@
 #include <vector>
 
 #include "daemon/image/auto_augment.h"
+#include "daemon/image/tensor_ops.h"
 #include "daemon/image/pipeline.h"
 #include "daemon/spec/pipeline_proto.h"
 #include "google/protobuf/util/json_util.h"
@@ -35,7 +40,7 @@ std::vector<uint8_t> ToPlanes(const uint8_t* packed, size_t n) {
   return planes;
 }
 
-int RunOp(char** argv, bool timed) {
+int RunOp(char** argv, bool timed, bool tensor) {
   std::ifstream file(argv[2], std::ios::binary);
   const std::vector<uint8_t> packed((std::istreambuf_iterator<char>(file)),
                                     std::istreambuf_iterator<char>());
@@ -56,6 +61,9 @@ int RunOp(char** argv, bool timed) {
                             ? Interpolation::kBilinear
                             : Interpolation::kNearest;
   for (int c = 0; c < 3; ++c) style.fill[c] = uint8_t(std::atoi(argv[9 + c]));
+  TensorStyle tensor_style;
+  tensor_style.interpolation = style.interpolation;
+  if (std::atoi(argv[9]) >= 0) tensor_style.fill = style.fill;
   const double magnitude = std::strtod(argv[7], nullptr);
   std::vector<uint8_t> out(packed.size()), planes, scratch;
   const size_t n = size.Pixels();
@@ -67,7 +75,12 @@ int RunOp(char** argv, bool timed) {
     for (int r = 0; r < repeats; ++r) {
       planes = ToPlanes(&packed[at], n);
       const auto start = std::chrono::steady_clock::now();
-      ApplyAugmentOp(*op, magnitude, style, size, planes.data(), &scratch);
+      if (tensor) {
+        ApplyTensorOp(*op, magnitude, tensor_style, size, planes.data(),
+                      &scratch);
+      } else {
+        ApplyAugmentOp(*op, magnitude, style, size, planes.data(), &scratch);
+      }
       spent += std::chrono::steady_clock::now() - start;
     }
     for (size_t i = 0; i < n; ++i) {
@@ -117,6 +130,23 @@ int RunDraws(char** argv) {
     const WarpParams& w = params.warp;
     std::printf("], \"warp\": [%.17g, %d, %d, %.17g, %.17g, %.17g]", w.angle,
                 w.tx, w.ty, w.scale, w.shear_x, w.shear_y);
+    const DrawnAugMix& mix = params.augmix;
+    std::printf(", \"augmix\": {\"original\": %.9g, \"weights\": [",
+                double(mix.original));
+    for (size_t c = 0; c < mix.weights.size(); ++c) {
+      std::printf("%s%.9g", c ? ", " : "", double(mix.weights[c]));
+    }
+    std::printf("], \"chains\": [");
+    for (size_t c = 0; c < mix.chains.size(); ++c) {
+      std::printf("%s[", c ? ", " : "");
+      for (int k = 0; k < mix.chains[c].count; ++k) {
+        const DrawnOp& op = mix.chains[c].ops[k];
+        std::printf("%s[\"%s\", %.17g]", k ? ", " : "",
+                    std::string(AugmentOpName(op.op)).c_str(), op.magnitude);
+      }
+      std::printf("]");
+    }
+    std::printf("]}");
     std::printf(", \"erase\": ");
     const ErasingParams& e = params.erasing;
     if (e.apply) {
@@ -160,7 +190,10 @@ int RunTables(char** argv) {
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
   if (mode == "op" && (argc == 12 || argc == 13)) {
-    return stoker::RunOp(argv, argc == 13);
+    return stoker::RunOp(argv, argc == 13, false);
+  }
+  if (mode == "tensor_op" && argc == 12) {
+    return stoker::RunOp(argv, false, true);
   }
   if (mode == "draws" && argc == 9) return stoker::RunDraws(argv);
   if (mode == "tables" && argc == 3) return stoker::RunTables(argv);

@@ -94,11 +94,14 @@ def test_native_spec_passes_through():
 
 
 @pytest.mark.parametrize("transform, named", [
-    (T.Compose([T.RandomResizedCrop(32), T.AugMix()]), "AugMix"),
+    (T.Compose([T.RandomResizedCrop(32),
+                T.AugMix(interpolation=T.InterpolationMode.BICUBIC)]),
+     "BICUBIC"),
     (T.Compose([T.RandomResizedCrop(32), T.RandAugment(),
                 T.ColorJitter(0.1)]), "impossible order"),
     (T.Compose([T.RandomResizedCrop(32), T.Lambda(lambda x: x)]), "Lambda"),
-    (T.Compose([T.RandomResizedCrop(32), T.GaussianBlur(3)]), "GaussianBlur"),
+    (T.Compose([T.RandomResizedCrop(32), T.RandomOrder([T.GaussianBlur(3)])]),
+     "RandomOrder"),
     (T.RandomResizedCrop(32, interpolation=T.InterpolationMode.LANCZOS),
      "LANCZOS"),
     (T.Compose([T.Resize(32, max_size=40), T.CenterCrop(32)]), "max_size"),

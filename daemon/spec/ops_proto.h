@@ -1,8 +1,8 @@
-// The wire form of a pipeline's automatic augmentation (TrivialAugmentWide,
-// RandAugment, AutoAugment) and RandomErasing: validation into the
-// Pipeline, and back.
-#ifndef STOKER_DAEMON_SPEC_AUGMENT_PROTO_H_
-#define STOKER_DAEMON_SPEC_AUGMENT_PROTO_H_
+// The wire form of a pipeline's ops, one parser per op: validation into the
+// Pipeline (errors name the op and field), and back. pipeline_proto.cc
+// checks their order and calls these.
+#ifndef STOKER_DAEMON_SPEC_OPS_PROTO_H_
+#define STOKER_DAEMON_SPEC_OPS_PROTO_H_
 
 #include <array>
 #include <cstdint>
@@ -50,12 +50,24 @@ absl::Status ParseAugmentStyle(const OpError& e, const OpProto& op,
   return ParseFill(e, op.fill(), &style->fill);
 }
 
+// The geometry (geometry_proto.cc).
+absl::Status ParseCrop(const OpError& e, const v1::RandomResizedCrop& op,
+                       Pipeline* p);
+absl::Status ParseResize(const OpError& e, const v1::Resize& op, Pipeline* p);
+absl::Status ParseCenterCrop(const OpError& e, const v1::CenterCrop& op,
+                             Pipeline* p);
+// Whether op i of spec may stand where it is among the geometry ops.
+bool GeometryFits(const v1::JobSpec& spec, int i);
+// Appends the geometry ops of `p`.
+void GeometryToProto(const Pipeline& p, v1::JobSpec* spec);
+
 absl::Status ParseTrivialAugment(const OpError& e,
                                  const v1::TrivialAugmentWide& op, Pipeline* p);
 absl::Status ParseRandAugment(const OpError& e, const v1::RandAugment& op,
                               Pipeline* p);
 absl::Status ParseAutoAugment(const OpError& e, const v1::AutoAugment& op,
                               Pipeline* p);
+absl::Status ParseAugMix(const OpError& e, const v1::AugMix& op, Pipeline* p);
 absl::Status ParseErasing(const OpError& e, const v1::RandomErasing& op,
                           Pipeline* p);
 
@@ -84,4 +96,4 @@ void ErasingToProto(const ErasingSpec& erasing, v1::JobSpec* spec);
 
 }  // namespace stoker
 
-#endif  // STOKER_DAEMON_SPEC_AUGMENT_PROTO_H_
+#endif  // STOKER_DAEMON_SPEC_OPS_PROTO_H_
