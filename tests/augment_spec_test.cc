@@ -4,6 +4,7 @@
 #include <set>
 
 #include <algorithm>
+#include <functional>
 #include <cmath>
 #include <vector>
 
@@ -236,6 +237,49 @@ TEST(BlurSpec, SigmaIsUniformAndTheCoinIsFair) {
   }
   EXPECT_LT(d, 1.95 / std::sqrt(double(n)));
   EXPECT_NEAR(applied / double(n), 0.3, 0.015);  // ~4.6 sigma
+}
+
+TEST(AugMixSpec, DefaultsAreTorchvisionsAndFieldsAreChecked) {
+  v1::Op mix;
+  mix.mutable_aug_mix();
+  auto p = ParsePipeline(Spec({mix}));
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->augment.kind, AutoAugmentSpec::Kind::kAugMix);
+  EXPECT_EQ(p->augment.severity, 3);
+  EXPECT_EQ(p->augment.mixture_width, 3);
+  EXPECT_EQ(p->augment.chain_depth, -1);
+  EXPECT_TRUE(p->augment.all_ops);
+  EXPECT_FALSE(p->augment.has_fill);
+  EXPECT_EQ(p->augment.style.interpolation, Interpolation::kBilinear);
+  EXPECT_EQ(AugmentationSpace(p->augment).size(), 13u);
+  bool is_signed = false;
+  // AugMix's own tables: translations a third of the side, 4-bit posterize.
+  EXPECT_FLOAT_EQ(
+      MagnitudeTable(p->augment, AugmentOp::kTranslateX, {30, 60}, &is_signed)
+          .back(),
+      10.0f);
+  EXPECT_EQ(MagnitudeTable(p->augment, AugmentOp::kPosterize, {32, 32},
+                           &is_signed)
+                .front(),
+            4.0f);
+  v1::JobSpec back;
+  PipelineToProto(*p, &back);
+  auto again = ParsePipeline(back);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->augment.style.interpolation, Interpolation::kBilinear);
+  EXPECT_FALSE(again->augment.has_fill);
+  const std::pair<const char*, std::function<void(v1::AugMix*)>> bad[] = {
+      {"aug_mix.severity", [](v1::AugMix* m) { m->set_severity(11); }},
+      {"aug_mix.mixture_width", [](v1::AugMix* m) { m->set_mixture_width(0); }},
+      {"aug_mix.chain_depth", [](v1::AugMix* m) { m->set_chain_depth(17); }},
+      {"aug_mix.alpha", [](v1::AugMix* m) { m->set_alpha(0); }},
+  };
+  for (const auto& [words, breaks] : bad) {
+    v1::Op op;
+    breaks(op.mutable_aug_mix());
+    ExpectRefused(Spec({op}), words);
+  }
+  ExpectRefused(Spec({mix, Wide()}), "impossible order");
 }
 
 }  // namespace

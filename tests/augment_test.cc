@@ -132,6 +132,9 @@ TEST_F(AugmentTest, EveryOpRoundTripsThroughTheSdkAndIsDeterministic) {
       {Resize{56}, CenterCrop{48, 48},
        AutoAugment{AutoAugmentPolicy::kCifar10, Interpolation::kNearest,
                    fill}},
+      {Resize{56}, CenterCrop{48, 48}, AugMix{5, 2, 2, 0.5f, false}},
+      {Resize{56}, CenterCrop{48, 48},
+       AugMix{3, 3, -1, 1.0f, true, Interpolation::kNearest, fill}},
       {Resize{0, 36, 36}, RandomCrop{32, 32, 4, 4, 4, 4, false, fill,
                                      PaddingMode::kSymmetric}}};
   for (const std::vector<Op>& pipeline : pipelines) {

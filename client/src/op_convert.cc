@@ -167,6 +167,15 @@ struct OpWriter {
     p->set_policy(kPolicies[int(o.policy)]);
     WriteStyle(o, p);
   }
+  void operator()(const AugMix& o) const {
+    auto* p = op->mutable_aug_mix();
+    p->set_severity(o.severity);
+    p->set_mixture_width(o.mixture_width);
+    p->set_chain_depth(o.chain_depth);
+    p->set_alpha(o.alpha);
+    p->set_all_ops(o.all_ops);
+    WriteStyle(o, p);
+  }
   void operator()(const Normalize& o) const {
     auto* p = op->mutable_normalize();
     for (int c = 0; c < 3; ++c) {
@@ -295,6 +304,21 @@ std::optional<Op> AugmentFrom(const v1::Op& op) {
         if (kPolicies[i] == p.policy()) a.policy = AutoAugmentPolicy(i);
       }
       ReadStyle(p, &a);
+      return a;
+    }
+    case v1::Op::kAugMix: {
+      const auto& p = op.aug_mix();
+      AugMix a;
+      if (p.has_severity()) a.severity = p.severity();
+      if (p.has_mixture_width()) a.mixture_width = p.mixture_width();
+      if (p.has_chain_depth()) a.chain_depth = p.chain_depth();
+      if (p.has_alpha()) a.alpha = p.alpha();
+      if (p.has_all_ops()) a.all_ops = p.all_ops();
+      a.interpolation = p.has_interpolation()
+                            ? InterpolationFrom(p.interpolation(),
+                                                Interpolation::kBilinear)
+                            : Interpolation::kBilinear;
+      a.fill = ReadFill(p);
       return a;
     }
     case v1::Op::kNormalize: {

@@ -124,6 +124,16 @@ struct AutoAugment {
   Fill fill;
   bool operator==(const AutoAugment&) const = default;
 };
+struct AugMix {
+  uint32_t severity = 3;
+  uint32_t mixture_width = 3;
+  int32_t chain_depth = -1;  // <= 0: 1 to 3, drawn per chain
+  float alpha = 1.0f;
+  bool all_ops = true;
+  Interpolation interpolation = Interpolation::kBilinear;
+  Fill fill;  // {}: fill=None (zeros outside the warps)
+  bool operator==(const AugMix&) const = default;
+};
 struct Normalize {  // ImageNet statistics by default
   std::array<float, 3> mean = {0.485f, 0.456f, 0.406f};
   std::array<float, 3> std = {0.229f, 0.224f, 0.225f};
@@ -143,7 +153,7 @@ using Op = std::variant<RandomResizedCrop, Resize, CenterCrop,
                         RandomCrop, RandomVerticalFlip, RandomRotation,
                         RandomAffine, RandomGrayscale, GaussianBlur,
                         TrivialAugmentWide, RandAugment, AutoAugment,
-                        RandomErasing>;
+                        AugMix, RandomErasing>;
 
 }  // namespace stoker
 
