@@ -1,11 +1,10 @@
 // The automatic augmentation and erasing ops of a JobSpec: validation with
 // errors naming the op and field, the order they take, the round trip
 // through PipelineToProto, and the draws' ranges.
-#include <set>
-
 #include <algorithm>
-#include <functional>
 #include <cmath>
+#include <functional>
+#include <set>
 #include <vector>
 
 #include "daemon/image/auto_augment.h"
@@ -232,8 +231,8 @@ TEST(BlurSpec, SigmaIsUniformAndTheCoinIsFair) {
   double d = 0;
   for (int i = 0; i < n; ++i) {
     const double cdf = (sigmas[i] - 0.5) / 2.0;
-    d = std::max({d, std::abs(cdf - double(i) / n),
-                  std::abs(cdf - double(i + 1) / n)});
+    d = std::max(
+        {d, std::abs(cdf - double(i) / n), std::abs(cdf - double(i + 1) / n)});
   }
   EXPECT_LT(d, 1.95 / std::sqrt(double(n)));
   EXPECT_NEAR(applied / double(n), 0.3, 0.015);  // ~4.6 sigma
@@ -258,10 +257,10 @@ TEST(AugMixSpec, DefaultsAreTorchvisionsAndFieldsAreChecked) {
       MagnitudeTable(p->augment, AugmentOp::kTranslateX, {30, 60}, &is_signed)
           .back(),
       10.0f);
-  EXPECT_EQ(MagnitudeTable(p->augment, AugmentOp::kPosterize, {32, 32},
-                           &is_signed)
-                .front(),
-            4.0f);
+  EXPECT_EQ(
+      MagnitudeTable(p->augment, AugmentOp::kPosterize, {32, 32}, &is_signed)
+          .front(),
+      4.0f);
   v1::JobSpec back;
   PipelineToProto(*p, &back);
   auto again = ParsePipeline(back);
@@ -280,6 +279,58 @@ TEST(AugMixSpec, DefaultsAreTorchvisionsAndFieldsAreChecked) {
     ExpectRefused(Spec({op}), words);
   }
   ExpectRefused(Spec({mix, Wide()}), "impossible order");
+}
+
+v1::Op Choice(std::initializer_list<v1::Op> options,
+              std::initializer_list<float> p = {}) {
+  v1::Op op;
+  for (const v1::Op& o : options)
+    *op.mutable_random_choice()->add_options() = o;
+  for (float w : p) op.mutable_random_choice()->add_p(w);
+  return op;
+}
+
+TEST(ChoiceSpec, RoundTripsAndDrawsByWeight) {
+  const v1::Op choice = Choice({Blur(3, 3), Blur(7, 7), Blur(9, 9)}, {1, 0, 3});
+  auto p = ParsePipeline(Spec({choice, Wide()}));
+  ASSERT_TRUE(p.ok()) << p.status();
+  ASSERT_TRUE(p->choice);
+  EXPECT_EQ(p->choice->stage, ImageStage::kBlur);
+  EXPECT_EQ(p->choice->options[2].blur.kernel_x, 9);
+  EXPECT_FALSE(p->blur.enabled);  // the choice holds the blurs
+  v1::JobSpec back;
+  PipelineToProto(*p, &back);
+  ASSERT_EQ(back.pipeline_size(), 3);
+  EXPECT_EQ(back.pipeline(1).random_choice().options_size(), 3);
+  EXPECT_TRUE(ParsePipeline(back).ok());
+  int counts[3] = {0, 0, 0};
+  for (uint64_t key = 0; key < 8000; ++key) {
+    const SampleParams s = DrawSampleParams(*p, {64, 64}, key);
+    ASSERT_GE(s.choice, 0);
+    ++counts[s.choice];
+    ASSERT_EQ(s.chosen.size(), 1u);
+    EXPECT_TRUE(s.chosen[0].blur.apply);
+  }
+  EXPECT_EQ(counts[1], 0);  // weight 0
+  EXPECT_NEAR(counts[0] / 8000.0, 0.25, 0.025);
+}
+
+TEST(ChoiceSpec, BadChoicesAreNamed) {
+  v1::Op flip, vflip;
+  flip.mutable_random_horizontal_flip();
+  vflip.mutable_random_vertical_flip();
+  ExpectRefused(Spec({Choice({flip, vflip})}),
+                "pipeline[1].random_choice.options[1] must be an image op");
+  ExpectRefused(Spec({Choice({flip})}), "random_choice.options needs 2 to 16");
+  ExpectRefused(Spec({Choice({flip, flip}, {1})}),
+                "random_choice.p needs one weight per option (2), got 1");
+  ExpectRefused(Spec({Choice({flip, flip}, {0, 0})}), "weights are all 0");
+  ExpectRefused(Spec({Choice({Choice({flip, flip}), flip})}),
+                "random_choice.options[0] must be an image op");
+  ExpectRefused(Spec({Choice({Blur(4, 3), Blur(3, 3)})}),
+                "random_choice.options[0]: pipeline[1].gaussian_blur.kernel_x");
+  ExpectRefused(Spec({Wide(), Choice({Blur(3, 3), Blur(5, 5)})}),
+                "impossible order");
 }
 
 }  // namespace

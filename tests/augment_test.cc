@@ -130,13 +130,15 @@ TEST_F(AugmentTest, EveryOpRoundTripsThroughTheSdkAndIsDeterministic) {
                     Interpolation::kNearest, fill, 1.0f},
        RandAugment{3, 7, 21, Interpolation::kNearest, fill}},
       {Resize{56}, CenterCrop{48, 48},
-       AutoAugment{AutoAugmentPolicy::kCifar10, Interpolation::kNearest,
-                   fill}},
-      {Resize{56}, CenterCrop{48, 48}, AugMix{5, 2, 2, 0.5f, false}},
+       AutoAugment{AutoAugmentPolicy::kCifar10, Interpolation::kNearest, fill}},
+      {Resize{56}, CenterCrop{48, 48},
+       RandomChoice{{GaussianBlur{3, 3}, GaussianBlur{5, 5, 0.5f, 1.0f}},
+                    {1.0f, 2.0f}},
+       AugMix{5, 2, 2, 0.5f, false}},
       {Resize{56}, CenterCrop{48, 48},
        AugMix{3, 3, -1, 1.0f, true, Interpolation::kNearest, fill}},
-      {Resize{0, 36, 36}, RandomCrop{32, 32, 4, 4, 4, 4, false, fill,
-                                     PaddingMode::kSymmetric}}};
+      {Resize{0, 36, 36},
+       RandomCrop{32, 32, 4, 4, 4, 4, false, fill, PaddingMode::kSymmetric}}};
   for (const std::vector<Op>& pipeline : pipelines) {
     JobSpec spec = Train(4);
     spec.pipeline = pipeline;

@@ -1,11 +1,12 @@
 // Pad and RandomCrop: the JobSpec's validation and round trip, and the
 // crop's draws and index maps (the bytes are compared with torchvision's in
 // tests/python/test_random_crop.py).
+#include "daemon/image/random_crop.h"
+
 #include <map>
 #include <numeric>
 
 #include "daemon/image/pipeline.h"
-#include "daemon/image/random_crop.h"
 #include "daemon/spec/pipeline_proto.h"
 #include "gtest/gtest.h"
 
@@ -19,7 +20,8 @@ v1::Op Resize(int h, int w) {
   return op;
 }
 
-v1::Op Crop(int size, int pad, v1::PaddingMode mode = v1::PADDING_MODE_CONSTANT) {
+v1::Op Crop(int size, int pad,
+            v1::PaddingMode mode = v1::PADDING_MODE_CONSTANT) {
   v1::Op op;
   auto* c = op.mutable_random_crop();
   c->set_height(size);
@@ -62,8 +64,7 @@ void ExpectRefused(const v1::JobSpec& spec, const std::string& words) {
 TEST(RandomCropSpec, AcceptedOrdersRoundTrip) {
   for (const v1::JobSpec& spec :
        {Spec({Crop(32, 4, v1::PADDING_MODE_REFLECT), Flip()}),
-        Spec({Resize(36, 40), Crop(32, 0)}),
-        Spec({Pad(4), Crop(32, 0)}),
+        Spec({Resize(36, 40), Crop(32, 0)}), Spec({Pad(4), Crop(32, 0)}),
         Spec({Resize(30, 30), Pad(2), Crop(32, 1, v1::PADDING_MODE_EDGE)})}) {
     auto p = ParsePipeline(spec);
     ASSERT_TRUE(p.ok()) << p.status();
@@ -114,8 +115,8 @@ TEST(RandomCrop, DrawsEveryPlaceUniformly) {
   const int n = 81 * 200;
   CropMaps maps;
   for (int i = 0; i < n; ++i) {
-    const CropParams c = DrawRandomCrop(spec, {32, 32}, {32, 32},
-                                        SampleKey(3, 0, i), &maps);
+    const CropParams c =
+        DrawRandomCrop(spec, {32, 32}, {32, 32}, SampleKey(3, 0, i), &maps);
     ASSERT_TRUE(c.fits);
     ASSERT_EQ(c.padded.width, 40);
     ++count[{c.top, c.left}];
@@ -161,8 +162,8 @@ TEST(RandomCrop, OuterFillWinsAndReflectionCopiesFill) {
   const uint8_t planes[12] = {50, 51, 52, 53, 50, 51, 52, 53, 50, 51, 52, 53};
   uint8_t out[4 * 36];
   ApplyRandomCrop(spec, maps, c.touched, planes, {6, 6}, out);
-  EXPECT_EQ(out[0], 200);       // corner: outer padding
-  EXPECT_EQ(out[6 + 1], 10);    // inside it: the Pad's border
+  EXPECT_EQ(out[0], 200);     // corner: outer padding
+  EXPECT_EQ(out[6 + 1], 10);  // inside it: the Pad's border
   EXPECT_EQ(out[2 * 6 + 2], 50);
   EXPECT_EQ(out[3 * 6 + 3], 53);
   EXPECT_EQ(out[1 * 6 + 0], 200);

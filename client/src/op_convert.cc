@@ -6,11 +6,11 @@ namespace stoker::internal {
 namespace {
 
 constexpr v1::PaddingMode kModes[] = {
-    v1::PADDING_MODE_CONSTANT, v1::PADDING_MODE_EDGE,
-    v1::PADDING_MODE_REFLECT, v1::PADDING_MODE_SYMMETRIC};
-constexpr v1::AutoAugmentPolicy kPolicies[] = {
-    v1::AUTO_AUGMENT_POLICY_IMAGENET, v1::AUTO_AUGMENT_POLICY_CIFAR10,
-    v1::AUTO_AUGMENT_POLICY_SVHN};
+    v1::PADDING_MODE_CONSTANT, v1::PADDING_MODE_EDGE, v1::PADDING_MODE_REFLECT,
+    v1::PADDING_MODE_SYMMETRIC};
+constexpr v1::AutoAugmentPolicy kPolicies[] = {v1::AUTO_AUGMENT_POLICY_IMAGENET,
+                                               v1::AUTO_AUGMENT_POLICY_CIFAR10,
+                                               v1::AUTO_AUGMENT_POLICY_SVHN};
 
 PaddingMode ModeFrom(v1::PaddingMode mode) {
   for (int i = 0; i < 4; ++i) {
@@ -44,10 +44,10 @@ void WriteStyle(const Op& o, Message* m) {
 
 template <typename Op, typename Message>
 void ReadStyle(const Message& m, Op* o) {
-  o->interpolation = m.has_interpolation()
-                         ? InterpolationFrom(m.interpolation(),
-                                             Interpolation::kNearest)
-                         : Interpolation::kNearest;
+  o->interpolation =
+      m.has_interpolation()
+          ? InterpolationFrom(m.interpolation(), Interpolation::kNearest)
+          : Interpolation::kNearest;
   o->fill = ReadFill(m);
 }
 
@@ -176,6 +176,11 @@ struct OpWriter {
     p->set_all_ops(o.all_ops);
     WriteStyle(o, p);
   }
+  void operator()(const RandomChoice& o) const {
+    auto* p = op->mutable_random_choice();
+    for (const Op& option : o.options) OpToProto(option, p->add_options());
+    for (float w : o.p) p->add_p(w);
+  }
   void operator()(const Normalize& o) const {
     auto* p = op->mutable_normalize();
     for (int c = 0; c < 3; ++c) {
@@ -195,14 +200,68 @@ struct OpWriter {
   }
 };
 
+RandomAffine AffineFrom(const v1::RandomAffine& p) {
+  RandomAffine a;
+  a.degrees_min = p.degrees_min();
+  a.degrees_max = p.degrees_max();
+  a.translate_x = p.translate_x();
+  a.translate_y = p.translate_y();
+  a.scale_min = p.has_scale_min() ? p.scale_min() : 1.0f;
+  a.scale_max = p.has_scale_max() ? p.scale_max() : 1.0f;
+  a.shear_x_min = p.shear_x_min();
+  a.shear_x_max = p.shear_x_max();
+  a.shear_y_min = p.shear_y_min();
+  a.shear_y_max = p.shear_y_max();
+  ReadStyle(p, &a);
+  a.p = p.has_p() ? p.p() : 1.0f;
+  return a;
+}
+
+AugMix AugMixFrom(const v1::AugMix& p) {
+  AugMix a;
+  if (p.has_severity()) a.severity = p.severity();
+  if (p.has_mixture_width()) a.mixture_width = p.mixture_width();
+  if (p.has_chain_depth()) a.chain_depth = p.chain_depth();
+  if (p.has_alpha()) a.alpha = p.alpha();
+  if (p.has_all_ops()) a.all_ops = p.all_ops();
+  a.interpolation =
+      p.has_interpolation()
+          ? InterpolationFrom(p.interpolation(), Interpolation::kBilinear)
+          : Interpolation::kBilinear;
+  a.fill = ReadFill(p);
+  return a;
+}
+
+RandomErasing ErasingFrom(const v1::RandomErasing& p) {
+  RandomErasing e;
+  if (p.has_p()) e.p = p.p();
+  if (p.has_scale_min()) e.scale_min = p.scale_min();
+  if (p.has_scale_max()) e.scale_max = p.scale_max();
+  if (p.has_ratio_min()) e.ratio_min = p.ratio_min();
+  if (p.has_ratio_max()) e.ratio_max = p.ratio_max();
+  e.value.assign(p.value().begin(), p.value().end());
+  e.random_value = p.random_value();
+  return e;
+}
+
+GaussianBlur BlurFrom(const v1::GaussianBlur& p) {
+  return GaussianBlur{
+      p.kernel_x(), p.kernel_y(), p.has_sigma_min() ? p.sigma_min() : 0.1f,
+      p.has_sigma_max() ? p.sigma_max() : 2.0f, p.has_p() ? p.p() : 1.0f};
+}
+
 // The geometry and colour ops; the augmentations in AugmentFrom.
 std::optional<Op> GeometryFrom(const v1::Op& op) {
   switch (op.kind_case()) {
     case v1::Op::kRandomResizedCrop: {
       const auto& p = op.random_resized_crop();
       return RandomResizedCrop{
-          p.height(),    p.width(),     p.scale_min(), p.scale_max(),
-          p.ratio_min(), p.ratio_max(),
+          p.height(),
+          p.width(),
+          p.scale_min(),
+          p.scale_max(),
+          p.ratio_min(),
+          p.ratio_max(),
           InterpolationFrom(p.interpolation(), Interpolation::kBilinear)};
     }
     case v1::Op::kResize: {
@@ -215,16 +274,15 @@ std::optional<Op> GeometryFrom(const v1::Op& op) {
       return CenterCrop{op.center_crop().height(), op.center_crop().width()};
     case v1::Op::kPad: {
       const auto& p = op.pad();
-      return Pad{p.left(),      p.top(),
-                 p.right(),     p.bottom(),
-                 ReadFill(p),   ModeFrom(p.padding_mode())};
+      return Pad{p.left(),   p.top(),     p.right(),
+                 p.bottom(), ReadFill(p), ModeFrom(p.padding_mode())};
     }
     case v1::Op::kRandomCrop: {
       const auto& p = op.random_crop();
-      return RandomCrop{p.height(),        p.width(),   p.pad_left(),
-                        p.pad_top(),       p.pad_right(), p.pad_bottom(),
-                        p.pad_if_needed(), ReadFill(p),
-                        ModeFrom(p.padding_mode())};
+      return RandomCrop{
+          p.height(),        p.width(),     p.pad_left(),
+          p.pad_top(),       p.pad_right(), p.pad_bottom(),
+          p.pad_if_needed(), ReadFill(p),   ModeFrom(p.padding_mode())};
     }
     case v1::Op::kRandomHorizontalFlip:
       return RandomHorizontalFlip{op.random_horizontal_flip().p()};
@@ -237,39 +295,18 @@ std::optional<Op> GeometryFrom(const v1::Op& op) {
       r.p = p.has_p() ? p.p() : 1.0f;
       return r;
     }
-    case v1::Op::kRandomAffine: {
-      const auto& p = op.random_affine();
-      RandomAffine a;
-      a.degrees_min = p.degrees_min();
-      a.degrees_max = p.degrees_max();
-      a.translate_x = p.translate_x();
-      a.translate_y = p.translate_y();
-      a.scale_min = p.has_scale_min() ? p.scale_min() : 1.0f;
-      a.scale_max = p.has_scale_max() ? p.scale_max() : 1.0f;
-      a.shear_x_min = p.shear_x_min();
-      a.shear_x_max = p.shear_x_max();
-      a.shear_y_min = p.shear_y_min();
-      a.shear_y_max = p.shear_y_max();
-      ReadStyle(p, &a);
-      a.p = p.has_p() ? p.p() : 1.0f;
-      return a;
-    }
+    case v1::Op::kRandomAffine:
+      return AffineFrom(op.random_affine());
     case v1::Op::kColorJitter: {
       const auto& p = op.color_jitter();
-      return ColorJitter{p.brightness(), p.contrast(), p.saturation(),
-                         p.hue(), p.has_p() ? p.p() : 1.0f};
+      return ColorJitter{p.brightness(), p.contrast(), p.saturation(), p.hue(),
+                         p.has_p() ? p.p() : 1.0f};
     }
     case v1::Op::kRandomGrayscale:
-      return RandomGrayscale{op.random_grayscale().has_p()
-                                 ? op.random_grayscale().p()
-                                 : 0.1f};
-    case v1::Op::kGaussianBlur: {
-      const auto& p = op.gaussian_blur();
-      return GaussianBlur{p.kernel_x(), p.kernel_y(),
-                          p.has_sigma_min() ? p.sigma_min() : 0.1f,
-                          p.has_sigma_max() ? p.sigma_max() : 2.0f,
-                          p.has_p() ? p.p() : 1.0f};
-    }
+      return RandomGrayscale{
+          op.random_grayscale().has_p() ? op.random_grayscale().p() : 0.1f};
+    case v1::Op::kGaussianBlur:
+      return BlurFrom(op.gaussian_blur());
     default:
       return std::nullopt;
   }
@@ -306,20 +343,15 @@ std::optional<Op> AugmentFrom(const v1::Op& op) {
       ReadStyle(p, &a);
       return a;
     }
-    case v1::Op::kAugMix: {
-      const auto& p = op.aug_mix();
-      AugMix a;
-      if (p.has_severity()) a.severity = p.severity();
-      if (p.has_mixture_width()) a.mixture_width = p.mixture_width();
-      if (p.has_chain_depth()) a.chain_depth = p.chain_depth();
-      if (p.has_alpha()) a.alpha = p.alpha();
-      if (p.has_all_ops()) a.all_ops = p.all_ops();
-      a.interpolation = p.has_interpolation()
-                            ? InterpolationFrom(p.interpolation(),
-                                                Interpolation::kBilinear)
-                            : Interpolation::kBilinear;
-      a.fill = ReadFill(p);
-      return a;
+    case v1::Op::kAugMix:
+      return AugMixFrom(op.aug_mix());
+    case v1::Op::kRandomChoice: {
+      RandomChoice c;
+      for (const v1::Op& option : op.random_choice().options()) {
+        if (auto known = OpFromProto(option)) c.options.push_back(*known);
+      }
+      c.p.assign(op.random_choice().p().begin(), op.random_choice().p().end());
+      return c;
     }
     case v1::Op::kNormalize: {
       Normalize n;
@@ -331,18 +363,8 @@ std::optional<Op> AugmentFrom(const v1::Op& op) {
       }
       return n;
     }
-    case v1::Op::kRandomErasing: {
-      const auto& p = op.random_erasing();
-      RandomErasing e;
-      if (p.has_p()) e.p = p.p();
-      if (p.has_scale_min()) e.scale_min = p.scale_min();
-      if (p.has_scale_max()) e.scale_max = p.scale_max();
-      if (p.has_ratio_min()) e.ratio_min = p.ratio_min();
-      if (p.has_ratio_max()) e.ratio_max = p.ratio_max();
-      e.value.assign(p.value().begin(), p.value().end());
-      e.random_value = p.random_value();
-      return e;
-    }
+    case v1::Op::kRandomErasing:
+      return ErasingFrom(op.random_erasing());
     default:
       return std::nullopt;
   }

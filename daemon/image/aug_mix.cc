@@ -57,8 +57,9 @@ DrawnAugMix DrawAugMix(const AutoAugmentSpec& spec, ImageSize size,
   const std::vector<AugmentOp> space = AugmentationSpace(spec);
   d.chains.resize(spec.mixture_width);
   for (DrawnOps& chain : d.chains) {
-    chain.count = spec.chain_depth > 0 ? std::min(spec.chain_depth, kMaxAugMixDepth)
-                                       : int(1 + UniformBelow(key, &k, 3));
+    chain.count = spec.chain_depth > 0
+                      ? std::min(spec.chain_depth, kMaxAugMixDepth)
+                      : int(1 + UniformBelow(key, &k, 3));
     for (int i = 0; i < chain.count; ++i) {
       const AugmentOp op = space[UniformBelow(key, &k, space.size())];
       bool is_signed = false;
@@ -81,7 +82,8 @@ void ApplyAugMix(const AutoAugmentSpec& spec, const DrawnAugMix& drawn,
   const size_t values = 3 * size.Pixels();
   std::vector<float> mix(values);
   std::vector<uint8_t> aug(values);
-  for (size_t i = 0; i < values; ++i) mix[i] = drawn.original * float(planes[i]);
+  for (size_t i = 0; i < values; ++i)
+    mix[i] = drawn.original * float(planes[i]);
   TensorStyle style;
   style.interpolation = spec.style.interpolation;
   if (spec.has_fill) style.fill = spec.style.fill;

@@ -21,8 +21,8 @@ inline constexpr int kMaxAugMixWidth = 16;
 inline constexpr int kMaxAugMixDepth = 16;
 
 struct DrawnAugMix {
-  float original = 0;           // m[:, 0]
-  std::vector<float> weights;   // combined_weights, one per chain
+  float original = 0;          // m[:, 0]
+  std::vector<float> weights;  // combined_weights, one per chain
   std::vector<DrawnOps> chains;
 };
 

@@ -48,9 +48,9 @@ std::vector<float> TorchLinspace(double start, double end, int steps) {
 std::vector<AugmentOp> AugmentationSpace(const AutoAugmentSpec& spec) {
   if (spec.kind == Kind::kAugMix) {  // its own order, and no Identity
     std::vector<AugmentOp> ops = {
-        Op::kShearX,    Op::kShearY,   Op::kTranslateX,   Op::kTranslateY,
-        Op::kRotate,    Op::kPosterize, Op::kSolarize,    Op::kAutoContrast,
-        Op::kEqualize};
+        Op::kShearX,     Op::kShearY,       Op::kTranslateX,
+        Op::kTranslateY, Op::kRotate,       Op::kPosterize,
+        Op::kSolarize,   Op::kAutoContrast, Op::kEqualize};
     if (spec.all_ops) {
       ops.insert(ops.end(),
                  {Op::kBrightness, Op::kColor, Op::kContrast, Op::kSharpness});

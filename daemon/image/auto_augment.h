@@ -32,12 +32,12 @@ struct AutoAugmentSpec {
   int magnitude = 9;                  // RandAugment: the bin every op uses
   Policy policy = Policy::kImageNet;  // AutoAugment
   // AugMix.
-  int severity = 3;        // the first `severity` of 10 bins
-  int mixture_width = 3;   // chains
-  int chain_depth = -1;    // ops per chain; <= 0: 1 to 3, drawn per chain
-  double alpha = 1.0;      // of the Dirichlet and Beta draws
-  bool all_ops = true;     // with Brightness, Color, Contrast, Sharpness
-  bool has_fill = false;   // AugMix: no fill is zeros, without a mask
+  int severity = 3;       // the first `severity` of 10 bins
+  int mixture_width = 3;  // chains
+  int chain_depth = -1;   // ops per chain; <= 0: 1 to 3, drawn per chain
+  double alpha = 1.0;     // of the Dirichlet and Beta draws
+  bool all_ops = true;    // with Brightness, Color, Contrast, Sharpness
+  bool has_fill = false;  // AugMix: no fill is zeros, without a mask
   AugmentStyle style;
   // Tables given in place of the computed ones (empty: computed).
   std::array<std::vector<float>, kAugmentOpCount> tables;

@@ -51,8 +51,8 @@ void ApplyBlur(const BlurSpec& spec, const BlurParams& params, ImageSize size,
   const int hx = spec.kernel_x / 2, hy = spec.kernel_y / 2;
   const size_t n = size.Pixels();
   scratch->resize(n + w + 2 * hx + w);
-  double* rows = scratch->data();  // the horizontal pass, one plane
-  double* line = rows + n;         // one padded row
+  double* rows = scratch->data();   // the horizontal pass, one plane
+  double* line = rows + n;          // one padded row
   double* sum = line + w + 2 * hx;  // one row of the vertical pass
   for (int c = 0; c < 3; ++c) {
     uint8_t* plane = planes + c * n;

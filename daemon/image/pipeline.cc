@@ -110,8 +110,8 @@ SampleParams DrawSampleParams(const Pipeline& p, ImageSize image,
   if (p.geometry == Pipeline::Geometry::kRandomCrop) {
     const ImageSize stage =
         ResizesBeforeCrop(p) ? TorchvisionResizedSize(image, p) : image;
-    params.crop = DrawRandomCrop(p.crop, stage, p.output, key,
-                                 &params.crop_maps);
+    params.crop =
+        DrawRandomCrop(p.crop, stage, p.output, key, &params.crop_maps);
     params.box = {0, 0, image.width, image.height};
   } else {
     params.box = p.geometry == Pipeline::Geometry::kRandomResizedCrop
@@ -136,6 +136,23 @@ SampleParams DrawSampleParams(const Pipeline& p, ImageSize image,
     params.augment = DrawAutoAugment(p.augment, p.output, Mix64(key ^ 0xa0a0));
   }
   params.erasing = DrawErasing(p.erasing, p.output, Mix64(key ^ 0xe2a5e));
+  if (p.choice) {  // random.choices: a uniform point on the weights' sum
+    const std::vector<double>& w = p.choice->weights;
+    double total = 0;
+    for (double v : w) total += v;
+    uint64_t k = 0;
+    double at = Uniform(Mix64(key ^ 0xc401ce), &k, 0.0, total);
+    params.choice = int(w.size()) - 1;
+    for (size_t i = 0; i < w.size(); ++i) {
+      if (at < w[i]) {
+        params.choice = int(i);
+        break;
+      }
+      at -= w[i];
+    }
+    params.chosen.push_back(DrawSampleParams(p.choice->options[params.choice],
+                                             image, Mix64(key ^ 0xc401cf)));
+  }
   return params;
 }
 

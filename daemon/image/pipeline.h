@@ -8,6 +8,8 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
+#include <vector>
 
 #include "daemon/image/aug_mix.h"
 #include "daemon/image/auto_augment.h"
@@ -21,6 +23,20 @@
 #include "stoker/vocabulary.h"  // Interpolation, DType, Layout
 
 namespace stoker {
+
+// The per-sample image ops after the geometry, in the order they run.
+enum class ImageStage {
+  kFlip,
+  kVerticalFlip,
+  kWarp,
+  kJitter,
+  kGrayscale,
+  kBlur,
+  kAugment,
+};
+inline constexpr int kImageStages = 7;
+
+struct ChoiceSpec;
 
 struct Pipeline {
   enum class Geometry {
@@ -65,6 +81,8 @@ struct Pipeline {
   bool normalize = false;
   // RandomErasing on the output tensor, after the normalisation.
   ErasingSpec erasing;
+  // RandomChoice of image ops: it stands in its options' stage.
+  std::shared_ptr<const ChoiceSpec> choice;
   std::array<float, 3> mean = {0, 0, 0};
   std::array<float, 3> std = {1, 1, 1};
   DType dtype = DType::kUInt8;
@@ -78,9 +96,18 @@ struct Pipeline {
   }
 };
 
+// torchvision's RandomChoice(options, p) of ops of one stage: each option
+// a pipeline holding only its op (and the output size).
+struct ChoiceSpec {
+  ImageStage stage = ImageStage::kFlip;
+  std::vector<Pipeline> options;
+  std::vector<double> weights;  // relative, as random.choices takes them
+};
+inline constexpr int kMaxChoices = 16;
+
 // What one sample gets.
 struct SampleParams {
-  Region box;  // the part of the source image that becomes the output
+  Region box;       // the part of the source image that becomes the output
   CropParams crop;  // kRandomCrop: where the crop sits, what it reads
   CropMaps crop_maps;
   bool flip = false;
@@ -93,6 +120,8 @@ struct SampleParams {
   DrawnOps augment;
   DrawnAugMix augmix;  // augment.kind == kAugMix
   ErasingParams erasing;
+  int choice = -1;                   // the RandomChoice option drawn
+  std::vector<SampleParams> chosen;  // its parameters (one)
 };
 
 // torchvision's RandomResizedCrop.get_params: up to 10 draws of a target

@@ -43,8 +43,7 @@ std::vector<int> PadAxis(const std::vector<int>& v, int lo, int hi,
   std::vector<int> p(lo + v.size() + hi, fill_code);
   std::copy(v.begin(), v.end(), p.begin() + lo);
   // numpy pads a length-1 axis in reflect mode by repeating its edge.
-  if (mode == PadMode::kEdge ||
-      (mode != PadMode::kConstant && v.size() == 1)) {
+  if (mode == PadMode::kEdge || (mode != PadMode::kConstant && v.size() == 1)) {
     std::fill(p.begin(), p.begin() + lo, v.front());
     std::fill(p.end() - hi, p.end(), v.back());
   } else if (mode != PadMode::kConstant) {

@@ -36,10 +36,10 @@ struct RandomCropSpec {
 
 // What one sample gets: where the crop sits in the padded image.
 struct CropParams {
-  ImageSize padded;      // the image after every pad
+  ImageSize padded;  // the image after every pad
   int top = 0, left = 0;
-  bool fits = true;      // false: the padded image is smaller than the crop
-  Region touched;        // the pixels of the unpadded image the crop reads
+  bool fits = true;  // false: the padded image is smaller than the crop
+  Region touched;    // the pixels of the unpadded image the crop reads
 };
 
 // Index maps of one sample: >= 0 a pixel of the unpadded image (of the

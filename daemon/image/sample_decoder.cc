@@ -219,51 +219,11 @@ absl::Status SampleDecoder::ProcessBytes(std::span<const uint8_t> file,
   if (planes == nullptr) {
     return absl::InternalError("the decoder returned another region");
   }
-  ApplyImageOps(pipeline, planes);
+  ApplyImageOps(pipeline, params_, planes);
   WriteOutput(planes, pipeline, out);
   ApplyErasing(pipeline.erasing, params_.erasing, pipeline.output,
                pipeline.dtype, pipeline.layout, out);
   return absl::OkStatus();
-}
-
-void SampleDecoder::ApplyImageOps(const Pipeline& pipeline, uint8_t* planes) {
-  const ImageSize o = pipeline.output;
-  const size_t n = o.Pixels();
-  if (params_.flip) {
-    uint8_t* spare = planes + 3 * n;
-    for (int c = 0; c < 3; ++c) {
-      uint8_t* plane = planes + c * n;
-      libyuv::MirrorPlane(plane, o.width, spare, o.width, o.width, o.height);
-      std::memcpy(plane, spare, n);
-    }
-  }
-  if (params_.vflip) {
-    for (int c = 0; c < 3; ++c) {
-      uint8_t* plane = planes + c * n;
-      for (int top = 0, bottom = o.height - 1; top < bottom; ++top, --bottom) {
-        std::swap_ranges(plane + size_t(top) * o.width,
-                         plane + size_t(top + 1) * o.width,
-                         plane + size_t(bottom) * o.width);
-      }
-    }
-  }
-  ApplyWarp(pipeline.warp, params_.warp, o, planes, &augment_);
-  if (pipeline.jitter() && params_.jitter_applies) {
-    ApplyJitter(planes, n, params_.jitter);
-  }
-  if (params_.gray) {  // Pillow's convert("L"), in all three channels
-    for (size_t i = 0; i < n; ++i) {
-      planes[i] = planes[n + i] = planes[2 * n + i] =
-          Luma(planes[i], planes[n + i], planes[2 * n + i]);
-    }
-  }
-  ApplyBlur(pipeline.blur, params_.blur, o, planes, &blur_);
-  if (pipeline.augment.kind == AutoAugmentSpec::Kind::kAugMix) {
-    ApplyAugMix(pipeline.augment, params_.augmix, o, planes, &augment_);
-  } else if (pipeline.augment.enabled()) {
-    ApplyDrawnOps(params_.augment, pipeline.augment.style, o, planes,
-                  &augment_);
-  }
 }
 
 absl::StatusOr<uint8_t*> SampleDecoder::RandomCrop(
@@ -273,8 +233,8 @@ absl::StatusOr<uint8_t*> SampleDecoder::RandomCrop(
   if (!c.fits) {
     return absl::InvalidArgumentError(absl::StrCat(
         "random_crop: the image, padded, is ", c.padded.height, "x",
-        c.padded.width, ", smaller than the crop ", pipeline.output.height,
-        "x", pipeline.output.width, " (pad_if_needed pads it)"));
+        c.padded.width, ", smaller than the crop ", pipeline.output.height, "x",
+        pipeline.output.width, " (pad_if_needed pads it)"));
   }
   const Region& t = c.touched;
   const uint8_t* touched = nullptr;
@@ -284,8 +244,7 @@ absl::StatusOr<uint8_t*> SampleDecoder::RandomCrop(
              region.size.height == decoded.height) {
     const size_t n = size_t(t.width) * t.height;
     planes_.resize(3 * n);
-    const uint8_t* at = region.data +
-                        size_t(t.y - decoded.y) * region.stride +
+    const uint8_t* at = region.data + size_t(t.y - decoded.y) * region.stride +
                         size_t(t.x - decoded.x) * 3;
     libyuv::SplitRGBPlane(at, region.stride, planes_.data(), t.width,
                           planes_.data() + n, t.width, planes_.data() + 2 * n,
@@ -296,8 +255,8 @@ absl::StatusOr<uint8_t*> SampleDecoder::RandomCrop(
     return absl::InternalError("the decoder returned another region");
   }
   crop_.resize(4 * pipeline.output.Pixels());  // and a spare plane
-  ApplyRandomCrop(pipeline.crop, params_.crop_maps, t, touched,
-                  pipeline.output, crop_.data());
+  ApplyRandomCrop(pipeline.crop, params_.crop_maps, t, touched, pipeline.output,
+                  crop_.data());
   return crop_.data();
 }
 

@@ -105,8 +105,9 @@ class SampleDecoder {
   // Bytes held by the reusable buffers between samples.
   size_t scratch_bytes() const {
     return file_.capacity() + region_.capacity() + planes_.capacity() +
-           packed_.capacity() + resample_.pass.capacity() + augment_.capacity() +
-           crop_.capacity() + blur_.capacity() * sizeof(double);
+           packed_.capacity() + resample_.pass.capacity() +
+           augment_.capacity() + crop_.capacity() +
+           blur_.capacity() * sizeof(double);
   }
 
  private:
@@ -115,9 +116,13 @@ class SampleDecoder {
 
   void WriteOutput(const uint8_t* planes, const Pipeline& pipeline,
                    uint8_t* out);
-  // The ops on the resampled planes: flips, jitter, grayscale, automatic
-  // augmentation, with the parameters drawn for this sample.
-  void ApplyImageOps(const Pipeline& pipeline, uint8_t* planes);
+  // The ops on the resampled planes: flips, warp, jitter, grayscale, blur,
+  // automatic augmentation, with the parameters drawn for this sample (a
+  // RandomChoice runs its drawn option in its stage).
+  void ApplyImageOps(const Pipeline& pipeline, const SampleParams& params,
+                     uint8_t* planes);
+  void ApplyStage(const Pipeline& pipeline, const SampleParams& params,
+                  ImageStage stage, uint8_t* planes);
   // A kRandomCrop sample: the pixels its crop reads (resampled exactly,
   // or as decoded in `decoded`), padded and cropped into crop_.
   absl::StatusOr<uint8_t*> RandomCrop(const DecodedRegion& region,

@@ -83,7 +83,8 @@ void TensorAutoContrast(uint8_t* planes, size_t n) {
       minimum = 0;
       scale = 1;
     }
-    for (size_t i = 0; i < n; ++i) p[i] = Truncate((float(p[i]) - minimum) * scale);
+    for (size_t i = 0; i < n; ++i)
+      p[i] = Truncate((float(p[i]) - minimum) * scale);
   }
 }
 
@@ -110,6 +111,31 @@ void TensorEqualize(uint8_t* planes, size_t n) {
       cumulative += hist[v];
     }
     for (size_t i = 0; i < n; ++i) p[i] = lut[p[i]];
+  }
+}
+
+// grid_sample's bilinear taps at (ix, iy) of three planes of w x h: the
+// values (zeros outside) and the mask channel's, summed as torch's vector
+// kernel sums them (fused multiply-adds, in this order).
+void BilinearTaps(const uint8_t* src, size_t n, int w, int h, float ix,
+                  float iy, float value[3], float* mask) {
+  const float fx = std::floor(ix), fy = std::floor(iy);
+  const int x0 = int(fx), y0 = int(fy);
+  const float east = ix - fx, west = 1.0f - east;
+  const float south = iy - fy, north = 1.0f - south;
+  const float weights[4] = {north * west, north * east, south * west,
+                            south * east};
+  const int xs[4] = {x0, x0 + 1, x0, x0 + 1};
+  const int ys[4] = {y0, y0, y0 + 1, y0 + 1};
+  for (int k = 0; k < 4; ++k) {
+    const bool in = xs[k] >= 0 && xs[k] < w && ys[k] >= 0 && ys[k] < h;
+    const size_t s = in ? size_t(ys[k]) * w + xs[k] : 0;
+    for (int c = 0; c < 3; ++c) {
+      const float v = in ? float(src[c * n + s]) : 0.0f;
+      value[c] = k == 0 ? v * weights[k] : std::fma(v, weights[k], value[c]);
+    }
+    const float one = in ? 1.0f : 0.0f;
+    *mask = k == 0 ? one * weights[k] : std::fma(one, weights[k], *mask);
   }
 }
 
@@ -141,7 +167,9 @@ void GridWarp(uint8_t* planes, ImageSize size, const AffineMatrix& m,
       const float ix = std::fma(gx + 1.0f, float(w) / 2.0f, -0.5f);
       const float iy = std::fma(gy + 1.0f, float(h) / 2.0f, -0.5f);
       const size_t at = size_t(j) * w + i;
-      auto inside = [&](int x, int y) { return x >= 0 && x < w && y >= 0 && y < h; };
+      auto inside = [&](int x, int y) {
+        return x >= 0 && x < w && y >= 0 && y < h;
+      };
       if (nearest) {
         const int x = int(std::nearbyint(ix)), y = int(std::nearbyint(iy));
         const bool in = inside(x, y);
@@ -152,26 +180,9 @@ void GridWarp(uint8_t* planes, ImageSize size, const AffineMatrix& m,
         }
         continue;
       }
-      const float fx = std::floor(ix), fy = std::floor(iy);
-      const int x0 = int(fx), y0 = int(fy);
-      const float east = ix - fx, west = 1.0f - east;
-      const float south = iy - fy, north = 1.0f - south;
-      const float weights[4] = {north * west, north * east, south * west,
-                                south * east};
-      const int xs[4] = {x0, x0 + 1, x0, x0 + 1};
-      const int ys[4] = {y0, y0, y0 + 1, y0 + 1};
       float mask = 0;
       float value[3] = {0, 0, 0};
-      for (int k = 0; k < 4; ++k) {  // taps outside read zeros
-        const bool in = inside(xs[k], ys[k]);
-        const size_t s = in ? size_t(ys[k]) * w + xs[k] : 0;
-        for (int c = 0; c < 3; ++c) {
-          const float v = in ? float(src[c * n + s]) : 0.0f;
-          value[c] = k == 0 ? v * weights[k] : std::fma(v, weights[k], value[c]);
-        }
-        const float one = in ? 1.0f : 0.0f;
-        mask = k == 0 ? one * weights[k] : std::fma(one, weights[k], mask);
-      }
+      BilinearTaps(src, n, w, h, ix, iy, value, &mask);
       for (int c = 0; c < 3; ++c) {
         float v = value[c];
         if (style.fill) v = v * mask + (1.0f - mask) * float((*style.fill)[c]);
@@ -182,12 +193,9 @@ void GridWarp(uint8_t* planes, ImageSize size, const AffineMatrix& m,
   }
 }
 
-}  // namespace
-
-void ApplyTensorOp(AugmentOp op, double magnitude, const TensorStyle& style,
-                   ImageSize size, uint8_t* planes,
-                   std::vector<uint8_t>* scratch) {
-  const size_t n = size.Pixels();
+// The warps of _apply_op; false for other ops.
+bool WarpOp(AugmentOp op, double magnitude, const TensorStyle& style,
+            ImageSize size, uint8_t* planes, std::vector<uint8_t>* scratch) {
   const double cx = -0.5 * size.width, cy = -0.5 * size.height;  // center=[0,0]
   const double degrees = std::atan(magnitude) * 180.0 / M_PI;
   switch (op) {
@@ -216,8 +224,23 @@ void ApplyTensorOp(AugmentOp op, double magnitude, const TensorStyle& style,
                TorchvisionAffineMatrix(0, 0, -magnitude, 0, 0, 1, 0, 0), style,
                scratch);
       break;
+    default:
+      return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+void ApplyTensorOp(AugmentOp op, double magnitude, const TensorStyle& style,
+                   ImageSize size, uint8_t* planes,
+                   std::vector<uint8_t>* scratch) {
+  if (WarpOp(op, magnitude, style, size, planes, scratch)) return;
+  const size_t n = size.Pixels();
+  switch (op) {
     case AugmentOp::kBrightness:
-      for (int c = 0; c < 3; ++c) Blend(planes + c * n, n, nullptr, 0, 1.0 + magnitude);
+      for (int c = 0; c < 3; ++c)
+        Blend(planes + c * n, n, nullptr, 0, 1.0 + magnitude);
       break;
     case AugmentOp::kColor:
       scratch->resize(n);
@@ -251,7 +274,7 @@ void ApplyTensorOp(AugmentOp op, double magnitude, const TensorStyle& style,
     case AugmentOp::kInvert:
       for (size_t i = 0; i < 3 * n; ++i) planes[i] = 255 - planes[i];
       break;
-    case AugmentOp::kIdentity:
+    default:  // Identity; the warps are done
       break;
   }
 }

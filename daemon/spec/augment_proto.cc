@@ -1,11 +1,10 @@
-#include "daemon/spec/ops_proto.h"
-
 #include <algorithm>
 #include <cmath>
 #include <string>
 
 #include "absl/strings/str_cat.h"
 #include "daemon/image/aug_mix.h"
+#include "daemon/spec/ops_proto.h"
 
 namespace stoker {
 namespace {
@@ -175,19 +174,21 @@ absl::Status ParseAugMix(const OpError& e, const v1::AugMix& op, Pipeline* p) {
   }
   a.mixture_width = op.has_mixture_width() ? int(op.mixture_width()) : 3;
   if (a.mixture_width < 1 || a.mixture_width > kMaxAugMixWidth) {
-    return e.Bad("mixture_width", absl::StrCat("must be in [1, ",
-                                               kMaxAugMixWidth, "], got ",
-                                               op.mixture_width()));
+    return e.Bad("mixture_width",
+                 absl::StrCat("must be in [1, ", kMaxAugMixWidth, "], got ",
+                              op.mixture_width()));
   }
   a.chain_depth = op.has_chain_depth() ? op.chain_depth() : -1;
   if (a.chain_depth > kMaxAugMixDepth || a.chain_depth < -1) {
-    return e.Bad("chain_depth",
-                 absl::StrCat("must be in [-1, ", kMaxAugMixDepth,
-                              "] (0 or -1: 1 to 3 drawn), got ", a.chain_depth));
+    return e.Bad(
+        "chain_depth",
+        absl::StrCat("must be in [-1, ", kMaxAugMixDepth,
+                     "] (0 or -1: 1 to 3 drawn), got ", a.chain_depth));
   }
   a.alpha = op.has_alpha() ? op.alpha() : 1.0;
   if (!(a.alpha >= 0.01 && a.alpha <= 100)) {
-    return e.Bad("alpha", absl::StrCat("must be in [0.01, 100], got ", a.alpha));
+    return e.Bad("alpha",
+                 absl::StrCat("must be in [0.01, 100], got ", a.alpha));
   }
   a.all_ops = !op.has_all_ops() || op.all_ops();
   a.has_fill = op.fill_size() > 0;

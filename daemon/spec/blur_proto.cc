@@ -29,8 +29,7 @@ absl::Status ParseBlur(const OpError& e, const v1::GaussianBlur& op,
   b.kernel_y = int(op.kernel_y());
   b.sigma_min = op.has_sigma_min() ? op.sigma_min() : 0.1;
   b.sigma_max = op.has_sigma_max() ? op.sigma_max() : 2.0;
-  if (!(b.sigma_min > 0 && b.sigma_min <= b.sigma_max &&
-        b.sigma_max <= 1000)) {
+  if (!(b.sigma_min > 0 && b.sigma_min <= b.sigma_max && b.sigma_max <= 1000)) {
     return e.Bad("sigma_min",
                  absl::StrCat("and sigma_max must satisfy 0 < min <= max <= "
                               "1000, got [",

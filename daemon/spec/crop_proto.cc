@@ -47,9 +47,9 @@ absl::Status ParseSides(const OpError& e, const char* prefix, uint32_t left,
   const char* names[4] = {"left", "top", "right", "bottom"};
   for (int i = 0; i < 4; ++i) {
     if (sides[i] > kMaxSide) {
-      return e.Bad(absl::StrCat(prefix, names[i]),
-                   absl::StrCat("must be at most ", kMaxSide, ", got ",
-                                sides[i]));
+      return e.Bad(
+          absl::StrCat(prefix, names[i]),
+          absl::StrCat("must be at most ", kMaxSide, ", got ", sides[i]));
     }
   }
   pad->left = int(left);
@@ -63,8 +63,8 @@ absl::Status ParseSides(const OpError& e, const char* prefix, uint32_t left,
 
 absl::Status ParsePad(const OpError& e, const v1::Pad& op, Pipeline* p) {
   PadSpec& pad = p->crop.pad;
-  if (auto s = ParseSides(e, "", op.left(), op.top(), op.right(), op.bottom(),
-                          &pad);
+  if (auto s =
+          ParseSides(e, "", op.left(), op.top(), op.right(), op.bottom(), &pad);
       !s.ok()) {
     return s;
   }

@@ -50,6 +50,18 @@ absl::Status ParseAugmentStyle(const OpError& e, const OpProto& op,
   return ParseFill(e, op.fill(), &style->fill);
 }
 
+// Position of each op kind in the accepted order (-1: unknown).
+int OpRank(v1::Op::KindCase kind);
+inline constexpr int kFirstImageStage = 3;  // OpRank of a horizontal flip
+// Parses one op into *p (pipeline_proto.cc).
+absl::Status ParseOp(int i, const v1::Op& op, Pipeline* p);
+
+// RandomChoice (choice_proto.cc), and the op of one image stage of `p`
+// back to the wire (none if that stage is off).
+absl::Status ParseChoice(int i, const v1::RandomChoice& op, Pipeline* p);
+void StageToProto(const Pipeline& p, ImageStage stage, v1::JobSpec* spec);
+void ChoiceToProto(const ChoiceSpec& choice, v1::JobSpec* spec);
+
 // The geometry (geometry_proto.cc).
 absl::Status ParseCrop(const OpError& e, const v1::RandomResizedCrop& op,
                        Pipeline* p);

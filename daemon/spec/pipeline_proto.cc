@@ -5,8 +5,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/vocabulary_wire.h"
-#include "daemon/spec/ops_proto.h"
 #include "daemon/spec/op_error.h"
+#include "daemon/spec/ops_proto.h"
 
 namespace stoker {
 namespace {
@@ -52,8 +52,10 @@ absl::Status ParseJitter(const OpError& e, const v1::ColorJitter& op,
   return ParseProbability(e, op.has_p(), op.p(), 1.0, &p->jitter_p);
 }
 
+}  // namespace
+
 // Position of each op kind in the accepted order.
-int Rank(v1::Op::KindCase kind) {
+int OpRank(v1::Op::KindCase kind) {
   switch (kind) {
     case v1::Op::kRandomResizedCrop:
     case v1::Op::kResize:
@@ -90,85 +92,86 @@ int Rank(v1::Op::KindCase kind) {
   }
 }
 
-// Parses one op into *p.
-absl::Status ParseOp(int i, const v1::Op& op, Pipeline* p) {
-  absl::Status status;
+// The rank of an op, a RandomChoice taking its first option's.
+int RankOf(const v1::Op& op) {
+  if (!op.has_random_choice()) return OpRank(op.kind_case());
+  // ParseChoice names options that are no image op.
+  const auto& options = op.random_choice().options();
+  const int rank = options.empty() ? -1 : OpRank(options[0].kind_case());
+  return rank < 0 ? kFirstImageStage : rank;
+}
+
+// The geometry ops and the automatic augmentations; ParseOp the others.
+static absl::Status ParseShapeOrAugment(int i, const v1::Op& op, Pipeline* p) {
   switch (op.kind_case()) {
     case v1::Op::kRandomResizedCrop:
-      status =
-          ParseCrop({i, "random_resized_crop"}, op.random_resized_crop(), p);
-      break;
+      return ParseCrop({i, "random_resized_crop"}, op.random_resized_crop(), p);
     case v1::Op::kResize:
-      status = ParseResize({i, "resize"}, op.resize(), p);
-      break;
+      return ParseResize({i, "resize"}, op.resize(), p);
     case v1::Op::kCenterCrop:
-      status = ParseCenterCrop({i, "center_crop"}, op.center_crop(), p);
-      break;
+      return ParseCenterCrop({i, "center_crop"}, op.center_crop(), p);
     case v1::Op::kPad:
-      status = ParsePad({i, "pad"}, op.pad(), p);
-      break;
+      return ParsePad({i, "pad"}, op.pad(), p);
     case v1::Op::kRandomCrop:
-      status = ParseRandomCrop({i, "random_crop"}, op.random_crop(), p);
-      break;
-    case v1::Op::kGaussianBlur:
-      status = ParseBlur({i, "gaussian_blur"}, op.gaussian_blur(), p);
-      break;
+      return ParseRandomCrop({i, "random_crop"}, op.random_crop(), p);
+    case v1::Op::kTrivialAugmentWide:
+      return ParseTrivialAugment({i, "trivial_augment_wide"},
+                                 op.trivial_augment_wide(), p);
+    case v1::Op::kRandAugment:
+      return ParseRandAugment({i, "rand_augment"}, op.rand_augment(), p);
+    case v1::Op::kAutoAugment:
+      return ParseAutoAugment({i, "auto_augment"}, op.auto_augment(), p);
     case v1::Op::kAugMix:
-      status = ParseAugMix({i, "aug_mix"}, op.aug_mix(), p);
-      break;
+      return ParseAugMix({i, "aug_mix"}, op.aug_mix(), p);
+    default:
+      return absl::OkStatus();
+  }
+}
+
+// Parses one op into *p.
+absl::Status ParseOp(int i, const v1::Op& op, Pipeline* p) {
+  switch (op.kind_case()) {
+    case v1::Op::kGaussianBlur:
+      return ParseBlur({i, "gaussian_blur"}, op.gaussian_blur(), p);
+    case v1::Op::kRandomChoice:
+      return ParseChoice(i, op.random_choice(), p);
     case v1::Op::kRandomHorizontalFlip: {
       const auto& f = op.random_horizontal_flip();
-      status = ParseProbability({i, "random_horizontal_flip"}, f.has_p(), f.p(),
-                                0.5, &p->flip_p);
-      break;
+      return ParseProbability({i, "random_horizontal_flip"}, f.has_p(), f.p(),
+                              0.5, &p->flip_p);
+    }
+    case v1::Op::kRandomVerticalFlip: {
+      const auto& f = op.random_vertical_flip();
+      return ParseProbability({i, "random_vertical_flip"}, f.has_p(), f.p(),
+                              0.5, &p->vflip_p);
     }
     case v1::Op::kNormalize:
-      status = ParseNormalize({i, "normalize"}, op.normalize(), p);
-      break;
+      return ParseNormalize({i, "normalize"}, op.normalize(), p);
     case v1::Op::kColorJitter:
-      status = ParseJitter({i, "color_jitter"}, op.color_jitter(), p);
-      break;
-    case v1::Op::kTrivialAugmentWide:
-      status = ParseTrivialAugment({i, "trivial_augment_wide"},
-                                   op.trivial_augment_wide(), p);
-      break;
-    case v1::Op::kRandAugment:
-      status = ParseRandAugment({i, "rand_augment"}, op.rand_augment(), p);
-      break;
-    case v1::Op::kAutoAugment:
-      status = ParseAutoAugment({i, "auto_augment"}, op.auto_augment(), p);
-      break;
+      return ParseJitter({i, "color_jitter"}, op.color_jitter(), p);
     case v1::Op::kRandomErasing:
-      status = ParseErasing({i, "random_erasing"}, op.random_erasing(), p);
-      break;
-    case v1::Op::kRandomVerticalFlip:
-      status = ParseProbability(
-          {i, "random_vertical_flip"}, op.random_vertical_flip().has_p(),
-          op.random_vertical_flip().p(), 0.5, &p->vflip_p);
-      break;
+      return ParseErasing({i, "random_erasing"}, op.random_erasing(), p);
     case v1::Op::kRandomRotation:
-      status = ParseRotation({i, "random_rotation"}, op.random_rotation(), p);
-      break;
+      return ParseRotation({i, "random_rotation"}, op.random_rotation(), p);
     case v1::Op::kRandomAffine:
-      status = ParseAffine({i, "random_affine"}, op.random_affine(), p);
-      break;
+      return ParseAffine({i, "random_affine"}, op.random_affine(), p);
     case v1::Op::kRandomGrayscale: {
       const auto& g = op.random_grayscale();
-      status = ParseProbability({i, "random_grayscale"}, g.has_p(), g.p(), 0.1,
-                                &p->gray_p);
-      break;
+      return ParseProbability({i, "random_grayscale"}, g.has_p(), g.p(), 0.1,
+                              &p->gray_p);
     }
     default:
-      break;
+      return ParseShapeOrAugment(i, op, p);
   }
-  return status;
 }
+
+namespace {
 
 absl::Status ParseOps(const v1::JobSpec& spec, Pipeline* p) {
   int last_rank = -1;
   for (int i = 0; i < spec.pipeline_size(); ++i) {
     const v1::Op& op = spec.pipeline(i);
-    const int rank = Rank(op.kind_case());
+    const int rank = RankOf(op);
     if (rank < 0) {
       return absl::InvalidArgumentError(
           absl::StrCat("pipeline[", i, "] names no known op"));
@@ -183,7 +186,8 @@ absl::Status ParseOps(const v1::JobSpec& spec, Pipeline* p) {
           "[color_jitter] [random_grayscale] [gaussian_blur] "
           "[trivial_augment_wide | rand_augment | auto_augment | aug_mix] "
           "[normalize] "
-          "[random_erasing]"));
+          "[random_erasing], a random_choice standing for one of the "
+          "image ops"));
     }
     last_rank = rank;
     if (absl::Status status = ParseOp(i, op, p); !status.ok()) return status;
@@ -261,26 +265,14 @@ void PipelineToProto(const Pipeline& p, v1::JobSpec* spec) {
   spec->clear_pipeline();
   spec->set_fast_resample(p.fast_resample);
   GeometryToProto(p, spec);
-  if (p.flip_p > 0) {
-    spec->add_pipeline()->mutable_random_horizontal_flip()->set_p(p.flip_p);
+  for (int s = 0; s < kImageStages; ++s) {
+    const ImageStage stage = static_cast<ImageStage>(s);
+    if (p.choice && p.choice->stage == stage) {
+      ChoiceToProto(*p.choice, spec);
+    } else {
+      StageToProto(p, stage, spec);
+    }
   }
-  if (p.vflip_p > 0) {
-    spec->add_pipeline()->mutable_random_vertical_flip()->set_p(p.vflip_p);
-  }
-  WarpToProto(p.warp, spec);
-  if (p.jitter()) {
-    auto* op = spec->add_pipeline()->mutable_color_jitter();
-    if (p.jitter_p < 1) op->set_p(p.jitter_p);
-    op->set_brightness(p.brightness);
-    op->set_contrast(p.contrast);
-    op->set_saturation(p.saturation);
-    op->set_hue(p.hue);
-  }
-  if (p.gray_p > 0) {
-    spec->add_pipeline()->mutable_random_grayscale()->set_p(p.gray_p);
-  }
-  BlurToProto(p.blur, spec);
-  AugmentToProto(p.augment, spec);
   if (p.normalize) {
     auto* op = spec->add_pipeline()->mutable_normalize();
     for (int c = 0; c < 3; ++c) {

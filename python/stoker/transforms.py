@@ -20,7 +20,8 @@ SUPPORTED = (
     "padding_mode), Pad(padding, fill, padding_mode), RandomHorizontalFlip(p), RandomVerticalFlip(p), "
     "ColorJitter(brightness, contrast, saturation, hue), RandomGrayscale(p), "
     "Grayscale(3), GaussianBlur(kernel_size, sigma), RandomRotation, "
-    "RandomAffine (each of these, or a flip, also alone in RandomApply([...], p)), "
+    "RandomAffine (each of these, or a flip, also alone in RandomApply([...], p), "
+    "and RandomChoice([...], p) among ops of one kind), "
     "TrivialAugmentWide, RandAugment, AutoAugment, AugMix (interpolation "
     "NEAREST|BILINEAR, fill), "
     "ToTensor(), PILToTensor(), ConvertImageDtype(torch.float32|torch.float16), "
@@ -312,6 +313,8 @@ class _State:
         kind = _kind(t)
         if kind == "RandomApply":  # ordered as what it holds
             kind = type(_inner(t)).__name__
+        if kind == "RandomChoice":
+            kind = self._choice_kind(t)
         if kind in _IMAGE_OPS:
             if self.converted:
                 raise _refuse(repr(t), "it comes after ToTensor/PILToTensor; "
@@ -326,9 +329,7 @@ class _State:
                               "that order, each once")
             self.rank = rank
             self.seen.add(kind)
-            self.pipeline.append(
-                augment_ops.augment_op(t, self.size, _refuse)
-                if kind in augment_ops.AUGMENTS else _op(t))
+            self.pipeline.append(self._image_op(t))
             self._track_size(self.pipeline[-1])
         elif kind in ("ToTensor", "PILToTensor"):
             if self.converted:
@@ -343,6 +344,32 @@ class _State:
             self._erase(t, rest)
         else:
             raise _refuse(repr(t), f"{kind} is not supported")
+
+    def _image_op(self, t: Any) -> Dict[str, Any]:
+        kind = _kind(t)
+        if kind == "RandomChoice":
+            options = [self._image_op(o) for o in t.transforms]
+            choice: Dict[str, Any] = {"options": options}
+            if getattr(t, "p", None) is not None:
+                choice["p"] = [float(w) for w in t.p]
+            return {"random_choice": choice}
+        if kind in augment_ops.AUGMENTS:
+            return augment_ops.augment_op(t, self.size, _refuse)
+        return _op(t)
+
+    @staticmethod
+    def _choice_kind(t: Any) -> str:
+        """The kind a RandomChoice is ordered as: its options', which must
+        be image ops of one place in the order (the daemon checks which)."""
+        kinds = [_kind(o) if _kind(o) != "RandomApply"
+                 else type(_inner(o)).__name__ for o in t.transforms]
+        ranks = {_ORDER.get(k) for k in kinds}
+        if len(kinds) < 2 or None in ranks or len(ranks) != 1:
+            raise _refuse(repr(t), "RandomChoice is supported among 2 to 16 "
+                          "image ops of one kind (the flips, RandomRotation "
+                          "and RandomAffine, ColorJitter, RandomGrayscale, "
+                          "GaussianBlur, or the automatic augmentations)")
+        return kinds[0]
 
     def _track_size(self, op: Dict[str, Any]) -> None:
         name, fields = next(iter(op.items()))
@@ -405,7 +432,10 @@ def translate(transform: Any) -> Tuple[List[Dict[str, Any]], Dict[str, str]]:
     # Geometry ops keep the order they were given (the daemon checks it);
     # the others go where the daemon applies them.
     def place(op: Dict[str, Any]) -> int:
-        rank = _DAEMON_ORDER.index(next(iter(op)))
+        name = next(iter(op))
+        if name == "random_choice":  # where its options go
+            name = next(iter(op[name]["options"][0]))
+        rank = _DAEMON_ORDER.index(name)
         return -1 if rank <= _DAEMON_ORDER.index("random_crop") else rank
 
     pipeline = sorted(state.pipeline + state.erasing, key=place)

@@ -24,8 +24,8 @@
 #include <vector>
 
 #include "daemon/image/auto_augment.h"
-#include "daemon/image/tensor_ops.h"
 #include "daemon/image/pipeline.h"
+#include "daemon/image/tensor_ops.h"
 #include "daemon/spec/pipeline_proto.h"
 #include "google/protobuf/util/json_util.h"
 

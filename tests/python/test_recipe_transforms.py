@@ -91,7 +91,7 @@ def test_recipe_train_transform_runs_end_to_end(daemon, scratch):
 def test_unsupported_recipe_options_are_refused_by_name():
     import stoker
     for transform, name in ((T.RandomChoice([T.RandomRotation(10),
-                                             T.RandomAffine(5)]),
+                                             T.ColorJitter(0.1)]),
                              "RandomChoice"),
                             (T.RandomRotation(10, expand=True), "expand"),
                             (T.Lambda(lambda x: x), "Lambda")):

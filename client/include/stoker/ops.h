@@ -148,12 +148,21 @@ struct RandomErasing {  // on the float output, after Normalize
   bool operator==(const RandomErasing&) const = default;
 };
 
-using Op = std::variant<RandomResizedCrop, Resize, CenterCrop,
-                        RandomHorizontalFlip, ColorJitter, Normalize, Pad,
-                        RandomCrop, RandomVerticalFlip, RandomRotation,
-                        RandomAffine, RandomGrayscale, GaussianBlur,
-                        TrivialAugmentWide, RandAugment, AutoAugment,
-                        AugMix, RandomErasing>;
+struct RandomChoice;
+using Op =
+    std::variant<RandomResizedCrop, Resize, CenterCrop, RandomHorizontalFlip,
+                 ColorJitter, Normalize, Pad, RandomCrop, RandomVerticalFlip,
+                 RandomRotation, RandomAffine, RandomGrayscale, GaussianBlur,
+                 TrivialAugmentWide, RandAugment, AutoAugment, AugMix,
+                 RandomErasing, RandomChoice>;
+// One of 2 to 16 image ops of one kind (the flips, RandomRotation and
+// RandomAffine, ColorJitter, RandomGrayscale, GaussianBlur, or the
+// automatic augmentations) per sample, with relative weights ({}: equal).
+struct RandomChoice {
+  std::vector<Op> options;
+  std::vector<float> p;
+  bool operator==(const RandomChoice&) const = default;
+};
 
 }  // namespace stoker
 
