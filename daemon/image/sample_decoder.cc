@@ -176,7 +176,7 @@ void SampleDecoder::TrimScratch() {
   std::vector<uint8_t>().swap(resample_.pass);
   std::vector<uint8_t>().swap(augment_);
   std::vector<uint8_t>().swap(crop_);
-  std::vector<double>().swap(blur_);
+  std::vector<float>().swap(blur_);
 }
 
 absl::Status SampleDecoder::ProcessBytes(std::span<const uint8_t> file,

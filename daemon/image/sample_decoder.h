@@ -107,7 +107,7 @@ class SampleDecoder {
     return file_.capacity() + region_.capacity() + planes_.capacity() +
            packed_.capacity() + resample_.pass.capacity() +
            augment_.capacity() + crop_.capacity() +
-           blur_.capacity() * sizeof(double);
+           blur_.capacity() * sizeof(float);
   }
 
  private:
@@ -142,7 +142,7 @@ class SampleDecoder {
   std::vector<uint8_t> packed_;   // the exact resample's RGB output
   std::vector<uint8_t> augment_;  // the automatic augmentation's scratch
   std::vector<uint8_t> crop_;     // a random crop's planes
-  std::vector<double> blur_;      // the blur's passes
+  std::vector<float> blur_;       // the blur's padded plane
   ResampleScratch resample_;
   // The value table and the normalisation it was built for.
   ValueTable table_;

@@ -1,10 +1,12 @@
 """GaussianBlur in the daemon against torchvision's F.gaussian_blur on the
 photographs, and RandomApply([op], p) around the ops stokerd runs.
 
-torchvision blurs with a float32 conv2d; stokerd with two 1-D passes in
-double precision. The sums agree to ~1e-4, so a byte can differ by one
-where torch's sum falls that close to a half: the test asserts at most one
-apart everywhere, and nearly every byte equal.
+torchvision blurs with a float32 conv2d, and stokerd sums the taps as it
+does (row by row, fused multiply-adds). Its kernel's exp and sum are
+torch's vectorised ones, which round a few kernel values one float32 step
+from the correctly rounded ones stokerd computes: a byte can differ by one
+where a sum falls that close to a half. The test asserts at most one apart
+everywhere and 99.99% of bytes equal.
 """
 import os
 
@@ -48,7 +50,7 @@ def test_fixed_sigma_blur_is_torchvisions(daemon, scratch, kernel, sigma):
         assert int(diff.max()) <= 1, (i, int(diff.max()))
         equal += int((diff == 0).sum())
         total += diff.numel()
-    assert equal / total > 0.999, equal / total
+    assert equal / total > 0.9999, equal / total
 
 
 def test_random_sigma_stays_in_range(daemon, scratch):
