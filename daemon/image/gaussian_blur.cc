@@ -16,6 +16,58 @@ inline int Reflect(int i, int n) {
   return i;
 }
 
+// torch's exp on float32 (SLEEF's expf_u10 with fused multiply-adds, as
+// its AVX2 kernels run it): Cody-Waite reduction by ln 2, a degree-6
+// polynomial, scaling by 2^q in two steps.
+float TorchExp(float d) {
+  const int q = int(std::nearbyint(d * 1.442695040888963407359924681f));
+  float s = std::fma(float(q), -0.693145751953125f, d);
+  s = std::fma(float(q), -1.428606765330187045e-06f, s);
+  float u = 0.000198527617612853646278381f;
+  u = std::fma(u, s, 0.00139304355252534151077271f);
+  u = std::fma(u, s, 0.00833336077630519866943359f);
+  u = std::fma(u, s, 0.0416664853692054748535156f);
+  u = std::fma(u, s, 0.166666671633720397949219f);
+  u = std::fma(u, s, 0.5f);
+  u = 1.0f + std::fma(s * s, u, s);
+  auto pow2 = [](int e) { return std::ldexp(1.0f, e); };
+  u = u * pow2(q >> 1) * pow2(q - (q >> 1));
+  return d < -104.0f ? 0.0f : u;
+}
+
+// torch's sum of a contiguous float32 vector: 8-wide lanes in four
+// interleaved accumulators (short vectors: four scalar ones), the tail,
+// then the lanes, each sum in that order.
+float TorchSum(const std::vector<float>& v) {
+  const size_t n = v.size();
+  if (n < 8) {
+    float p[4] = {0, 0, 0, 0};
+    const size_t rows = n / 4;
+    for (size_t i = 0; i < rows; ++i) {
+      for (int k = 0; k < 4; ++k) p[k] += v[i * 4 + k];
+    }
+    for (size_t i = rows * 4; i < n; ++i) p[0] += v[i];
+    return ((p[0] + p[1]) + p[2]) + p[3];
+  }
+  const size_t vectors = n / 8, rows = vectors / 4;
+  float acc[4][8] = {};
+  for (size_t i = 0; i < rows; ++i) {
+    for (int k = 0; k < 4; ++k) {
+      for (int l = 0; l < 8; ++l) acc[k][l] += v[(i * 4 + k) * 8 + l];
+    }
+  }
+  for (size_t i = rows * 4; i < vectors; ++i) {
+    for (int l = 0; l < 8; ++l) acc[0][l] += v[i * 8 + l];
+  }
+  for (int k = 1; k < 4; ++k) {
+    for (int l = 0; l < 8; ++l) acc[0][l] += acc[k][l];
+  }
+  float sum = 0;
+  for (size_t i = vectors * 8; i < n; ++i) sum += v[i];
+  for (int l = 0; l < 8; ++l) sum += acc[0][l];
+  return sum;
+}
+
 // sum[x] = fma(in[x], k, sum[x]) for x < w.
 using RowFma = void (*)(float* sum, const float* in, float k, int w);
 
@@ -53,12 +105,11 @@ std::vector<float> GaussianKernel(int size, float sigma) {
   // pdf = exp(-0.5 * (x / sigma)^2), and pdf / pdf.sum(), all float32.
   std::vector<float> pdf(size);
   const int half = (size - 1) / 2;
-  float sum = 0;
   for (int i = 0; i < size; ++i) {
     const float t = float(i - half) / sigma;
-    pdf[i] = std::exp(-0.5f * (t * t));
-    sum += pdf[i];
+    pdf[i] = TorchExp(-0.5f * (t * t));
   }
+  const float sum = TorchSum(pdf);
   for (float& v : pdf) v /= sum;
   return pdf;
 }

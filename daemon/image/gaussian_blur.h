@@ -2,12 +2,11 @@
 // drawn uniformly (float32) from [sigma_min, sigma_max], the image turned
 // into a float tensor, reflect-padded by half the kernel, convolved with
 // the outer product of two float32 Gaussian kernels and rounded half to
-// even. The convolution sums each value's taps row by row with one fused
-// multiply-add each, as torch's conv2d (oneDNN) does. The kernel's exp and
-// sum are correctly rounded here; torch's vectorised exp and sum put a few
-// kernel values one float32 step away, so a byte can differ by one where
-// a sum falls that close to a half (tests/python/test_gaussian_blur.py:
-// 99.99% equal). k x k taps a value, 8 values at a time with AVX2 and FMA.
+// even. Byte-equal to torchvision (tests/python/test_gaussian_blur.py): the
+// kernel takes torch's own exp (SLEEF's, with fused multiply-adds) and sum
+// order, and each value sums its taps row by row with one fused
+// multiply-add each, as torch's conv2d (oneDNN) does; k x k taps a value,
+// 8 values at a time where the CPU has AVX2 and FMA.
 #ifndef STOKER_DAEMON_IMAGE_GAUSSIAN_BLUR_H_
 #define STOKER_DAEMON_IMAGE_GAUSSIAN_BLUR_H_
 

@@ -1,7 +1,7 @@
 """AugMix in the daemon against torchvision's AugMix, which turns the PIL
 image into a uint8 tensor and works on tensors: each of its ops
 (daemon/image/tensor_ops.cc) against torchvision's _apply_op on that
-tensor, on 120 crops of the photographs and 30 oblong ones; loaders whose
+tensor, on 200 crops of the photographs and 30 oblong ones; loaders whose
 every image is torchvision's mix of torchvision's chains for the draws
 stoker reports; the draws' distributions.
 
@@ -30,7 +30,7 @@ MODES = {"nearest": Mode.NEAREST, "bilinear": Mode.BILINEAR}
 
 @pytest.fixture(scope="module")
 def square():
-    return crops(120, (224, 224), 5)
+    return crops(200, (224, 224), 5)
 
 
 @pytest.fixture(scope="module")
