@@ -147,7 +147,8 @@ int RunDraws(char** argv) {
       std::printf("]");
     }
     std::printf("]}");
-    std::printf(", \"blur\": %.9g", params.blur.apply ? params.blur.sigma : 0.0);
+    std::printf(", \"blur\": %.9g",
+                params.blur.apply ? params.blur.sigma : 0.0);
     std::printf(", \"erase\": ");
     const ErasingParams& e = params.erasing;
     if (e.apply) {
