@@ -7,6 +7,7 @@
 #include <set>
 #include <vector>
 
+#include "daemon/image/aug_mix.h"
 #include "daemon/image/auto_augment.h"
 #include "daemon/image/pipeline.h"
 #include "daemon/spec/pipeline_proto.h"
@@ -200,6 +201,17 @@ TEST(BlurSpec, FieldsAreCheckedAndRoundTrip) {
   EXPECT_EQ(again->blur.kernel_y, 5);
   EXPECT_DOUBLE_EQ(again->blur.p, 0.5);
   ExpectRefused(Spec({Blur(4, 3)}), "gaussian_blur.kernel_x must be odd");
+  {
+    v1::JobSpec big;
+    v1::Op resize;
+    resize.mutable_resize()->set_height(8192);
+    resize.mutable_resize()->set_width(8192);
+    *big.add_pipeline() = resize;
+    *big.add_pipeline() = Blur(255, 255);
+    ExpectRefused(big,
+                  "gaussian_blur.kernel_x * kernel_y * the image's "
+                  "pixels must be at most");
+  }
   ExpectRefused(Spec({Blur(3, 65)}),
                 "gaussian_blur.kernel_y must be below twice the image's "
                 "height (32), got 65");
@@ -279,6 +291,37 @@ TEST(AugMixSpec, DefaultsAreTorchvisionsAndFieldsAreChecked) {
     ExpectRefused(Spec({op}), words);
   }
   ExpectRefused(Spec({mix, Wide()}), "impossible order");
+  {
+    v1::JobSpec big;
+    v1::Op resize, heavy;
+    resize.mutable_resize()->set_height(4096);
+    resize.mutable_resize()->set_width(4096);
+    heavy.mutable_aug_mix()->set_mixture_width(16);
+    heavy.mutable_aug_mix()->set_chain_depth(16);
+    *big.add_pipeline() = resize;
+    *big.add_pipeline() = heavy;
+    ExpectRefused(big,
+                  "aug_mix.mixture_width * chain_depth * the image's "
+                  "pixels must be at most");
+  }
+}
+
+// A tiny alpha makes Gamma draws underflow; the weights stay finite and
+// sum to one, as torch's clamped draws do.
+TEST(AugMixSpec, TinyAlphaGivesFiniteWeights) {
+  AutoAugmentSpec spec;
+  spec.kind = AutoAugmentSpec::Kind::kAugMix;
+  spec.alpha = 0.01;
+  for (uint64_t key = 0; key < 20000; ++key) {
+    const DrawnAugMix d = DrawAugMix(spec, {32, 32}, key);
+    float sum = d.original;
+    ASSERT_TRUE(std::isfinite(d.original));
+    for (float w : d.weights) {
+      ASSERT_TRUE(std::isfinite(w));
+      sum += w;
+    }
+    ASSERT_NEAR(sum, 1.0f, 1e-5);
+  }
 }
 
 v1::Op Choice(std::initializer_list<v1::Op> options,
@@ -322,6 +365,16 @@ TEST(ChoiceSpec, BadChoicesAreNamed) {
   ExpectRefused(Spec({Choice({flip, vflip})}),
                 "pipeline[1].random_choice.options[1] must be an image op");
   ExpectRefused(Spec({Choice({flip})}), "random_choice.options needs 2 to 16");
+  {  // an option that never flips still round-trips
+    v1::Op never = flip;
+    never.mutable_random_horizontal_flip()->set_p(0);
+    auto p = ParsePipeline(Spec({Choice({flip, never})}));
+    ASSERT_TRUE(p.ok()) << p.status();
+    v1::JobSpec back;
+    PipelineToProto(*p, &back);
+    EXPECT_EQ(back.pipeline(1).random_choice().options_size(), 2);
+    EXPECT_TRUE(ParsePipeline(back).ok());
+  }
   ExpectRefused(Spec({Choice({flip, flip}, {1})}),
                 "random_choice.p needs one weight per option (2), got 1");
   ExpectRefused(Spec({Choice({flip, flip}, {0, 0})}), "weights are all 0");

@@ -143,6 +143,10 @@ TEST(RandomCrop, ExactFitDrawsNothingAndTooSmallFails) {
   EXPECT_EQ(c.touched.width, 20);
   c = DrawRandomCrop(spec, {20, 10}, {20, 11}, 1, &maps);
   EXPECT_FALSE(c.fits);
+  // An image (resized) too large for whole index maps fails, saying so.
+  c = DrawRandomCrop(spec, {kMaxCropStage + 1, 3}, {2, 2}, 1, &maps);
+  EXPECT_FALSE(c.fits);
+  EXPECT_TRUE(c.too_large);
   spec.pad_if_needed = true;  // pads (11 - 10) on both sides
   c = DrawRandomCrop(spec, {20, 10}, {20, 11}, 1, &maps);
   EXPECT_TRUE(c.fits);

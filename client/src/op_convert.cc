@@ -258,10 +258,10 @@ std::optional<Op> GeometryFrom(const v1::Op& op) {
       return RandomResizedCrop{
           p.height(),
           p.width(),
-          p.scale_min(),
-          p.scale_max(),
-          p.ratio_min(),
-          p.ratio_max(),
+          p.has_scale_min() ? p.scale_min() : 0.08f,
+          p.has_scale_max() ? p.scale_max() : 1.0f,
+          p.has_ratio_min() ? p.ratio_min() : 3.0f / 4.0f,
+          p.has_ratio_max() ? p.ratio_max() : 4.0f / 3.0f,
           InterpolationFrom(p.interpolation(), Interpolation::kBilinear)};
     }
     case v1::Op::kResize: {
@@ -348,7 +348,9 @@ std::optional<Op> AugmentFrom(const v1::Op& op) {
     case v1::Op::kRandomChoice: {
       RandomChoice c;
       for (const v1::Op& option : op.random_choice().options()) {
-        if (auto known = OpFromProto(option)) c.options.push_back(*known);
+        std::optional<Op> known = OpFromProto(option);
+        if (!known) return std::nullopt;  // a newer daemon's op: all or none
+        c.options.push_back(*known);
       }
       c.p.assign(op.random_choice().p().begin(), op.random_choice().p().end());
       return c;

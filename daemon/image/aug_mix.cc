@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "daemon/image/counter_random.h"
 #include "daemon/image/tensor_ops.h"
@@ -38,7 +39,11 @@ std::vector<float> Dirichlet(double alpha, int count, uint64_t key,
                              uint64_t* k) {
   std::vector<double> g(count);
   double sum = 0;
-  for (double& v : g) sum += (v = Gamma(alpha, key, k));
+  // As torch, no draw below the smallest normal float (no 0 / 0).
+  for (double& v : g) {
+    sum += (v = std::max(Gamma(alpha, key, k),
+                         double(std::numeric_limits<float>::min())));
+  }
   std::vector<float> out(count);
   for (int i = 0; i < count; ++i) out[i] = float(g[i] / sum);
   return out;
@@ -77,11 +82,12 @@ DrawnAugMix DrawAugMix(const AutoAugmentSpec& spec, ImageSize size,
 }
 
 void ApplyAugMix(const AutoAugmentSpec& spec, const DrawnAugMix& drawn,
-                 ImageSize size, uint8_t* planes,
-                 std::vector<uint8_t>* scratch) {
+                 ImageSize size, uint8_t* planes, AugMixScratch* scratch) {
   const size_t values = 3 * size.Pixels();
-  std::vector<float> mix(values);
-  std::vector<uint8_t> aug(values);
+  std::vector<float>& mix = scratch->mix;
+  std::vector<uint8_t>& aug = scratch->chain;
+  mix.resize(values);
+  aug.resize(values);
   for (size_t i = 0; i < values; ++i)
     mix[i] = drawn.original * float(planes[i]);
   TensorStyle style;
@@ -92,7 +98,7 @@ void ApplyAugMix(const AutoAugmentSpec& spec, const DrawnAugMix& drawn,
     const DrawnOps& chain = drawn.chains[c];
     for (int i = 0; i < chain.count; ++i) {
       ApplyTensorOp(chain.ops[i].op, chain.ops[i].magnitude, style, size,
-                    aug.data(), scratch);
+                    aug.data(), &scratch->op);
     }
     const float w = drawn.weights[c];
     for (size_t i = 0; i < values; ++i) mix[i] += w * float(aug[i]);

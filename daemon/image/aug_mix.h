@@ -29,10 +29,23 @@ struct DrawnAugMix {
 DrawnAugMix DrawAugMix(const AutoAugmentSpec& spec, ImageSize size,
                        uint64_t key);
 
+// Most tensor ops times pixels one sample may take: mixture_width x
+// chain_depth (3 when drawn) x the image's pixels.
+inline constexpr double kMaxAugMixWork = 1073741824.0;
+
+// The buffers a sample's mix reuses.
+struct AugMixScratch {
+  std::vector<float> mix;
+  std::vector<uint8_t> chain;
+  std::vector<uint8_t> op;
+  size_t bytes() const {
+    return mix.capacity() * sizeof(float) + chain.capacity() + op.capacity();
+  }
+};
+
 // Mixes three planes of `size` in place.
 void ApplyAugMix(const AutoAugmentSpec& spec, const DrawnAugMix& drawn,
-                 ImageSize size, uint8_t* planes,
-                 std::vector<uint8_t>* scratch);
+                 ImageSize size, uint8_t* planes, AugMixScratch* scratch);
 
 }  // namespace stoker
 

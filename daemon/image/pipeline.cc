@@ -44,12 +44,15 @@ ImageSize TorchvisionResizedSize(ImageSize image, const Pipeline& p) {
   if (p.shorter_side <= 0) return p.resized;
   // Resize(int): the shorter side becomes `shorter_side`, the longer one
   // int(shorter_side * long / short).
+  // Saturated: an extreme aspect ratio must not wrap the longer side.
+  auto longer = [&](int64_t long_side, int64_t short_side) {
+    return int(std::min<int64_t>(p.shorter_side * long_side / short_side,
+                                 int64_t{1} << 30));
+  };
   if (image.width <= image.height) {
-    return {p.shorter_side,
-            int(int64_t(p.shorter_side) * image.height / image.width)};
+    return {p.shorter_side, longer(image.height, image.width)};
   }
-  return {int(int64_t(p.shorter_side) * image.width / image.height),
-          p.shorter_side};
+  return {longer(image.width, image.height), p.shorter_side};
 }
 
 Region CenterCropWindow(ImageSize resized, ImageSize output) {
@@ -150,6 +153,7 @@ SampleParams DrawSampleParams(const Pipeline& p, ImageSize image,
       }
       at -= w[i];
     }
+    while (w[params.choice] <= 0) --params.choice;  // rounding's overshoot
     params.chosen.push_back(DrawSampleParams(p.choice->options[params.choice],
                                              image, Mix64(key ^ 0xc401cf)));
   }

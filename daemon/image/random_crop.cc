@@ -88,11 +88,18 @@ void Span(const std::vector<int>& v, int* lo, int* hi) {
 CropParams DrawRandomCrop(const RandomCropSpec& spec, ImageSize stage,
                           ImageSize output, uint64_t key, CropMaps* maps) {
   CropParams c;
+  c.touched = {0, 0, 1, 1};
+  if (stage.width < 1 || stage.height < 1 || stage.width > kMaxCropStage ||
+      stage.height > kMaxCropStage) {
+    c.fits = false;
+    c.too_large = true;
+    c.padded = stage;
+    return c;
+  }
   std::vector<int> xs = PaddedAxis(spec, stage.width, output.width, true);
   std::vector<int> ys = PaddedAxis(spec, stage.height, output.height, false);
   c.padded = {int(xs.size()), int(ys.size())};
   c.fits = c.padded.width >= output.width && c.padded.height >= output.height;
-  c.touched = {0, 0, 1, 1};
   if (!c.fits) return c;
   if (c.padded.width != output.width || c.padded.height != output.height) {
     uint64_t k = 0;

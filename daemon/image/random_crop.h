@@ -38,9 +38,14 @@ struct RandomCropSpec {
 struct CropParams {
   ImageSize padded;  // the image after every pad
   int top = 0, left = 0;
-  bool fits = true;  // false: the padded image is smaller than the crop
-  Region touched;    // the pixels of the unpadded image the crop reads
+  bool fits = true;        // false: the padded image is smaller than the crop
+  bool too_large = false;  // the image (resized) is above kMaxCropStage
+  Region touched;          // the pixels of the unpadded image the crop reads
 };
+
+// Largest side of the image a RandomCrop pads and crops (after a resize):
+// its index maps are built whole.
+inline constexpr int kMaxCropStage = 1 << 16;
 
 // Index maps of one sample: >= 0 a pixel of the unpadded image (of the
 // stage before the pads), kFillPad / kFillPadding that pad's fill.

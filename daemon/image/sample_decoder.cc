@@ -177,6 +177,7 @@ void SampleDecoder::TrimScratch() {
   std::vector<uint8_t>().swap(augment_);
   std::vector<uint8_t>().swap(crop_);
   std::vector<float>().swap(blur_);
+  augmix_ = AugMixScratch();
 }
 
 absl::Status SampleDecoder::ProcessBytes(std::span<const uint8_t> file,
@@ -230,6 +231,12 @@ absl::StatusOr<uint8_t*> SampleDecoder::RandomCrop(
     const DecodedRegion& region, const std::optional<ExactGeometry>& g,
     const Region& decoded, const Pipeline& pipeline) {
   const CropParams& c = params_.crop;
+  if (c.too_large) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("random_crop: the image would be ", c.padded.height, "x",
+                     c.padded.width, " before the crop, above ", kMaxCropStage,
+                     " on a side"));
+  }
   if (!c.fits) {
     return absl::InvalidArgumentError(absl::StrCat(
         "random_crop: the image, padded, is ", c.padded.height, "x",

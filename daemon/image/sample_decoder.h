@@ -107,7 +107,7 @@ class SampleDecoder {
     return file_.capacity() + region_.capacity() + planes_.capacity() +
            packed_.capacity() + resample_.pass.capacity() +
            augment_.capacity() + crop_.capacity() +
-           blur_.capacity() * sizeof(float);
+           blur_.capacity() * sizeof(float) + augmix_.bytes();
   }
 
  private:
@@ -143,6 +143,7 @@ class SampleDecoder {
   std::vector<uint8_t> augment_;  // the automatic augmentation's scratch
   std::vector<uint8_t> crop_;     // a random crop's planes
   std::vector<float> blur_;       // the blur's padded plane
+  AugMixScratch augmix_;
   ResampleScratch resample_;
   // The value table and the normalisation it was built for.
   ValueTable table_;

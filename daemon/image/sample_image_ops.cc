@@ -68,7 +68,7 @@ void SampleDecoder::ApplyStage(const Pipeline& pipeline,
       return ApplyBlur(pipeline.blur, params.blur, o, planes, &blur_);
     case ImageStage::kAugment:
       if (pipeline.augment.kind == AutoAugmentSpec::Kind::kAugMix) {
-        ApplyAugMix(pipeline.augment, params.augmix, o, planes, &augment_);
+        ApplyAugMix(pipeline.augment, params.augmix, o, planes, &augmix_);
       } else if (pipeline.augment.enabled()) {
         ApplyDrawnOps(params.augment, pipeline.augment.style, o, planes,
                       &augment_);

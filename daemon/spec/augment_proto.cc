@@ -190,6 +190,16 @@ absl::Status ParseAugMix(const OpError& e, const v1::AugMix& op, Pipeline* p) {
     return e.Bad("alpha",
                  absl::StrCat("must be in [0.01, 100], got ", a.alpha));
   }
+  const double work = double(a.mixture_width) *
+                      (a.chain_depth > 0 ? a.chain_depth : 3) *
+                      double(p->output.Pixels());
+  if (work > kMaxAugMixWork) {
+    return e.Bad(
+        "mixture_width",
+        absl::StrCat("* chain_depth * the image's pixels must be at "
+                     "most ",
+                     kMaxAugMixWork, " (a sample's work), got ", work));
+  }
   a.all_ops = !op.has_all_ops() || op.all_ops();
   a.has_fill = op.fill_size() > 0;
   if (auto s = ParseTables(e, op.magnitudes(), &a); !s.ok()) return s;

@@ -25,6 +25,15 @@ absl::Status ParseBlur(const OpError& e, const v1::GaussianBlur& op,
                                           sides[i], "), got ", k));
     }
   }
+  // Each value takes kernel_x * kernel_y taps: bound a sample's work (a
+  // 23x23 blur of 224x224 images is 1.3e8 taps a channel).
+  const double taps =
+      double(op.kernel_x()) * op.kernel_y() * double(p->output.Pixels());
+  if (taps > kMaxBlurTaps) {
+    return e.Bad("kernel_x", absl::StrCat("* kernel_y * the image's pixels "
+                                          "must be at most ",
+                                          kMaxBlurTaps, ", got ", taps));
+  }
   b.kernel_x = int(op.kernel_x());
   b.kernel_y = int(op.kernel_y());
   b.sigma_min = op.has_sigma_min() ? op.sigma_min() : 0.1;

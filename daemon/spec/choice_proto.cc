@@ -97,7 +97,16 @@ void ChoiceToProto(const ChoiceSpec& c, v1::JobSpec* spec) {
   for (size_t j = 0; j < c.options.size(); ++j) {
     v1::JobSpec one;
     StageToProto(c.options[j], c.stage, &one);
-    if (one.pipeline_size() == 1) *op->add_options() = one.pipeline(0);
+    v1::Op* option = op->add_options();
+    if (one.pipeline_size() == 1) {
+      *option = one.pipeline(0);
+    } else if (c.stage == ImageStage::kFlip) {  // p = 0 writes nothing
+      option->mutable_random_horizontal_flip()->set_p(0);
+    } else if (c.stage == ImageStage::kVerticalFlip) {
+      option->mutable_random_vertical_flip()->set_p(0);
+    } else {
+      option->mutable_random_grayscale()->set_p(0);
+    }
     op->add_p(float(c.weights[j]));
   }
 }

@@ -185,6 +185,12 @@ def _op(transform: Any) -> Dict[str, Any]:
     if kind == "CenterCrop":
         height, width = _size(transform, transform.size)
         return {"center_crop": {"height": height, "width": width}}
+    if kind in ("Pad", "RandomCrop") and type(transform).__module__.startswith(
+            "torchvision.transforms.v2"):
+        # v2 keeps its padding in another order and pads in one step, not
+        # as v1 (whose bytes stokerd reproduces) does.
+        raise _refuse(repr(transform), "transforms.v2's Pad and RandomCrop "
+                      "are not supported: use torchvision.transforms' ones")
     if kind == "Pad":
         return {"pad": _padding(transform, transform.padding, "")}
     if kind == "RandomCrop":
@@ -262,7 +268,8 @@ def _padding(transform: Any, padding: Any, prefix: str) -> Dict[str, Any]:
     mode = transform.padding_mode
     if mode not in ("constant", "edge", "reflect", "symmetric"):
         raise _refuse(repr(transform), f"padding_mode {mode!r} is unknown")
-    fill = transform.fill
+    fill = augment_ops.v2_value(transform.fill)
+    fill = 0 if fill is None else fill  # _parse_fill: None is 0
     fill = [fill] if isinstance(fill, (int, float)) else list(fill)
     fill = [int(v) for v in fill]  # as torchvision's _parse_fill for PIL
     if len(fill) not in (1, 3) or any(not 0 <= v <= 255 for v in fill):
@@ -364,7 +371,10 @@ class _State:
         kinds = [_kind(o) if _kind(o) != "RandomApply"
                  else type(_inner(o)).__name__ for o in t.transforms]
         ranks = {_ORDER.get(k) for k in kinds}
-        if len(kinds) < 2 or None in ranks or len(ranks) != 1:
+        # The two flips are two places in the daemon's order.
+        mixed_flips = {"RandomHorizontalFlip",
+                       "RandomVerticalFlip"} <= set(kinds)
+        if len(kinds) < 2 or None in ranks or len(ranks) != 1 or mixed_flips:
             raise _refuse(repr(t), "RandomChoice is supported among 2 to 16 "
                           "image ops of one kind (the flips, RandomRotation "
                           "and RandomAffine, ColorJitter, RandomGrayscale, "

@@ -71,6 +71,8 @@ def test_translation_and_refusals():
         == ["trivial_augment_wide", "aug_mix"]
     for bad in (T.RandomChoice([T.ColorJitter(0.1), T.GaussianBlur(3)]),
                 T.RandomChoice([T.GaussianBlur(3)]),
+                T.RandomChoice([T.RandomHorizontalFlip(),
+                                T.RandomVerticalFlip()]),
                 T.RandomChoice([T.Resize(32), T.Resize(48)])):
         with pytest.raises(stoker.UnsupportedTransform, match="RandomChoice"):
             stoker.translate_transform(T.Compose(EVAL + [bad]))

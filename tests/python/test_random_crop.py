@@ -139,6 +139,8 @@ def test_translation_and_refusals():
     assert list(pipeline[0]) == ["pad"]
     assert pipeline[0]["pad"]["left"] == 1 and pipeline[0]["pad"]["top"] == 2
     assert pipeline[1]["random_crop"]["padding_mode"] == "PADDING_MODE_EDGE"
+    none, _ = stoker.translate_transform(T.RandomCrop(32, 4, fill=None))
+    assert none[0]["random_crop"]["fill"] == [0]  # _parse_fill's None
     for bad in (T.RandomCrop(32, padding=[1, 2, 3]),
                 T.RandomCrop(32, padding=4, fill=300),
                 T.Pad(4, fill=(1, 2))):
