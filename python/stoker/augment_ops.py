@@ -38,17 +38,17 @@ def _interpolation(t: Any, refuse: Refuse) -> str:
     return "INTERPOLATION_" + name
 
 
-def _fill(t: Any, refuse: Refuse) -> List[int]:
+def fill(t: Any, refuse: Refuse) -> List[int]:
     """torchvision's fill as _parse_fill makes it for a PIL image: ints."""
-    fill = v2_value(getattr(t, "fill", None))
-    if fill is None:
+    value = v2_value(getattr(t, "fill", None))
+    if value is None:
         return []
-    values = [fill] if isinstance(fill, (int, float)) else list(fill)
+    values = [value] if isinstance(value, (int, float)) else list(value)
     if len(values) not in (1, 3):
         raise refuse(repr(t), "fill needs one value or three (R, G, B)")
     out = [int(v) for v in values]
     if any(not 0 <= v <= 255 for v in out):
-        raise refuse(repr(t), f"fill {fill!r} is outside [0, 255]")
+        raise refuse(repr(t), f"fill {value!r} is outside [0, 255]")
     return out
 
 
@@ -70,7 +70,7 @@ def augment_op(t: Any, size: Optional[Tuple[int, int]],
     `size` is the (height, width) of the image it sees."""
     kind = type(t).__name__
     style = {"interpolation": _interpolation(t, refuse),
-             "fill": _fill(t, refuse)}
+             "fill": fill(t, refuse)}
     if kind == "TrivialAugmentWide":
         bins = int(t.num_magnitude_bins)
         space = _v1(kind)()._augmentation_space(bins)
@@ -123,7 +123,7 @@ def warp_op(t: Any, refuse: Refuse) -> Dict[str, Any]:
     op: Dict[str, Any] = {"degrees_min": degrees[0],
                           "degrees_max": degrees[1],
                           "interpolation": _interpolation(t, refuse),
-                          "fill": _fill(t, refuse)}
+                          "fill": fill(t, refuse)}
     if kind == "RandomRotation":
         return {"random_rotation": op}
     if t.translate is not None:

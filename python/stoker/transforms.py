@@ -268,13 +268,7 @@ def _padding(transform: Any, padding: Any, prefix: str) -> Dict[str, Any]:
     mode = transform.padding_mode
     if mode not in ("constant", "edge", "reflect", "symmetric"):
         raise _refuse(repr(transform), f"padding_mode {mode!r} is unknown")
-    fill = augment_ops.v2_value(transform.fill)
-    fill = 0 if fill is None else fill  # _parse_fill: None is 0
-    fill = [fill] if isinstance(fill, (int, float)) else list(fill)
-    fill = [int(v) for v in fill]  # as torchvision's _parse_fill for PIL
-    if len(fill) not in (1, 3) or any(not 0 <= v <= 255 for v in fill):
-        raise _refuse(repr(transform), f"fill {transform.fill!r} is not one "
-                      "or three values in [0, 255]")
+    fill = augment_ops.fill(transform, _refuse) or [0]  # None is 0
     out: Dict[str, Any] = {prefix + side: v for side, v in
                            zip(("left", "top", "right", "bottom"), values)}
     out["fill"] = fill

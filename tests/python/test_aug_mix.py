@@ -10,7 +10,6 @@ element by element, and the warps follow torch's grid (three terms summed
 in order) and its vectorised grid_sample, whose build fuses the
 unnormalisation and the taps' sum into fused multiply-adds.
 """
-import json
 import os
 import subprocess
 import tempfile
@@ -19,6 +18,7 @@ import numpy as np
 import pytest
 from conftest import _tool, photo_folder
 from test_augment import crops
+from test_augment import draws as augment_draws
 
 T = pytest.importorskip("torchvision.transforms")
 F = pytest.importorskip("torchvision.transforms.functional")
@@ -113,12 +113,8 @@ def test_warps_are_torchvisions(square, oblong, op, interpolation):
 
 
 def draws(pipeline, output, seed, count):
-    spec = {"pipeline": pipeline, "output": output}
-    out = subprocess.run(
-        [_tool("AUGMENT_TOOL"), "draws", json.dumps(spec), "640", "480",
-         str(seed), "0", "0", str(count)],
-        check=True, capture_output=True, text=True).stdout
-    return [json.loads(line)["augmix"] for line in out.splitlines()]
+    """The AugMix weights and chains of samples 0..count-1."""
+    return [d["augmix"] for d in augment_draws(pipeline, output, seed, count)]
 
 
 def torchvision_mix(image, drawn, interpolation, fill):

@@ -46,10 +46,8 @@ def test_fixed_sigma_blur_is_torchvisions(daemon, scratch, kernel, sigma):
 def test_drawn_sigmas_give_torchvisions_blur(daemon, scratch):
     """Each image is F.gaussian_blur of torchvision's image with the sigma
     stoker drew for it; the sigmas spread over the range."""
-    import json
-    import subprocess
     import stoker
-    from conftest import _tool
+    from test_augment import draws
     root = photo_folder(os.path.join(scratch, "photos"))
     transform = T.Compose(EVAL + [T.GaussianBlur(9, sigma=(0.5, 2.0)),
                                   T.PILToTensor()])
@@ -62,12 +60,8 @@ def test_drawn_sigmas_give_torchvisions_blur(daemon, scratch):
         for epoch in range(5):  # 5 x 44 photographs, each its own sigma
             loader.set_epoch(epoch)
             got = torch.cat([images.clone() for images, _ in loader])
-            out = subprocess.run(
-                [_tool("AUGMENT_TOOL"), "draws",
-                 json.dumps({"pipeline": pipeline, "output": output}), "640",
-                 "480", "3", str(epoch), "0", str(len(got))],
-                check=True, capture_output=True, text=True).stdout
-            drawn = [json.loads(line)["blur"] for line in out.splitlines()]
+            drawn = [d["blur"] for d in draws(pipeline, output, 3, len(got),
+                                              epoch=epoch)]
             for i in range(len(ref)):
                 assert 0.5 <= drawn[i] <= 2.0, drawn[i]
                 want = F.pil_to_tensor(F.gaussian_blur(
