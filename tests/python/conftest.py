@@ -152,6 +152,23 @@ def photo_folder(root, other_formats=False):
     return root
 
 
+def loader_epochs(root, transform, socket, seed, epochs=1):
+    """Every image of `epochs` epochs of a stoker.DataLoader over `root`
+    in index order (batches of 8): one tensor per epoch."""
+    import torch
+    import stoker
+    loader = stoker.DataLoader(root, transform=transform, batch_size=8,
+                               shuffle=False, seed=seed, socket=socket)
+    try:
+        out = []
+        for epoch in range(epochs):
+            loader.set_epoch(epoch)
+            out.append(torch.cat([images.clone() for images, _ in loader]))
+        return out
+    finally:
+        loader.close()
+
+
 def dump_batches(daemon, dataset, out, **flags):
     """The C++ SDK's bytes of the first batches of a job: a list of
     (images bytes, labels bytes) per batch, split by the caller."""

@@ -7,7 +7,7 @@ import os
 
 import numpy as np
 import pytest
-from conftest import photo_folder
+from conftest import loader_epochs, photo_folder
 
 T = pytest.importorskip("torchvision.transforms")
 F = pytest.importorskip("torchvision.transforms.functional")
@@ -17,13 +17,7 @@ EVAL = [T.Resize(72), T.CenterCrop(64)]
 
 
 def load(root, transform, socket):
-    import stoker
-    loader = stoker.DataLoader(root, transform=transform, batch_size=8,
-                               shuffle=False, seed=5, socket=socket)
-    try:
-        return torch.cat([images.clone() for images, _ in loader])
-    finally:
-        loader.close()
+    return loader_epochs(root, transform, socket, seed=5)[0]
 
 
 def reference(root):

@@ -8,7 +8,7 @@ import os
 
 import numpy as np
 import pytest
-from conftest import photo_folder
+from conftest import loader_epochs, photo_folder
 
 T = pytest.importorskip("torchvision.transforms")
 F = pytest.importorskip("torchvision.transforms.functional")
@@ -18,13 +18,7 @@ EVAL = [T.Resize(72), T.CenterCrop(64)]
 
 
 def load(root, transform, socket):
-    import stoker
-    loader = stoker.DataLoader(root, transform=transform, batch_size=8,
-                               shuffle=False, seed=3, socket=socket)
-    try:
-        return torch.cat([images.clone() for images, _ in loader])
-    finally:
-        loader.close()
+    return loader_epochs(root, transform, socket, seed=3)[0]
 
 
 def reference(root, extra=()):

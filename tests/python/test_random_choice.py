@@ -7,7 +7,7 @@ import os
 
 import numpy as np
 import pytest
-from conftest import photo_folder
+from conftest import loader_epochs, photo_folder
 
 T = pytest.importorskip("torchvision.transforms")
 F = pytest.importorskip("torchvision.transforms.functional")
@@ -18,17 +18,7 @@ ANGLES = (0, 90, 180, 270)
 
 
 def load(root, transform, socket, epochs):
-    import stoker
-    loader = stoker.DataLoader(root, transform=transform, batch_size=8,
-                               shuffle=False, seed=8, socket=socket)
-    try:
-        out = []
-        for epoch in range(epochs):
-            loader.set_epoch(epoch)
-            out.append(torch.cat([images.clone() for images, _ in loader]))
-        return out
-    finally:
-        loader.close()
+    return loader_epochs(root, transform, socket, seed=8, epochs=epochs)
 
 
 def test_right_angle_rotations_follow_their_weights(daemon, scratch):

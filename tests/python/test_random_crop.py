@@ -7,7 +7,7 @@ import os
 
 import numpy as np
 import pytest
-from conftest import photo_folder
+from conftest import loader_epochs, photo_folder
 
 T = pytest.importorskip("torchvision.transforms")
 F = pytest.importorskip("torchvision.transforms.functional")
@@ -15,17 +15,7 @@ torch = pytest.importorskip("torch")
 
 
 def load(root, transform, socket, epochs=1):
-    import stoker
-    loader = stoker.DataLoader(root, transform=transform, batch_size=8,
-                               shuffle=False, seed=11, socket=socket)
-    try:
-        out = []
-        for epoch in range(epochs):
-            loader.set_epoch(epoch)
-            out.append(torch.cat([images.clone() for images, _ in loader]))
-        return out
-    finally:
-        loader.close()
+    return loader_epochs(root, transform, socket, seed=11, epochs=epochs)
 
 
 def padded_reference(image, crop):
