@@ -20,6 +20,9 @@ packages=(
   # The Python package's tests: Debian's torch and torchvision, pytest, and
   # venv for the offline pip install.
   python3 python3-torch python3-torchvision python3-pytest python3-venv
+  # The GPU benchmark (bench/gpu): patchelf makes its bundle, psutil samples
+  # CPU and memory in its runs (ctest runs it small, on the CPU).
+  patchelf python3-psutil
 )
 
 missing=()

@@ -1,0 +1,125 @@
+"""Does copying the next batch lengthen the training step? A training-like
+step (bf16 matrix products sized to --step_ms, reading the whole batch) run
+N times:
+
+  resident      on one batch already on the GPU (the floor);
+  same stream   on stoker.DataLoader(device="cuda") batches, copied on the
+                trainer's current stream (what the loader does as given);
+  side stream   the same loader, next() called under a copy stream and the
+                trainer's stream made to wait for it, so that the copy of
+                batch i+1 runs while step i computes.
+
+  overlap.py --data=DIR [--step_ms=15] [--steps=60]
+
+The images are small (cheap to decode) and the step long enough that the
+daemon is never what the loop waits for: the input-bound figure says so.
+Goal: per step <= 3% longer than resident.
+"""
+import argparse
+import time
+
+import torch
+import torchvision.transforms as T
+
+import stoker
+
+from common import Stokerd, emit
+
+
+class Step:
+    """A few ms of GPU work that reads the batch: its mean through a chain
+    of bf16 matrix products sized to about `ms` milliseconds."""
+
+    def __init__(self, ms, n=4096):
+        self.a = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
+        self.count = 1
+        self(torch.zeros(8, device="cuda"))
+        torch.cuda.synchronize()
+        start = time.perf_counter()
+        for _ in range(10):
+            self(torch.zeros(8, device="cuda"))
+        torch.cuda.synchronize()
+        one = (time.perf_counter() - start) / 10
+        self.count = max(1, round(ms / 1e3 / one))
+
+    def __call__(self, images):
+        x = self.a * images.float().mean().to(torch.bfloat16)
+        for _ in range(self.count):
+            x = x @ self.a
+        return x
+
+
+def timed(step, batches, steps):
+    """Seconds per step over `steps` steps (after 5 unmeasured)."""
+    for _ in range(5):
+        step(next(batches))
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    for _ in range(steps):
+        step(next(batches))
+    torch.cuda.synchronize()
+    return (time.perf_counter() - start) / steps
+
+
+def same_stream(loader):
+    while True:
+        for images, _ in loader:
+            yield images
+
+
+def side_stream(loader):
+    copy = torch.cuda.Stream()
+    main = torch.cuda.current_stream()
+    it = iter(same_stream(loader))
+    with torch.cuda.stream(copy):
+        ahead = next(it)
+    while True:
+        main.wait_stream(copy)  # the copy of `ahead` is done before use
+        images = ahead
+        images.record_stream(main)
+        with torch.cuda.stream(copy):
+            ahead = next(it)  # copied while `images` is computed on
+        yield images
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--data", required=True)
+    parser.add_argument("--batch", type=int, default=256)
+    parser.add_argument("--size", type=int, default=224)
+    parser.add_argument("--step_ms", type=float, default=15)
+    parser.add_argument("--steps", type=int, default=60)
+    parser.add_argument("--workers", type=int, default=15)
+    args = parser.parse_args()
+    if not torch.cuda.is_available():
+        emit("overlap", skipped="no CUDA device")
+        return
+    step = Step(args.step_ms)
+    with Stokerd(args.workers) as daemon:
+        for dtype in ("uint8", "float32"):
+            tail = ([T.PILToTensor()] if dtype == "uint8" else
+                    [T.ToTensor(), T.Normalize([0.5] * 3, [0.25] * 3)])
+            transform = T.Compose([T.CenterCrop(args.size), *tail])
+            loader = stoker.DataLoader(args.data, batch_size=args.batch,
+                                       transform=transform, shuffle=True,
+                                       drop_last=True, socket=daemon.socket,
+                                       device="cuda", slots=8)
+            try:
+                first, _ = next(iter(loader))
+                resident = first.clone()
+                floor = timed(step, iter(lambda: resident, None), args.steps)
+                same = timed(step, same_stream(loader), args.steps)
+                side = timed(step, side_stream(loader), args.steps)
+                stats = loader.input_stats()
+            finally:
+                loader.close()
+            emit("overlap", dtype=dtype, step_ms=floor * 1e3,
+                 same_stream_ms=same * 1e3, side_stream_ms=side * 1e3,
+                 same_stream_longer_percent=100 * (same / floor - 1),
+                 side_stream_longer_percent=100 * (side / floor - 1),
+                 input_bound_percent=stats["input_bound_percent"],
+                 goal="<= 3% longer")
+
+
+if __name__ == "__main__":
+    main()
