@@ -319,6 +319,22 @@ TEST(Bmp, BadAndUnsupportedFilesAreRefusedByName) {
       "Pillow misreads");
 }
 
+// Indices past a short palette: black as Pillow >= 10.1 leaves them (the
+// default), Pillow 9's grey ramp on request (JobSpec.reference).
+TEST(Bmp, IndicesPastAShortPaletteFollowTheReferencePillow) {
+  const std::vector<uint8_t> palette = {30, 20, 10, 0, 60, 50, 40, 0};  // BGRX
+  std::vector<uint8_t> bmp = Bmp(2, 1, 8, {{1, 7}}, palette);
+  bmp[46] = 2;  // biClrUsed: two colours
+  ImageDecoder decoder({});
+  std::vector<uint8_t> rgb;
+  ImageSize size;
+  ASSERT_TRUE(testing::DecodeWhole(decoder, bmp, &rgb, &size).ok());
+  EXPECT_EQ(rgb, (std::vector<uint8_t>{40, 50, 60, 0, 0, 0}));
+  decoder.set_palette_tail_black(false);
+  ASSERT_TRUE(testing::DecodeWhole(decoder, bmp, &rgb, &size).ok());
+  EXPECT_EQ(rgb, (std::vector<uint8_t>{40, 50, 60, 7, 7, 7}));
+}
+
 // ---- PNM ----
 
 std::vector<uint8_t> Bytes(const std::string& text) {

@@ -181,5 +181,70 @@ TEST(RandomCrop, OuterFillWinsAndReflectionCopiesFill) {
   EXPECT_EQ(maps.xs, want);
 }
 
+// A pad wider than the image, lopsided: numpy 1.24 and 2.2 (which fixed
+// numpy issue 25926) give different axes; the values are theirs.
+TEST(RandomCrop, WidePadsReflectAsTheReferenceNumpyDoes) {
+  struct Case {
+    PadMode mode;
+    int width, left, right;
+    std::vector<int> numpy1, numpy2;
+  };
+  const Case cases[] = {
+      {PadMode::kReflect,
+       3,
+       1,
+       8,
+       {1, 0, 1, 2, 1, 0, 1, 2, 1, 0, 1, 0},
+       {1, 0, 1, 2, 1, 0, 1, 2, 1, 0, 1, 2}},
+      {PadMode::kSymmetric,
+       2,
+       1,
+       9,
+       {0, 0, 1, 1, 0, 0, 1, 1, 0, 0, 0, 0},
+       {0, 0, 1, 1, 0, 0, 1, 1, 0, 0, 1, 1}},
+  };
+  for (const Case& c : cases) {
+    RandomCropSpec spec;
+    spec.enabled = true;
+    spec.padding = {c.left, 0, c.right, 0, c.mode, {0, 0, 0}};
+    const ImageSize padded = {c.width + c.left + c.right, 1};
+    CropMaps maps;
+    spec.whole_periods = false;
+    ASSERT_TRUE(DrawRandomCrop(spec, {c.width, 1}, padded, 1, &maps).fits);
+    EXPECT_EQ(maps.xs, c.numpy1) << "numpy < 2.1, width " << c.width;
+    spec.whole_periods = true;
+    ASSERT_TRUE(DrawRandomCrop(spec, {c.width, 1}, padded, 1, &maps).fits);
+    EXPECT_EQ(maps.xs, c.numpy2) << "numpy >= 2.1, width " << c.width;
+  }
+}
+
+TEST(RandomCropSpec, ReferenceVersionsChooseTheBehaviours) {
+  v1::JobSpec spec = Spec({Crop(8, 2)});
+  auto newest = ParsePipeline(spec);
+  ASSERT_TRUE(newest.ok()) << newest.status();
+  EXPECT_TRUE(newest->crop.whole_periods);
+  EXPECT_TRUE(newest->palette_tail_black);
+  spec.mutable_reference()->set_numpy("1.24.2");
+  spec.mutable_reference()->set_pillow("9.4.0");
+  auto old = ParsePipeline(spec);
+  ASSERT_TRUE(old.ok()) << old.status();
+  EXPECT_FALSE(old->crop.whole_periods);
+  EXPECT_FALSE(old->palette_tail_black);
+  v1::JobSpec back;
+  PipelineToProto(*old, &back);  // the effective spec keeps the behaviours
+  auto again = ParsePipeline(back);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_FALSE(again->crop.whole_periods);
+  EXPECT_FALSE(again->palette_tail_black);
+  spec.mutable_reference()->set_numpy("2.1.0rc1");
+  spec.mutable_reference()->set_pillow("10.1");
+  auto modern = ParsePipeline(spec);
+  ASSERT_TRUE(modern.ok()) << modern.status();
+  EXPECT_TRUE(modern->crop.whole_periods);
+  EXPECT_TRUE(modern->palette_tail_black);
+  spec.mutable_reference()->set_numpy("two");
+  ExpectRefused(spec, "reference.numpy \"two\" is not a MAJOR.MINOR version");
+}
+
 }  // namespace
 }  // namespace stoker

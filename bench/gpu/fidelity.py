@@ -3,9 +3,11 @@ for byte, on every image of an ImageFolder (run.sh: 500 generated photos).
 
   fidelity.py --data=DIR [--device=cuda]
 
-Three eval transforms: Resize(256) + CenterCrop(224) as uint8; the ResNet-50
-V2 recipe's Resize(232) + CenterCrop(224) + ConvertImageDtype + Normalize as
-float32; Resize(256, bicubic) + CenterCrop(224) as uint8. The reference is
+Eval transforms: Resize(256) + CenterCrop(224) as uint8; the ResNet-50 V2
+recipe's Resize(232) + CenterCrop(224) + ConvertImageDtype + Normalize as
+float32; Resize(256, bicubic) + CenterCrop(224) as uint8; and, where
+torchvision has transforms.v2, v2's Resize(256) + CenterCrop(224) + ToImage
++ ToDtype(float32, scale=True) + Normalize. The reference is
 torchvision's ImageFolder with the same transform object, through torch's
 DataLoader (8 workers) in the same order.
 """
@@ -31,6 +33,13 @@ TRANSFORMS = {
         T.Resize(256, interpolation=BICUBIC), T.CenterCrop(224),
         T.PILToTensor()]),
 }
+try:  # transforms.v2 (torchvision >= 0.16): the same eval transform in v2
+    from torchvision.transforms import v2
+    TRANSFORMS["v2_resize256_crop224_float32"] = v2.Compose([
+        v2.Resize(256), v2.CenterCrop(224), v2.ToImage(),
+        v2.ToDtype(torch.float32, scale=True), v2.Normalize(MEAN, STD)])
+except ImportError:
+    pass
 
 
 def compare(args, socket, name, transform):

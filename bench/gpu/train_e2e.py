@@ -17,6 +17,7 @@ stokerd of `workers` threads. Measured after a warm-up: images/s, GPU busy
 peak PSS of the trainer, its workers and stokerd.
 """
 import argparse
+import importlib
 import os
 import time
 
@@ -164,7 +165,7 @@ def main():
         return
     if args.loader == "torch" and args.transform == "recipe":
         try:
-            from torchvision.transforms import v2  # noqa: F401
+            importlib.import_module("torchvision.transforms.v2")
         except ImportError:  # torchvision < 0.16: no v2.MixUp/CutMix
             emit("e2e", loader=args.loader, transform=args.transform,
                  skipped="torchvision has no transforms.v2.MixUp")

@@ -23,6 +23,10 @@ JobSpec SpecFrom(const v1::JobSpec& p) {
   spec.width = p.output().width();
   spec.dtype = FromWire(p.output().dtype()).value_or(DType::kUInt8);
   spec.layout = FromWire(p.output().layout());
+  spec.scale_reciprocal =
+      p.output().float_scale() == v1::FLOAT_SCALE_RECIPROCAL;
+  spec.reference_pillow = p.reference().pillow();
+  spec.reference_numpy = p.reference().numpy();
   spec.seed = p.seed();
   spec.shuffle = !p.has_shuffle() || p.shuffle();
   spec.drop_last = p.drop_last();
@@ -67,6 +71,15 @@ v1::JobSpec ToProto(const JobSpec& spec) {
   }
   p.mutable_output()->set_dtype(ToWire(spec.dtype));
   if (spec.layout) p.mutable_output()->set_layout(ToWire(*spec.layout));
+  if (spec.scale_reciprocal) {
+    p.mutable_output()->set_float_scale(v1::FLOAT_SCALE_RECIPROCAL);
+  }
+  if (!spec.reference_pillow.empty()) {
+    p.mutable_reference()->set_pillow(spec.reference_pillow);
+  }
+  if (!spec.reference_numpy.empty()) {
+    p.mutable_reference()->set_numpy(spec.reference_numpy);
+  }
   p.set_seed(spec.seed);
   p.set_shuffle(spec.shuffle);
   p.set_drop_last(spec.drop_last);

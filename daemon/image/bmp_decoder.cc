@@ -131,13 +131,13 @@ absl::Status ChoosePixels(const BmpInfo& info, BmpPixels* px) {
   }
 }
 
-// Reads the palette after the headers. Entries past the stored ones keep
-// Pillow's initial grey ramp.
-absl::Status ReadPalette(std::span<const uint8_t> f, BmpInfo* info,
-                         BmpPixels* px) {
+// Reads the palette after the headers. Entries past the stored ones stay
+// black (Pillow >= 10.1) or keep Pillow's initial grey ramp (before).
+absl::Status ReadPalette(std::span<const uint8_t> f, bool tail_black,
+                         BmpInfo* info, BmpPixels* px) {
   for (int i = 0; i < 256; ++i) {
     px->palette[3 * i] = px->palette[3 * i + 1] = px->palette[3 * i + 2] =
-        uint8_t(i);
+        tail_black ? 0 : uint8_t(i);
   }
   const uint64_t colors = info->colors;
   if (colors > (uint64_t{1} << info->bits)) {
@@ -168,7 +168,8 @@ absl::Status ReadPalette(std::span<const uint8_t> f, BmpInfo* info,
   return absl::OkStatus();
 }
 
-absl::Status Layout(std::span<const uint8_t> f, BmpInfo* info, BmpPixels* px) {
+absl::Status Layout(std::span<const uint8_t> f, bool tail_black, BmpInfo* info,
+                    BmpPixels* px) {
   if (absl::Status ok = ReadInfo(f, info); !ok.ok()) return ok;
   if (absl::Status ok = ChoosePixels(*info, px); !ok.ok()) return ok;
   if (info->bits <= 8) {
@@ -176,7 +177,9 @@ absl::Status Layout(std::span<const uint8_t> f, BmpInfo* info, BmpPixels* px) {
     if (info->offset == 14 + info->header_size) {
       info->offset += 4 * info->colors;  // as Pillow does, even for OS/2
     }
-    if (absl::Status ok = ReadPalette(f, info, px); !ok.ok()) return ok;
+    if (absl::Status ok = ReadPalette(f, tail_black, info, px); !ok.ok()) {
+      return ok;
+    }
   }
   px->data = info->offset != 0 ? info->offset : info->pos;
   return absl::OkStatus();
@@ -216,7 +219,10 @@ absl::Status BmpDecoder::DecodeRegion(
     std::vector<uint8_t>* buffer, DecodedRegion* out) {
   BmpInfo info;
   BmpPixels px;
-  if (absl::Status ok = Layout(bmp, &info, &px); !ok.ok()) return ok;
+  if (absl::Status ok = Layout(bmp, palette_tail_black_, &info, &px);
+      !ok.ok()) {
+    return ok;
+  }
   if (absl::Status ok = CheckImageSize("BMP", info.width, info.height, limits_);
       !ok.ok()) {
     return ok;

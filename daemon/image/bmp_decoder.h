@@ -1,7 +1,8 @@
 // BmpDecoder: decodes Windows and OS/2 bitmaps to 8-bit RGB exactly as
 // PIL.Image.open(f).convert("RGB") does (Pillow 9.4's BmpImagePlugin):
 // 1-, 4- and 8-bit palette images (palette entries past the header's colour
-// count are Pillow's grey ramp; grey palettes read as Pillow reads them),
+// count black, as Pillow >= 10.1 leaves them, or Pillow 9's grey ramp; grey
+// palettes read as Pillow reads them),
 // 24-bit, and 32-bit with BI_RGB or the BI_BITFIELDS masks Pillow knows
 // (alpha dropped, not premultiplied), bottom-up or top-down. RLE and
 // 16-bit bitmaps, and the grey-palette layouts Pillow misreads, are refused
@@ -41,8 +42,13 @@ class BmpDecoder {
       absl::FunctionRef<RegionRequest(const ImageSize&)> plan,
       std::vector<uint8_t>* buffer, DecodedRegion* out);
 
+  // The palette entries past a short palette: black (Pillow >= 10.1, the
+  // default) or Pillow 9's grey ramp.
+  void set_palette_tail_black(bool on) { palette_tail_black_ = on; }
+
  private:
   const DecodeLimits limits_;
+  bool palette_tail_black_ = true;
 };
 
 }  // namespace stoker

@@ -52,6 +52,9 @@ class ImageDecoder {
       absl::FunctionRef<RegionRequest(const ImageSize&)> plan,
       std::vector<uint8_t>* buffer, DecodedRegion* out);
 
+  // The reference Pillow's palette behaviour (BmpDecoder).
+  void set_palette_tail_black(bool on) { bmp_.set_palette_tail_black(on); }
+
  private:
   JpegDecoder jpeg_;
   PngDecoder png_;

@@ -87,6 +87,14 @@ struct Pipeline {
   std::array<float, 3> std = {1, 1, 1};
   DType dtype = DType::kUInt8;
   Layout layout = Layout::kNHWC;
+  // Float output: x * float32(1/255) (transforms.v2's ToDtype) instead of
+  // x / 255 (v1's ToTensor and ConvertImageDtype).
+  bool scale_reciprocal = false;
+  // The reference libraries' behaviour (JobSpec.reference): the palette
+  // entries past a short BMP palette black (Pillow >= 10.1) rather than a
+  // grey ramp; reflect pads wider than the image in whole periods (numpy
+  // >= 2.1).
+  bool palette_tail_black = true;
 
   int BytesPerValue() const {
     return dtype == DType::kUInt8 ? 1 : dtype == DType::kFloat16 ? 2 : 4;

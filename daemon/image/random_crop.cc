@@ -9,13 +9,22 @@ namespace stoker {
 namespace {
 
 // numpy.pad(v, (lo, hi), mode) for reflect ("symmetric" includes the edge),
-// step for step as numpy 1.24's _set_reflect_both: chunks no longer than
-// what is already filled, so wide pads reflect the padding too.
-void ReflectAxis(std::vector<int>* v, int lo, int hi, bool symmetric) {
+// step for step as numpy's _set_reflect_both: chunks no longer than what is
+// already filled, so wide pads reflect the padding too; from numpy 2.1
+// (`whole_periods`) cut down to whole periods of the image. The image has
+// two pixels or more here.
+void ReflectAxis(std::vector<int>* v, int lo, int hi, bool symmetric,
+                 bool whole_periods) {
   std::vector<int>& p = *v;
   const int edge_offset = symmetric ? 1 : 0;
+  const int period = int(p.size()) - lo - hi;
   while (lo > 0 || hi > 0) {
     int old_length = int(p.size()) - lo - hi;
+    if (whole_periods) {
+      old_length = symmetric
+                       ? old_length / period * period
+                       : (old_length - 1) / (period - 1) * (period - 1) + 1;
+    }
     if (!symmetric) --old_length;
     if (lo > 0) {
       const int chunk = std::min(old_length, lo);
@@ -38,7 +47,7 @@ void ReflectAxis(std::vector<int>* v, int lo, int hi, bool symmetric) {
 // v padded by (lo, hi) as torchvision pads a PIL image in `mode`; a
 // constant pad's cells are `fill_code`.
 std::vector<int> PadAxis(const std::vector<int>& v, int lo, int hi,
-                         PadMode mode, int fill_code) {
+                         PadMode mode, int fill_code, bool whole_periods) {
   if (lo == 0 && hi == 0) return v;
   std::vector<int> p(lo + v.size() + hi, fill_code);
   std::copy(v.begin(), v.end(), p.begin() + lo);
@@ -47,7 +56,7 @@ std::vector<int> PadAxis(const std::vector<int>& v, int lo, int hi,
     std::fill(p.begin(), p.begin() + lo, v.front());
     std::fill(p.end() - hi, p.end(), v.back());
   } else if (mode != PadMode::kConstant) {
-    ReflectAxis(&p, lo, hi, mode == PadMode::kSymmetric);
+    ReflectAxis(&p, lo, hi, mode == PadMode::kSymmetric, whole_periods);
   }
   return p;
 }
@@ -61,12 +70,12 @@ std::vector<int> PaddedAxis(const RandomCropSpec& spec, int length, int need,
   const PadSpec& a = spec.pad;
   const PadSpec& b = spec.padding;
   v = PadAxis(v, horizontal ? a.left : a.top, horizontal ? a.right : a.bottom,
-              a.mode, kFillPad);
+              a.mode, kFillPad, spec.whole_periods);
   v = PadAxis(v, horizontal ? b.left : b.top, horizontal ? b.right : b.bottom,
-              b.mode, kFillPadding);
+              b.mode, kFillPadding, spec.whole_periods);
   if (spec.pad_if_needed && int(v.size()) < need) {
     const int d = need - int(v.size());
-    v = PadAxis(v, d, d, b.mode, kFillPadding);
+    v = PadAxis(v, d, d, b.mode, kFillPadding, spec.whole_periods);
   }
   return v;
 }

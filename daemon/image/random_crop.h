@@ -32,6 +32,9 @@ struct RandomCropSpec {
   PadSpec padding;  // the RandomCrop's own padding (its fill and mode also
                     // serve pad_if_needed)
   bool pad_if_needed = false;
+  // numpy >= 2.1's reflection of pads wider than the image: chunks of whole
+  // periods of the image (before: any length already filled).
+  bool whole_periods = true;
 };
 
 // What one sample gets: where the crop sits in the padded image.

@@ -132,9 +132,12 @@ uint16_t FloatToHalf(float value) {
 }
 
 void BuildValueTable(const Pipeline& pipeline, ValueTable* table) {
+  // torch's float32 arithmetic: v1 divides by 255; v2 multiplies by the
+  // Python scalar 1/255, which torch rounds to float32 first.
+  const float reciprocal = static_cast<float>(1.0 / 255.0);
   for (int c = 0; c < 3; ++c) {
     for (int v = 0; v < 256; ++v) {
-      float x = v / 255.0f;
+      float x = pipeline.scale_reciprocal ? float(v) * reciprocal : v / 255.0f;
       if (pipeline.normalize) x = (x - pipeline.mean[c]) / pipeline.std[c];
       table->f32[c][v] = x;
       table->f16[c][v] = FloatToHalf(x);
@@ -202,6 +205,7 @@ absl::Status SampleDecoder::ProcessBytes(std::span<const uint8_t> file,
     const Region& d = exact->decode;
     return RegionRequest{d, {d.width, d.height}};
   };
+  decoder_.set_palette_tail_black(pipeline.palette_tail_black);
   const absl::Status decoded =
       decoder_.DecodeRegion(file, plan, &region_, &region);
   if (!decoded.ok()) return decoded;
@@ -306,10 +310,12 @@ void SampleDecoder::WriteOutput(const uint8_t* planes, const Pipeline& p,
     return;
   }
   if (!table_valid_ || table_normalize_ != p.normalize ||
-      table_mean_ != p.mean || table_std_ != p.std) {
+      table_reciprocal_ != p.scale_reciprocal || table_mean_ != p.mean ||
+      table_std_ != p.std) {
     BuildValueTable(p, &table_);
     table_valid_ = true;
     table_normalize_ = p.normalize;
+    table_reciprocal_ = p.scale_reciprocal;
     table_mean_ = p.mean;
     table_std_ = p.std;
   }

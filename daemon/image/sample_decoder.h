@@ -149,6 +149,7 @@ class SampleDecoder {
   ValueTable table_;
   bool table_valid_ = false;
   bool table_normalize_ = false;
+  bool table_reciprocal_ = false;
   std::array<float, 3> table_mean_ = {};
   std::array<float, 3> table_std_ = {};
   const uint64_t max_scratch_bytes_;

@@ -2,8 +2,13 @@
 
 #include <cmath>
 #include <string>
+#include <utility>
+#include <vector>
 
+#include "absl/strings/escaping.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "common/vocabulary_wire.h"
 #include "daemon/spec/op_error.h"
 #include "daemon/spec/ops_proto.h"
@@ -235,6 +240,15 @@ absl::Status ParseOutput(const v1::OutputSpec& out, Pipeline* p,
     return absl::InvalidArgumentError(
         absl::StrCat("output.layout: unknown value ", out.layout()));
   }
+  if (!v1::FloatScale_IsValid(out.float_scale())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("output.float_scale: unknown value ", out.float_scale()));
+  }
+  p->scale_reciprocal = out.float_scale() == v1::FLOAT_SCALE_RECIPROCAL;
+  if (p->scale_reciprocal && p->dtype == DType::kUInt8) {
+    return absl::InvalidArgumentError(
+        "output.float_scale applies to FLOAT32 and FLOAT16 output only");
+  }
   if (p->normalize && p->dtype == DType::kUInt8) {
     return absl::InvalidArgumentError(
         "normalize needs output.dtype FLOAT32 or FLOAT16 (uint8 output is "
@@ -248,6 +262,34 @@ absl::Status ParseOutput(const v1::OutputSpec& out, Pipeline* p,
   return absl::OkStatus();
 }
 
+// "MAJOR.MINOR[...]" at least (major, minor); an empty one is the newest.
+absl::StatusOr<bool> AtLeast(absl::string_view field, const std::string& text,
+                             int major, int minor) {
+  if (text.empty()) return true;
+  const std::vector<absl::string_view> parts =
+      absl::StrSplit(text, absl::MaxSplits('.', 2));
+  int have_major = 0, have_minor = 0;
+  if (parts.size() < 2 || !absl::SimpleAtoi(parts[0], &have_major) ||
+      !absl::SimpleAtoi(parts[1], &have_minor)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("reference.", field, " \"", absl::CHexEscape(text),
+                     "\" is not a MAJOR.MINOR version"));
+  }
+  return std::make_pair(have_major, have_minor) >= std::make_pair(major, minor);
+}
+
+absl::Status ParseReference(const v1::ReferenceVersions& reference,
+                            Pipeline* p) {
+  const absl::StatusOr<bool> pillow =
+      AtLeast("pillow", reference.pillow(), 10, 1);
+  if (!pillow.ok()) return pillow.status();
+  const absl::StatusOr<bool> numpy = AtLeast("numpy", reference.numpy(), 2, 1);
+  if (!numpy.ok()) return numpy.status();
+  p->palette_tail_black = *pillow;
+  p->crop.whole_periods = *numpy;
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<Pipeline> ParsePipeline(const v1::JobSpec& spec) {
@@ -257,6 +299,7 @@ absl::StatusOr<Pipeline> ParsePipeline(const v1::JobSpec& spec) {
       !s.ok()) {
     return s;
   }
+  if (absl::Status s = ParseReference(spec.reference(), &p); !s.ok()) return s;
   p.fast_resample = spec.fast_resample();
   return p;
 }
@@ -286,6 +329,13 @@ void PipelineToProto(const Pipeline& p, v1::JobSpec* spec) {
   out->set_width(p.output.width);
   out->set_dtype(ToWire(p.dtype));
   out->set_layout(ToWire(p.layout));
+  out->set_float_scale(p.scale_reciprocal ? v1::FLOAT_SCALE_RECIPROCAL
+                                          : v1::FLOAT_SCALE_DIVIDE);
+  // The behaviours, as the newest versions before each change (empty: the
+  // newest), so that the effective spec parses back to the same pipeline.
+  spec->clear_reference();
+  if (!p.palette_tail_black) spec->mutable_reference()->set_pillow("10.0");
+  if (!p.crop.whole_periods) spec->mutable_reference()->set_numpy("2.0");
 }
 
 }  // namespace stoker

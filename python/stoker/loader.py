@@ -37,6 +37,14 @@ _STREAM_FIELDS = ("dataset", "batch_size", "output", "seed", "shuffle",
                   "shard_drop_last")
 
 
+def _reference_versions() -> Dict[str, str]:
+    """This process's Pillow and numpy, whose output torchvision's depends
+    on in a few corners (JobSpec.reference): the daemon matches them."""
+    import numpy
+    import PIL
+    return {"pillow": PIL.__version__, "numpy": numpy.__version__}
+
+
 def _distributed_rank() -> Tuple[int, int]:
     """(rank, world_size): torch.distributed if initialised, else RANK and
     WORLD_SIZE from the environment, else (0, 1)."""
@@ -188,6 +196,7 @@ class DataLoader:
             "weight": int(weight), "access_group": access_group,
             "fast_resample": bool(fast_resample),
             "repeated_augmentations": int(repeated_augmentations),
+            "reference": _reference_versions(),
         }
         if (sharing == "broadcast" or max_lag != 0 or on_lag != "detach" or
                 min_consumers != 1):  # the daemon refuses them otherwise

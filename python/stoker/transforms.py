@@ -99,7 +99,8 @@ def _flatten(transform: Any) -> List[Any]:
     if kind in _V2_NAMES:
         return [] if _V2_NAMES[kind] is None else [_Step(_V2_NAMES[kind])]
     if kind == "ToDtype":  # transforms.v2
-        return [_Step("ConvertImageDtype", dtype=_v2_dtype(transform))]
+        return [_Step("ConvertImageDtype", dtype=_v2_dtype(transform),
+                      reciprocal=True)]
     return [transform]
 
 
@@ -305,6 +306,7 @@ class _State:
         self.pipeline: List[Dict[str, Any]] = []
         self.erasing: List[Dict[str, Any]] = []  # after normalize, always
         self.dtype, self.layout = "DTYPE_UINT8", "LAYOUT_NHWC"
+        self.reciprocal = False  # transforms.v2's ToDtype: x * (1/255)
         self.converted = False  # ToTensor or PILToTensor seen
         self.size: Optional[Tuple[int, int]] = None  # (height, width)
         self.rank = 0  # of the last image op, in _ORDER
@@ -390,6 +392,7 @@ class _State:
         if name not in ("float32", "float16", "float"):
             raise _refuse(repr(t), f"dtype {name} is not supported")
         self.dtype = "DTYPE_FLOAT16" if name == "float16" else "DTYPE_FLOAT32"
+        self.reciprocal = getattr(t, "reciprocal", False)
 
     def _erase(self, t: Any, rest: List[Any]) -> None:
         if not self.converted or self.dtype == "DTYPE_UINT8":
@@ -420,7 +423,8 @@ def translate(transform: Any) -> Tuple[List[Dict[str, Any]], Dict[str, str]]:
 
     output is {"dtype": "DTYPE_UINT8"|"DTYPE_FLOAT32"|"DTYPE_FLOAT16",
     "layout": "LAYOUT_NHWC"|"LAYOUT_NCHW"}: ToTensor gives float32 NCHW in
-    [0, 1], PILToTensor uint8 NCHW, neither uint8 NHWC.
+    [0, 1], PILToTensor uint8 NCHW, neither uint8 NHWC; transforms.v2's
+    ToDtype(scale=True) adds "float_scale": "FLOAT_SCALE_RECIPROCAL".
     """
     if transform is None:
         raise _refuse("transform=None", "a transform must fix the image size "
@@ -447,5 +451,7 @@ def translate(transform: Any) -> Tuple[List[Dict[str, Any]], Dict[str, str]]:
                                   "random_crop") for op in pipeline):
         raise _refuse(repr(transform), "a transform must fix the image size "
                       "(RandomResizedCrop, Resize with CenterCrop, or RandomCrop)")
-    dtype, layout = state.dtype, state.layout
-    return pipeline, {"dtype": dtype, "layout": layout}
+    output = {"dtype": state.dtype, "layout": state.layout}
+    if state.reciprocal:  # v2 scales by multiplying (see FloatScale)
+        output["float_scale"] = "FLOAT_SCALE_RECIPROCAL"
+    return pipeline, output

@@ -4,7 +4,6 @@ ResNet50 V2 train transform end to end, and transforms.v2 where installed.
 """
 import os
 
-import numpy as np
 import pytest
 from conftest import photo_folder
 
@@ -115,7 +114,48 @@ def test_transforms_v2_translate_like_v1():
                       v2.ToDtype(torch.float32, scale=True),
                       v2.Normalize(MEAN, STD), v2.RandomErasing(0.1)])
     old = PresetTrain()
-    assert stoker.translate_transform(new) == stoker.translate_transform(old)
+    new_pipeline, new_output = stoker.translate_transform(new)
+    old_pipeline, old_output = stoker.translate_transform(old)
+    assert new_pipeline == old_pipeline
+    # v2's ToDtype multiplies by 1/255 where v1 divides by 255.
+    assert new_output == dict(old_output, float_scale="FLOAT_SCALE_RECIPROCAL")
+
+
+class ToDtype:
+    """transforms.v2.ToDtype's attributes, where torchvision has no v2 (the
+    translation reads them by name): it computes image.to(dtype) * (1/255)."""
+
+    def __init__(self, dtype, scale):
+        self.dtype, self.scale = dtype, scale
+
+
+def test_v2_to_dtype_output_is_v2s_bytes(daemon, scratch):
+    """v2's ToDtype(float32, scale=True) then Normalize, byte for byte: the
+    reference is v2 itself where installed, else its arithmetic written
+    out; and it differs from v1's ConvertImageDtype somewhere."""
+    from torchvision import datasets
+    root = photo_folder(os.path.join(scratch, "photos"))
+    try:
+        from torchvision.transforms import v2
+        to_image, to_dtype = v2.ToImage(), v2.ToDtype(torch.float32, scale=True)
+        reference = v2.Compose([v2.Resize(64), v2.CenterCrop(56), to_image,
+                                to_dtype, v2.Normalize(MEAN, STD)])
+    except ImportError:
+        to_image, to_dtype = T.PILToTensor(), ToDtype(torch.float32, True)
+        reference = T.Compose([
+            T.Resize(64), T.CenterCrop(56), T.PILToTensor(),
+            T.Lambda(lambda x: x.to(torch.float32).mul_(1.0 / 255)),
+            T.Normalize(MEAN, STD)])
+    ours = T.Compose([T.Resize(64), T.CenterCrop(56), to_image, to_dtype,
+                      T.Normalize(MEAN, STD)])
+    images, _, _ = _epoch(root, ours, daemon.socket)
+    want = torch.stack([torch.as_tensor(reference(image)) for image, _ in
+                        datasets.ImageFolder(root)])
+    assert torch.equal(images, want)
+    v1 = T.Compose([T.Resize(64), T.CenterCrop(56), T.PILToTensor(),
+                    T.ConvertImageDtype(torch.float32), T.Normalize(MEAN, STD)])
+    v1_images, _, _ = _epoch(root, v1, daemon.socket)
+    assert not torch.equal(v1_images, images), "the two scalings coincide"
 
 
 def _epoch(root, transform, socket, **kwargs):

@@ -68,7 +68,15 @@ struct JobSpec {
   uint32_t width = 224;
   DType dtype = DType::kUInt8;
   std::optional<Layout> layout;  // default NHWC for uint8, NCHW for floats
-  uint64_t seed = 0;             // same seed, same order
+  // Float output: x * float32(1/255), as transforms.v2's ToDtype(scale=True),
+  // instead of x / 255, as v1's ToTensor (they differ in the last bit).
+  bool scale_reciprocal = false;
+  // The Pillow and numpy versions ("MAJOR.MINOR") whose output to match in
+  // the few corners where it depends on them (proto: ReferenceVersions);
+  // empty: the newest behaviour.
+  std::string reference_pillow;
+  std::string reference_numpy;
+  uint64_t seed = 0;  // same seed, same order
   bool shuffle = true;
   bool drop_last = false;
   uint32_t epochs = 1;  // 0: until the job is deleted
