@@ -18,6 +18,7 @@
 #
 # --smoke runs every part small and on the CPU (the CUDA parts skip), in a
 # few minutes on 2 cores: it checks the script, not the figures.
+# STOKER_GPU_FULL_SUITE=1 adds the whole Python suite (tests/python).
 set -uo pipefail
 out=${1:?usage: bench/gpu/run.sh OUT_DIR [--smoke]}
 smoke=0
@@ -158,6 +159,15 @@ else
   done
   part scaling 90 "$python" "$here/scaling.py" --data="$data/scaling" \
     --workers=1,2,4,8,$workers
+fi
+# STOKER_GPU_FULL_SUITE=1: the whole Python suite too, on that machine's
+# torch, torchvision, Pillow and numpy (about 3 minutes on 16 cores with
+# pytest-xdist; beyond the 8-minute plan).
+if [[ ${STOKER_GPU_FULL_SUITE:-0} == 1 ]]; then
+  parallel=()
+  "$python" -c 'import xdist' 2>/dev/null && parallel=(-n "$workers")
+  part python_suite 600 "$python" -m pytest -q -p no:cacheprovider -rs \
+    "${parallel[@]}" "$repo/tests/python"
 fi
 "$python" "$here/summarize.py" "$results" >"$out/summary.md"
 cat "$out/summary.md"

@@ -15,6 +15,7 @@ same bytes).
 """
 from __future__ import annotations
 
+import importlib
 import os
 import time
 import weakref
@@ -39,10 +40,15 @@ _STREAM_FIELDS = ("dataset", "batch_size", "output", "seed", "shuffle",
 
 def _reference_versions() -> Dict[str, str]:
     """This process's Pillow and numpy, whose output torchvision's depends
-    on in a few corners (JobSpec.reference): the daemon matches them."""
-    import numpy
-    import PIL
-    return {"pillow": PIL.__version__, "numpy": numpy.__version__}
+    on in a few corners (JobSpec.reference): the daemon matches them. One
+    not installed is left out (the daemon then takes the newest)."""
+    versions = {}
+    for key, module in (("pillow", "PIL"), ("numpy", "numpy")):
+        try:
+            versions[key] = str(importlib.import_module(module).__version__)
+        except ImportError:
+            pass
+    return versions
 
 
 def _distributed_rank() -> Tuple[int, int]:
