@@ -206,18 +206,22 @@ absl::Status Daemon::BuildJobs(const DaemonOptions& options, int workers) {
 
 absl::Status Daemon::StartMetrics(const DaemonOptions& options) {
   if (options.metrics_address.empty()) return absl::OkStatus();
-  STOKER_ASSIGN_OR_RETURN(
-      metrics_, MetricsServer::Start(options.metrics_address, [this] {
-        v1::Stats stats;
-        CollectStats(*pool_, *registry_, started_, {}, &stats);
-        return stats;
-      }));
+  STOKER_ASSIGN_OR_RETURN(metrics_, MetricsServer::Start(
+                                        options.metrics_address,
+                                        [this] {
+                                          v1::Stats stats;
+                                          CollectStats(*pool_, *registry_,
+                                                       started_, {}, &stats);
+                                          return stats;
+                                        },
+                                        options.metrics_names));
   if (!options.metrics_address.starts_with("127.") &&
       !options.metrics_address.starts_with("localhost:") &&
       !options.metrics_address.starts_with("[::1]:")) {
     spdlog::warn(
-        "metrics on {} are not limited to loopback: job names and "
-        "ids are visible to whoever reaches that address",
+        "metrics on {} are not limited to loopback: job ids (and, with "
+        "metrics_labels: names, job names) are visible to whoever reaches "
+        "that address",
         options.metrics_address);
   }
   return absl::OkStatus();

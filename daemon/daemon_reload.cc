@@ -2,6 +2,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/log.h"
 #include "daemon/daemon.h"
+#include "daemon/os/cgroup_memory.h"
 #include "daemon/settings.h"
 
 namespace stoker {
@@ -14,7 +15,9 @@ RegistryLimits RegistryLimitsOf(const DaemonOptions& options) {
           .max_dataset_samples = options.max_dataset_samples,
           .scan_timeout = options.scan_timeout,
           .orphan_timeout = options.orphan_timeout,
-          .ended_job_ttl = options.ended_job_ttl};
+          .ended_job_ttl = options.ended_job_ttl,
+          .memory_limit = options.memory_limit ? options.memory_limit
+                                               : CgroupMemoryLimit()};
 }
 
 ReloadReport Daemon::Reconfigure(const DaemonOptions& next) {

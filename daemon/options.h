@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -51,6 +52,13 @@ struct DaemonOptions {
   // Prometheus metrics over HTTP at host:port ("127.0.0.1:9464"; port 0
   // picks one); empty: none.
   std::string metrics_address;
+  // Per-job series labelled with the names users gave jobs and consumers
+  // too ("metrics_labels: names"); by default with ids only.
+  bool metrics_names = false;
+  // The memory limit the shared-memory budget must fit under; unset: the
+  // cgroup's (memory.max), read at start and on every reload. Not a
+  // setting: tests give it.
+  std::optional<uint64_t> memory_limit;
   // trace, debug, info, warn, error or off (InitLogging applies it; kept
   // here so that a reload can change it).
   std::string log_level = "info";

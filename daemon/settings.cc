@@ -69,6 +69,11 @@ absl::StatusOr<std::string> HostPort(absl::string_view text) {
   return std::string(text);
 }
 
+absl::StatusOr<bool> MetricsLabels(absl::string_view text) {
+  if (text == "ids" || text == "names") return text == "names";
+  return Invalid(text, "is not ids or names");
+}
+
 absl::StatusOr<std::string> LogLevel(absl::string_view text) {
   static constexpr absl::string_view kLevels[] = {"trace", "debug", "info",
                                                   "warn",  "error", "off"};
@@ -107,7 +112,7 @@ constexpr uint64_t kUint32Max = std::numeric_limits<uint32_t>::max();
 constexpr uint64_t kUint64Max = std::numeric_limits<uint64_t>::max();
 using O = DaemonOptions;
 
-const std::array<Setting, 21> kSettings = {{
+const std::array<Setting, 22> kSettings = {{
     {"socket", false,
      "the Unix socket to serve: a path, unix:PATH or unix://PATH; the ring "
      "socket is PATH.ring beside it",
@@ -186,6 +191,13 @@ const std::array<Setting, 21> kSettings = {{
      "serve Prometheus metrics over HTTP at host:port (GET /metrics), e.g. "
      "127.0.0.1:9464",
      Read<&O::metrics_address, HostPort>, ShowText<&O::metrics_address>, "off"},
+    {"metrics_labels", false,
+     "per-job series labelled by ids only (ids) or also by the names users "
+     "gave jobs and consumers (names: every user who can reach the metrics "
+     "reads them)",
+     Read<&O::metrics_names, MetricsLabels>,
+     [](const O& o) { return std::string(o.metrics_names ? "names" : "ids"); },
+     "job and consumer names kept out"},
     {"log_level", true, "trace, debug, info, warn, error or off",
      Read<&O::log_level, LogLevel>, ShowText<&O::log_level>},
 }};

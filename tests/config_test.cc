@@ -45,6 +45,7 @@ TEST_F(ConfigTest, AFullFileSetsEveryField) {
     lease_timeout: "90s"
     keepalive: "3s"
     metrics_address: "127.0.0.1:9464"
+    metrics_labels: "names"
     log_level: "debug"
   )");
   ASSERT_TRUE(options.ok()) << options.status();
@@ -61,6 +62,7 @@ TEST_F(ConfigTest, AFullFileSetsEveryField) {
   EXPECT_EQ(options->lease_timeout, absl::Seconds(90));
   EXPECT_EQ(options->keepalive, absl::Seconds(3));
   EXPECT_EQ(options->metrics_address, "127.0.0.1:9464");
+  EXPECT_TRUE(options->metrics_names);
   EXPECT_EQ(options->log_level, "debug");
 }
 
@@ -72,6 +74,7 @@ TEST_F(ConfigTest, AnEmptyFileKeepsTheDefaults) {
   EXPECT_EQ(options->max_jobs, defaults.max_jobs);
   EXPECT_EQ(options->lease_timeout, defaults.lease_timeout);
   EXPECT_TRUE(options->metrics_address.empty());
+  EXPECT_FALSE(options->metrics_names) << "job names kept out by default";
 }
 
 TEST_F(ConfigTest, ASyntaxErrorNamesFileLineAndColumn) {
@@ -112,6 +115,7 @@ TEST_F(ConfigTest, ABadValueNamesFileLineAndField) {
       {"workers: 2\nlog_level: \"loud\"\n", "log_level"},
       {"workers: 2\nsocket: \"dns:localhost:1\"\n", "socket"},
       {"workers: 2\nmetrics_address: \"9464\"\n", "metrics_address"},
+      {"workers: 2\nmetrics_labels: \"all\"\n", "metrics_labels"},
       {"workers: 2\nmax_jobs: 0\n", "max_jobs"},
       {"workers: 2\ndataset_roots: \"data\"\n", "dataset_roots"},
   };

@@ -13,6 +13,7 @@
 #include <iterator>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "daemon/image/image_decoder.h"
@@ -186,8 +187,8 @@ TEST(Tiff, BadFilesAreRefusedQuietly) {
   std::vector<uint8_t> pixels(kW * kH, 9);
   ASSERT_TRUE(Decode(HandTiff(kW, kH, pixels)).ok());
   ExpectRefused(HandTiff(1u << 20, 1u << 20, pixels), "above the limit");
-  // The strip lies past the end of the file: libtiff's error, as a status.
-  ExpectRefused(HandTiff(kW, kH, pixels, 1 << 20), "Read error");
+  // The strip lies past the end of the file: refused before decoding.
+  ExpectRefused(HandTiff(kW, kH, pixels, 1 << 20), "past the end of the file");
 }
 
 // A tiled grey TIFF of width x height in tiles of tile_width x tile_height
@@ -333,6 +334,74 @@ TEST(Bmp, IndicesPastAShortPaletteFollowTheReferencePillow) {
   decoder.set_palette_tail_black(false);
   ASSERT_TRUE(testing::DecodeWhole(decoder, bmp, &rgb, &size).ok());
   EXPECT_EQ(rgb, (std::vector<uint8_t>{40, 50, 60, 7, 7, 7}));
+}
+
+// ---- Headers that claim more than the file holds ----
+
+uint32_t Crc32(const uint8_t* p, size_t n) {
+  uint32_t crc = 0xffffffff;
+  for (size_t i = 0; i < n; ++i) {
+    crc ^= p[i];
+    for (int k = 0; k < 8; ++k) crc = (crc >> 1) ^ (0xedb88320 & -(crc & 1));
+  }
+  return ~crc;
+}
+
+void PngChunk(std::vector<uint8_t>* out, const char* type,
+              const std::vector<uint8_t>& data) {
+  for (int shift = 24; shift >= 0; shift -= 8) {
+    out->push_back(uint8_t(data.size() >> shift));
+  }
+  const size_t start = out->size();
+  out->insert(out->end(), type, type + 4);
+  out->insert(out->end(), data.begin(), data.end());
+  const uint32_t crc = Crc32(&(*out)[start], out->size() - start);
+  for (int shift = 24; shift >= 0; shift -= 8)
+    out->push_back(uint8_t(crc >> shift));
+}
+
+// Small files whose headers claim an 8192x8192 RGB image (192 MiB decoded).
+std::vector<std::pair<std::string, std::vector<uint8_t>>> Bombs() {
+  std::vector<uint8_t> png = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+  PngChunk(&png, "IHDR", {0, 0, 0x20, 0, 0, 0, 0x20, 0, 8, 2, 0, 0, 0});
+  PngChunk(&png, "IDAT", {0x78, 0x9c, 0x63, 0, 0, 0, 1, 0, 1});
+  PngChunk(&png, "IEND", {});
+  // A lossless WebP header whose VP8L chunk says 1000 bytes and holds 5.
+  std::vector<uint8_t> webp = {'R', 'I', 'F', 'F'};
+  PutLe(&webp, 4 + 8 + 1000, 4);
+  webp.insert(webp.end(), {'W', 'E', 'B', 'P', 'V', 'P', '8', 'L'});
+  PutLe(&webp, 1000, 4);
+  webp.push_back(0x2f);
+  PutLe(&webp, 8191 | 8191u << 14, 4);
+  // An uncompressed TIFF whose strip holds 16 bytes of 64 MiB.
+  std::vector<uint8_t> tiff = HandTiff(8192, 8192, std::vector<uint8_t>(16, 7));
+  const std::string ppm = "P6\n8192 8192\n255\nxyz";
+  return {{"PNG", png},
+          {"WebP", webp},
+          {"TIFF", tiff},
+          {"BMP", Bmp(8192, 8192, 24, {{1, 2, 3}})},
+          {"PNM", std::vector<uint8_t>(ppm.begin(), ppm.end())}};
+}
+
+TEST(Bombs, AHeadersClaimCostsNothing) {
+  for (const auto& [format, file] : Bombs()) {
+    SCOPED_TRACE(format);
+    ImageDecoder decoder({});
+    std::vector<uint8_t> buffer;
+    DecodedRegion region;
+    const absl::Status status = decoder.DecodeRegion(
+        file,
+        [](const ImageSize& s) {
+          EXPECT_EQ(s.width, 8192);
+          return RegionRequest{{0, 0, s.width, s.height}, s};
+        },
+        &buffer, &region);
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
+    // Refused before the output was allocated (it used to be 192 MiB of
+    // zeros for a 30-byte file).
+    EXPECT_LT(buffer.capacity(), size_t{1} << 20) << status;
+    EXPECT_EQ(file.size() < 200, true);
+  }
 }
 
 // ---- PNM ----

@@ -628,6 +628,47 @@ TEST(Hostile, OrphanedAndEndedJobsAreReaped) {
   EXPECT_TRUE((*consumer)->Next().ok());
 }
 
+// Trainers killed with SIGKILL do not lock a live one out at the job limit:
+// an orphan (creator gone, no consumer) gives way; a live trainer's job,
+// even unattended, never does.
+TEST(Hostile, OrphansOfKilledTrainersGiveWayToALiveOne) {
+  TestDaemon daemon({.max_jobs_per_user = 3});
+  testing::MakeDataset(daemon.dir() + "/data", 1, 8, 32, 24);
+  std::vector<std::string> orphans;
+  for (int i = 0; i < 3; ++i) {
+    Probe trainer(daemon,
+                  {"create", "--dataset=" + daemon.dir() + "/data",
+                   "--epochs=0", "--batches=1", "--hold"},
+                  "");
+    orphans.push_back(trainer.Line("job "));
+    ASSERT_FALSE(orphans.back().empty()) << trainer.Output();
+    ASSERT_EQ(trainer.Line("took "), "1") << trainer.Output();
+    trainer.process().Signal(SIGKILL);
+    ASSERT_TRUE(trainer.process().Wait(std::chrono::seconds(10)));
+  }
+  auto client = daemon.Connect();
+  JobSpec spec = SmallSpec(daemon.dir() + "/data");
+  spec.epochs = 0;
+  // Each new job (its creator, this process, alive) takes one orphan's
+  // room; used to be RESOURCE_EXHAUSTED for the 5 minutes of orphan_timeout.
+  for (int i = 0; i < 3; ++i) {
+    auto fresh = client->CreateJob(spec);
+    ASSERT_TRUE(fresh.ok()) << "job " << i << ": " << fresh.status();
+    int left = 0;
+    for (const std::string& id : orphans) {
+      auto job = client->GetJob(id);
+      left += job.ok() && job->state == JobState::kRunning;
+    }
+    EXPECT_EQ(left, 2 - i) << "one orphan per new job, no more";
+    auto stats = client->GetStats();
+    ASSERT_TRUE(stats.ok());
+    EXPECT_EQ(stats->orphans_reclaimed, uint64_t(i + 1));
+  }
+  // Three live jobs now: none gives way.
+  auto refused = client->CreateJob(spec);
+  EXPECT_TRUE(absl::IsResourceExhausted(refused.status())) << refused.status();
+}
+
 TEST(Hostile, EndedJobsDoNotBlockNewJobsAtTheJobLimit) {
   TestDaemon daemon({.max_jobs = 3});
   auto broken = testing::MakeDataset(daemon.dir() + "/broken", 1, 2, 32, 24);

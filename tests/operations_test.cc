@@ -145,8 +145,8 @@ TEST(MetricsTest, ScrapeShowsDaemonAndPerJobSeries) {
     auto batch = (*consumer)->Next();
     ASSERT_TRUE(batch.ok()) << batch.status();
   }
-  const std::string labels =
-      "{job_id=\"" + job->id + "\",job=\"resnet \\\"a\\\"\"}";
+  // Ids only by default: job names are their users' business.
+  const std::string labels = "{job_id=\"" + job->id + "\"}";
   std::string response;
   // Releases travel to the daemon asynchronously.
   ASSERT_TRUE(testing::Eventually([&] {
@@ -176,6 +176,24 @@ TEST(MetricsTest, ScrapeShowsDaemonAndPerJobSeries) {
   EXPECT_TRUE(Sample(response, "stoker_shm_bytes").value_or(0) > 0);
 
   EXPECT_NE(HttpGet(port, "/other").find("404"), std::string::npos);
+  EXPECT_EQ(response.find("resnet"), std::string::npos)
+      << "a job's name reached the metrics: " << response;
+}
+
+TEST(MetricsTest, NamesOnlyWhereTheOperatorAsks) {
+  TestDaemon daemon(
+      {.workers = 1, .metrics_address = "127.0.0.1:0", .metrics_names = true});
+  auto client = daemon.Connect();
+  MakeDataset(daemon.dir() + "/data", 2, 6);
+  auto job =
+      client->CreateJob(SmallSpec(daemon.dir() + "/data", "resnet \"a\""));
+  ASSERT_TRUE(job.ok()) << job.status();
+  const std::string response =
+      HttpGet(daemon.daemon().metrics_port(), "/metrics");
+  EXPECT_EQ(Sample(response, "stoker_job_ring_slots{job_id=\"" + job->id +
+                                 "\",job=\"resnet \\\"a\\\"\"}"),
+            2.0)
+      << response;
 }
 
 TEST(MetricsTest, ABusyPortIsAClearStartError) {
@@ -191,6 +209,32 @@ TEST(MetricsTest, ABusyPortIsAClearStartError) {
             std::string::npos)
       << second.status();
   EXPECT_FALSE(std::filesystem::exists(dir.path() + "/stoker.sock"));
+}
+
+// Ring pages are charged to stokerd's cgroup: the budget in force is at
+// most what its memory limit leaves, and a job past it is refused, naming
+// both, instead of the daemon being OOM-killed.
+TEST(BudgetTest, TheCgroupMemoryLimitCapsTheSharedMemoryBudget) {
+  TestDaemon daemon({.workers = 1,
+                     .shm_budget_bytes = uint64_t{1} << 30,
+                     .memory_limit = uint64_t{256} << 20});
+  auto client = daemon.Connect();
+  MakeDataset(daemon.dir() + "/data", 2, 4);
+  auto stats = client->GetStats();
+  ASSERT_TRUE(stats.ok());
+  EXPECT_EQ(stats->shm_budget_bytes, uint64_t{192} << 20);  // 256M - 64M
+  JobSpec big = SmallSpec(daemon.dir() + "/data");
+  big.batch_size = 64;
+  big.height = big.width = 224;  // 24 slots of 9.6 MB: 231 MB
+  big.slots = 24;
+  auto refused = client->CreateJob(big);
+  EXPECT_TRUE(absl::IsResourceExhausted(refused.status())) << refused.status();
+  EXPECT_NE(refused.status().message().find(
+                "--shm_budget, lowered to what the memory limit of stokerd's "
+                "cgroup"),
+            std::string::npos)
+      << refused.status();
+  EXPECT_TRUE(client->CreateJob(SmallSpec(daemon.dir() + "/data")).ok());
 }
 
 TEST(HealthTest, TheStandardHealthServiceAnswersServing) {

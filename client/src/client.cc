@@ -76,7 +76,13 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Connect(
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 250);
   auto channel = grpc::CreateCustomChannel(
       *normalized, grpc::InsecureChannelCredentials(), args);
-  if (!channel->WaitForConnected(std::chrono::system_clock::now() + timeout)) {
+  // A timeout beyond a year is no deadline: the clock's time_point would
+  // overflow (milliseconds::max() becomes a deadline in the past).
+  constexpr std::chrono::hours kYear(24 * 365);
+  const auto deadline = timeout >= kYear
+                            ? std::chrono::system_clock::now() + kYear
+                            : std::chrono::system_clock::now() + timeout;
+  if (!channel->WaitForConnected(deadline)) {
     const std::string path = SocketPathFromTarget(*normalized);
     std::string why = ExplainSocketAccess(path);
     if (why.empty()) why = "it does not answer";

@@ -137,6 +137,7 @@ DaemonStats FromProto(const v1::Stats& stats) {
   out.decode_errors = d.decode_errors();
   out.worker_busy_percent = d.worker_busy_percent();
   out.decoded_per_second = d.decoded_per_second();
+  out.orphans_reclaimed = d.orphans_reclaimed();
   for (const v1::JobStats& j : stats.jobs()) {
     JobStats js;
     js.job_id = j.job_id();

@@ -11,6 +11,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "client/src/c_handles.h"
 #include "client/src/client_impl.h"
 #include "client/src/convert.h"
 #include "common/version.h"
@@ -45,6 +46,21 @@ int Check(const absl::Status& status) { return status.ok() ? 0 : Fail(status); }
 
 int NullArgument(const char* what) {
   return Fail(absl::InvalidArgumentError(absl::StrCat(what, " is NULL")));
+}
+
+using stoker::internal::Close;
+using stoker::internal::HandleKind;
+using stoker::internal::Track;
+
+// 0 when `handle` is a live handle of `kind`, else the error code.
+int Live(const void* handle, HandleKind kind, const char* what) {
+  return Check(stoker::internal::CheckHandle(handle, kind, what));
+}
+
+// The SDK's connect timeout for timeout_ms: < 0 the default 5 s (the SDK
+// takes any larger value, INT64_MAX included, as no deadline).
+std::chrono::milliseconds ConnectTimeout(int64_t timeout_ms) {
+  return std::chrono::milliseconds(timeout_ms < 0 ? 5000 : timeout_ms);
 }
 
 // Runs `body`, turning an escaping C++ exception (a thread that cannot be
@@ -116,21 +132,23 @@ int stoker_connect(const char* target, int64_t timeout_ms,
     if (out == nullptr) return NullArgument("out");
     const std::string where =
         target == nullptr || *target == '\0' ? stoker::kDefaultTarget : target;
-    auto client = stoker::Client::Connect(
-        where, std::chrono::milliseconds(timeout_ms < 0 ? 5000 : timeout_ms));
+    auto client = stoker::Client::Connect(where, ConnectTimeout(timeout_ms));
     if (!client.ok()) return Fail(client.status());
-    *out = new stoker_client{*std::move(client)};
+    *out = Track(new stoker_client{*std::move(client)}, HandleKind::kClient);
     return 0;
   });
 }
 
-void stoker_client_close(stoker_client* client) { delete client; }
+void stoker_client_close(stoker_client* client) {
+  Close(client, HandleKind::kClient);
+}
 
 int stoker_create_job(stoker_client* client, const char* spec_json,
                       char** job_json) {
   return Guard([&]() -> int {
-    if (client == nullptr || spec_json == nullptr || job_json == nullptr) {
-      return NullArgument("client, spec_json or job_json");
+    if (int bad = Live(client, HandleKind::kClient, "client")) return bad;
+    if (spec_json == nullptr || job_json == nullptr) {
+      return NullArgument("spec_json or job_json");
     }
     stoker::v1::JobSpec spec;
     google::protobuf::util::JsonParseOptions options;
@@ -148,8 +166,9 @@ int stoker_create_job(stoker_client* client, const char* spec_json,
 
 int stoker_get_job(stoker_client* client, const char* job_id, char** job_json) {
   return Guard([&]() -> int {
-    if (client == nullptr || job_id == nullptr || job_json == nullptr) {
-      return NullArgument("client, job_id or job_json");
+    if (int bad = Live(client, HandleKind::kClient, "client")) return bad;
+    if (job_id == nullptr || job_json == nullptr) {
+      return NullArgument("job_id or job_json");
     }
     return WriteResult(client->client->impl().GetJob(job_id), job_json);
   });
@@ -157,27 +176,24 @@ int stoker_get_job(stoker_client* client, const char* job_id, char** job_json) {
 
 int stoker_list_jobs(stoker_client* client, char** jobs_json) {
   return Guard([&]() -> int {
-    if (client == nullptr || jobs_json == nullptr) {
-      return NullArgument("client or jobs_json");
-    }
+    if (int bad = Live(client, HandleKind::kClient, "client")) return bad;
+    if (jobs_json == nullptr) return NullArgument("jobs_json");
     return WriteResult(client->client->impl().ListJobs(), jobs_json);
   });
 }
 
 int stoker_delete_job(stoker_client* client, const char* job_id) {
   return Guard([&]() -> int {
-    if (client == nullptr || job_id == nullptr) {
-      return NullArgument("client or job_id");
-    }
+    if (int bad = Live(client, HandleKind::kClient, "client")) return bad;
+    if (job_id == nullptr) return NullArgument("job_id");
     return Check(client->client->impl().DeleteJob(job_id));
   });
 }
 
 int stoker_get_stats(stoker_client* client, char** stats_json) {
   return Guard([&]() -> int {
-    if (client == nullptr || stats_json == nullptr) {
-      return NullArgument("client or stats_json");
-    }
+    if (int bad = Live(client, HandleKind::kClient, "client")) return bad;
+    if (stats_json == nullptr) return NullArgument("stats_json");
     return WriteResult(client->client->impl().GetStats(), stats_json);
   });
 }
@@ -186,8 +202,9 @@ int stoker_attach(stoker_client* client, const char* job_id,
                   const stoker_consumer_options* options,
                   stoker_consumer** out) {
   return Guard([&]() -> int {
-    if (client == nullptr || job_id == nullptr || out == nullptr) {
-      return NullArgument("client, job_id or out");
+    if (int bad = Live(client, HandleKind::kClient, "client")) return bad;
+    if (job_id == nullptr || out == nullptr) {
+      return NullArgument("job_id or out");
     }
     stoker::ConsumerOptions consumer_options;
     if (options != nullptr) {
@@ -201,18 +218,22 @@ int stoker_attach(stoker_client* client, const char* job_id,
     }
     auto consumer = client->client->Attach(job_id, consumer_options);
     if (!consumer.ok()) return Fail(consumer.status());
-    *out = new stoker_consumer{*std::move(consumer)};
+    *out =
+        Track(new stoker_consumer{*std::move(consumer)}, HandleKind::kConsumer);
     return 0;
   });
 }
 
-void stoker_consumer_close(stoker_consumer* consumer) { delete consumer; }
+void stoker_consumer_close(stoker_consumer* consumer) {
+  Close(consumer, HandleKind::kConsumer);
+}
 
 int stoker_consumer_job(stoker_consumer* consumer, char** job_json) {
   return Guard([&]() -> int {
-    if (consumer == nullptr || job_json == nullptr) {
-      return NullArgument("consumer or job_json");
+    if (int bad = Live(consumer, HandleKind::kConsumer, "consumer")) {
+      return bad;
     }
+    if (job_json == nullptr) return NullArgument("job_json");
     // The consumer's job as the daemon sees it now (after a reconnect that
     // re-created it, the new one).
     const stoker::JobInfo job = consumer->consumer->job();
@@ -233,8 +254,11 @@ int stoker_consumer_job(stoker_consumer* consumer, char** job_json) {
 
 int stoker_consumer_position(stoker_consumer* consumer, uint64_t* epoch,
                              uint64_t* batch) {
-  if (consumer == nullptr || epoch == nullptr || batch == nullptr) {
-    return NullArgument("consumer, epoch or batch");
+  if (int bad = Live(consumer, HandleKind::kConsumer, "consumer")) {
+    return bad;
+  }
+  if (epoch == nullptr || batch == nullptr) {
+    return NullArgument("epoch or batch");
   }
   const stoker::Position position = consumer->consumer->position();
   *epoch = position.epoch;
@@ -245,9 +269,10 @@ int stoker_consumer_position(stoker_consumer* consumer, uint64_t* epoch,
 int stoker_consumer_input_stats(stoker_consumer* consumer,
                                 stoker_input_stats* out) {
   return Guard([&]() -> int {
-    if (consumer == nullptr || out == nullptr) {
-      return NullArgument("consumer or out");
+    if (int bad = Live(consumer, HandleKind::kConsumer, "consumer")) {
+      return bad;
     }
+    if (out == nullptr) return NullArgument("out");
     const stoker::InputStats stats = consumer->consumer->input_stats();
     *out = {stats.batches, stats.wait_seconds, stats.step_seconds,
             stats.input_bound_percent, stats.recent_input_bound_percent};
@@ -258,8 +283,11 @@ int stoker_consumer_input_stats(stoker_consumer* consumer,
 int stoker_next(stoker_consumer* consumer, int64_t timeout_ms,
                 stoker_batch** out, stoker_batch_info* info) {
   return Guard([&]() -> int {
-    if (consumer == nullptr || out == nullptr || info == nullptr) {
-      return NullArgument("consumer, out or info");
+    if (int bad = Live(consumer, HandleKind::kConsumer, "consumer")) {
+      return bad;
+    }
+    if (out == nullptr || info == nullptr) {
+      return NullArgument("out or info");
     }
     absl::StatusOr<stoker::Batch> batch =
         timeout_ms < 0
@@ -285,21 +313,21 @@ int stoker_next(stoker_consumer* consumer, int64_t timeout_ms,
     info->slot = batch->slot();
     info->epoch = batch->epoch();
     info->index = batch->index();
-    *out = new stoker_batch{*std::move(batch)};
+    *out = Track(new stoker_batch{*std::move(batch)}, HandleKind::kBatch);
     return 0;
   });
 }
 
 int stoker_batch_check_intact(const stoker_batch* batch) {
   return Guard([&]() -> int {
-    if (batch == nullptr) return NullArgument("batch");
+    if (int bad = Live(batch, HandleKind::kBatch, "batch")) return bad;
     return Check(batch->batch.CheckIntact());
   });
 }
 
 void stoker_batch_release(stoker_batch* batch) {
   try {
-    delete batch;
+    Close(batch, HandleKind::kBatch);
   } catch (...) {  // a Batch releases without throwing; be sure of it here
   }
 }
@@ -311,28 +339,37 @@ int stoker_cuda_available(void) {
 int stoker_cuda_copier_create(stoker_consumer* consumer, int device,
                               stoker_cuda_copier** out) {
   return Guard([&]() -> int {
-    if (consumer == nullptr || out == nullptr) {
-      return NullArgument("consumer or out");
+    if (int bad = Live(consumer, HandleKind::kConsumer, "consumer")) {
+      return bad;
     }
+    if (out == nullptr) return NullArgument("out");
     auto copier = stoker::CudaCopier::Create(*consumer->consumer, device);
     if (!copier.ok()) return Fail(copier.status());
-    *out = new stoker_cuda_copier{*std::move(copier)};
+    *out =
+        Track(new stoker_cuda_copier{*std::move(copier)}, HandleKind::kCopier);
     return 0;
   });
 }
 
 int stoker_cuda_copier_pinned(const stoker_cuda_copier* copier) {
-  return copier != nullptr && copier->copier->pinned() ? 1 : 0;
+  return stoker::internal::LiveHandle(copier, HandleKind::kCopier) &&
+                 copier->copier->pinned()
+             ? 1
+             : 0;
 }
 
 int stoker_cuda_copy_async(stoker_cuda_copier* copier, stoker_batch* batch,
                            void* device_images, void* device_labels,
                            void* stream) {
   return Guard([&]() -> int {
-    std::unique_ptr<stoker_batch> owned(batch);
-    if (copier == nullptr || batch == nullptr || device_images == nullptr) {
-      return NullArgument("copier, batch or device_images");
+    if (int bad = Live(copier, HandleKind::kCopier, "copier")) {
+      return bad;
     }
+    // The batch is the copy's from here, whatever happens.
+    if (int bad = Live(batch, HandleKind::kBatch, "batch")) return bad;
+    stoker::internal::RemoveHandle(batch, HandleKind::kBatch);
+    std::unique_ptr<stoker_batch> owned(batch);
+    if (device_images == nullptr) return NullArgument("device_images");
     return Check(copier->copier->CopyAsync(std::move(owned->batch),
                                            device_images, device_labels,
                                            static_cast<CUstream_st*>(stream)));
@@ -341,11 +378,13 @@ int stoker_cuda_copy_async(stoker_cuda_copier* copier, stoker_batch* batch,
 
 int stoker_cuda_drain(stoker_cuda_copier* copier) {
   return Guard([&]() -> int {
-    if (copier == nullptr) return NullArgument("copier");
+    if (int bad = Live(copier, HandleKind::kCopier, "copier")) return bad;
     return Check(copier->copier->Drain());
   });
 }
 
-void stoker_cuda_copier_destroy(stoker_cuda_copier* copier) { delete copier; }
+void stoker_cuda_copier_destroy(stoker_cuda_copier* copier) {
+  Close(copier, HandleKind::kCopier);
+}
 
 }  // extern "C"

@@ -41,6 +41,7 @@ grpc::ServerUnaryReactor* LoaderService::CreateJob(
   config->owner_uid = peer.credentials->uid;
   config->owner_files = {peer.credentials->uid, peer.credentials->gid,
                          peer.credentials->groups};
+  config->owner_process = IdentifyProcess(peer.credentials->pid);
   if (absl::Status can = CheckCanActAs(config->owner_files); !can.ok()) {
     reactor->Finish(ToGrpcStatus(can));
     return reactor;

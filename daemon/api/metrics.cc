@@ -53,7 +53,8 @@ class Writer {
   std::string out_;
 };
 
-std::string JobLabels(const v1::JobStats& job) {
+std::string JobLabels(const v1::JobStats& job, bool names) {
+  if (!names) return absl::StrCat("job_id=\"", Escape(job.job_id()), "\"");
   return absl::StrCat("job_id=\"", Escape(job.job_id()), "\",job=\"",
                       Escape(job.name()), "\"");
 }
@@ -117,7 +118,7 @@ int HandleMetrics(mg_connection* connection, void* data) {
 
 }  // namespace
 
-std::string RenderMetrics(const v1::Stats& stats) {
+std::string RenderMetrics(const v1::Stats& stats, bool names) {
   Writer w;
   const v1::DaemonStats& d = stats.daemon();
   w.Family("stoker_build_info", "gauge", "stokerd's version, as a label.");
@@ -148,10 +149,14 @@ std::string RenderMetrics(const v1::Stats& stats) {
   w.One("stoker_resident_memory_bytes", "gauge",
         "stokerd's resident memory, rings apart.", double(d.rss_bytes()));
   w.One("stoker_jobs", "gauge", "Jobs stokerd holds.", stats.jobs_size());
+  w.One("stoker_orphans_reclaimed_total", "counter",
+        "Orphaned jobs (creator gone, no consumer) ended early to make room "
+        "for a new job at a limit.",
+        double(d.orphans_reclaimed()));
   for (const JobSeries& series : kJobSeries) {
     w.Family(series.name, series.type, series.help);
     for (const v1::JobStats& job : stats.jobs()) {
-      w.Sample(series.name, JobLabels(job), series.value(job));
+      w.Sample(series.name, JobLabels(job, names), series.value(job));
     }
   }
   w.Family("stoker_consumer_input_bound_ratio", "gauge",
@@ -161,11 +166,11 @@ std::string RenderMetrics(const v1::Stats& stats) {
     for (const v1::ConsumerStats& consumer : job.consumer()) {
       if (consumer.recent_input_bound_percent() < 0) continue;
       w.Sample("stoker_consumer_input_bound_ratio",
-               absl::StrCat(
-                   JobLabels(job), ",consumer=\"",
-                   Escape(consumer.name().empty() ? absl::StrCat(consumer.id())
-                                                  : consumer.name()),
-                   "\""),
+               absl::StrCat(JobLabels(job, names), ",consumer=\"",
+                            Escape(!names || consumer.name().empty()
+                                       ? absl::StrCat(consumer.id())
+                                       : consumer.name()),
+                            "\""),
                consumer.recent_input_bound_percent() / 100);
     }
   }
@@ -173,10 +178,12 @@ std::string RenderMetrics(const v1::Stats& stats) {
 }
 
 absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(
-    const std::string& address, std::function<v1::Stats()> collect) {
+    const std::string& address, std::function<v1::Stats()> collect,
+    bool names) {
   static std::once_flag initialized;
   std::call_once(initialized, [] { mg_init_library(0); });
-  std::unique_ptr<MetricsServer> server(new MetricsServer(std::move(collect)));
+  std::unique_ptr<MetricsServer> server(
+      new MetricsServer(std::move(collect), names));
   const char* options[] = {
       "listening_ports",    address.c_str(), "num_threads", "2",
       "request_timeout_ms", "10000",         nullptr};

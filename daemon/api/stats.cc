@@ -47,6 +47,7 @@ void CollectStats(const WorkerPool& pool, const JobRegistry& registry,
   const DatasetCache::Usage datasets = registry.dataset_usage();
   daemon->set_dataset_indexes(datasets.indexes);
   daemon->set_dataset_index_bytes(datasets.bytes);
+  daemon->set_orphans_reclaimed(registry.orphans_reclaimed());
   for (const auto& job : registry.List()) {
     if (include && !include(*job)) continue;
     CountersToProto(*job, job->Counters(), out->add_jobs());

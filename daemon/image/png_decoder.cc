@@ -39,6 +39,41 @@ bool IsAnimated(std::span<const uint8_t> png) {
   return false;
 }
 
+// The bytes of all IDAT chunks (the chunks whose headers fit the file).
+uint64_t IdatBytes(std::span<const uint8_t> png) {
+  uint64_t total = 0;
+  size_t at = sizeof(kPngSignature);
+  while (at + 8 <= png.size()) {
+    const uint32_t length = BigEndian32(&png[at]);
+    if (std::memcmp(&png[at + 4], "IDAT", 4) == 0) {
+      total += std::min<uint64_t>(length, png.size() - at - 8);
+    }
+    if (std::memcmp(&png[at + 4], "IEND", 4) == 0) break;
+    at += 12 + size_t(length);
+    if (length > png.size()) break;
+  }
+  return total;
+}
+
+// Deflate turns a byte into at most about 1032: image data that needs more
+// than that of what the file holds cannot be there, and its buffer is not
+// worth allocating (a 60-byte PNG claiming 8192x8192).
+absl::Status CheckImageData(std::span<const uint8_t> png,
+                            const spng_ihdr& ihdr) {
+  static constexpr int kChannels[] = {1, 0, 3, 1, 2, 0, 4};
+  const int channels =
+      ihdr.color_type < 7 ? std::max(kChannels[ihdr.color_type], 1) : 1;
+  const uint64_t row_bits = uint64_t(ihdr.width) * channels * ihdr.bit_depth;
+  const uint64_t need = uint64_t(ihdr.height) * ((row_bits + 7) / 8);
+  const uint64_t have = IdatBytes(png);
+  if (have * 1032 + 1024 < need) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "corrupt PNG: ", have, " bytes of image data cannot hold the ",
+        ihdr.width, "x", ihdr.height, " image its header claims"));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status PngError(int rc) {
   return absl::InvalidArgumentError(
       absl::StrCat("corrupt or unsupported PNG: ", spng_strerror(rc)));
@@ -111,6 +146,7 @@ absl::Status PngDecoder::DecodeRegion(
       !ok.ok()) {
     return ok;
   }
+  if (absl::Status ok = CheckImageData(png, ihdr); !ok.ok()) return ok;
   const ImageSize size{int(ihdr.width), int(ihdr.height)};
   const Region r = PlanRegion(plan, size);
   absl::Status decoded =

@@ -156,6 +156,41 @@ absl::Status ReadStrips(TIFF* tiff, const MemoryTiff& m, const TiffFormat& f,
   return absl::OkStatus();
 }
 
+// Whether every strip or tile lies inside the file, and uncompressed ones
+// hold the bytes the image needs (libtiff would find out only while
+// reading, after the output is allocated): a header claiming a large image
+// with its data missing costs nothing.
+bool ChunksInFile(TIFF* tiff, uint64_t file_size, uint64_t height) {
+  const bool tiled = TIFFIsTiled(tiff) != 0;
+  const uint32_t count =
+      tiled ? TIFFNumberOfTiles(tiff) : TIFFNumberOfStrips(tiff);
+  uint64_t* offsets = nullptr;
+  uint64_t* sizes = nullptr;
+  if (count == 0 ||
+      TIFFGetField(tiff, tiled ? TIFFTAG_TILEOFFSETS : TIFFTAG_STRIPOFFSETS,
+                   &offsets) != 1 ||
+      TIFFGetField(tiff,
+                   tiled ? TIFFTAG_TILEBYTECOUNTS : TIFFTAG_STRIPBYTECOUNTS,
+                   &sizes) != 1 ||
+      offsets == nullptr || sizes == nullptr) {
+    return false;
+  }
+  uint64_t total = 0;
+  for (uint32_t i = 0; i < count; ++i) {
+    if (sizes[i] == 0 || offsets[i] > file_size ||
+        sizes[i] > file_size - offsets[i]) {
+      return false;
+    }
+    total += sizes[i];
+  }
+  uint16_t compression = COMPRESSION_NONE;
+  TIFFGetFieldDefaulted(tiff, TIFFTAG_COMPRESSION, &compression);
+  if (compression != COMPRESSION_NONE) return true;
+  const uint64_t need = tiled ? uint64_t(count) * uint64_t(TIFFTileSize(tiff))
+                              : height * uint64_t(TIFFScanlineSize(tiff));
+  return total >= need;
+}
+
 // Tiles are multiples of 16 pixels (TIFF 6.0): none needs to exceed the
 // image rounded up to 16 in either direction.
 bool TilesFit(TIFF* tiff, uint32_t width, uint32_t height) {
@@ -247,6 +282,10 @@ absl::Status TiffDecoder::DecodeRegion(
   if (chunk_bytes <= 0 || row_bytes <= 0 ||
       uint64_t(chunk_bytes) > 6 * limits_.max_pixels) {
     return TiffError(m, "bad strip or tile size");
+  }
+  if (!ChunksInFile(tiff.get(), m.bytes.size(), height)) {
+    return TiffError(m,
+                     "strip or tile data missing or past the end of the file");
   }
   const ImageSize size{int(width), int(height)};
   const Region r = PlanRegion(plan, size);

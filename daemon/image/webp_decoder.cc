@@ -38,6 +38,23 @@ absl::Status WebpError(VP8StatusCode code) {
 
 }  // namespace
 
+// Whether the file holds the whole of its image chunk (VP8 or VP8L): a
+// header claiming a large image with the data cut off is refused before
+// the output is allocated.
+bool HasImageChunk(std::span<const uint8_t> webp) {
+  size_t at = 12;  // past "RIFF", the size and "WEBP"
+  while (at + 8 <= webp.size()) {
+    const uint8_t* p = &webp[at];
+    const uint64_t length = uint64_t(p[4]) | uint64_t(p[5]) << 8 |
+                            uint64_t(p[6]) << 16 | uint64_t(p[7]) << 24;
+    if (std::memcmp(p, "VP8 ", 4) == 0 || std::memcmp(p, "VP8L", 4) == 0) {
+      return length > 0 && at + 8 + length <= webp.size();
+    }
+    at += 8 + length + (length & 1);  // chunks are padded to even sizes
+  }
+  return false;
+}
+
 bool IsWebp(std::span<const uint8_t> bytes) {
   return bytes.size() >= 12 && std::memcmp(bytes.data(), "RIFF", 4) == 0 &&
          std::memcmp(bytes.data() + 8, "WEBP", 4) == 0;
@@ -64,6 +81,11 @@ absl::Status WebpDecoder::DecodeRegion(
           CheckImageSize("WebP", uint64_t(width), uint64_t(height), limits_);
       !size.ok()) {
     return size;
+  }
+  if (!HasImageChunk(webp)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("corrupt WebP: the ", width, "x", height,
+                     " image's data is missing or cut short"));
   }
   const ImageSize image{width, height};
   const Region r = PlanRegion(plan, image);

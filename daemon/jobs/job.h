@@ -147,6 +147,8 @@ class Job {
   // periodically (the registry's reaper); the time counts from the first
   // call that sees it alone after one that did not.
   absl::Duration Unattended(absl::Time now);
+  // Whether a consumer is attached now.
+  bool Attended() const;
   JobCounters Counters() const;
 
  private:

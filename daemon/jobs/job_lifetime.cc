@@ -124,6 +124,11 @@ absl::Duration Job::Unattended(absl::Time now) {
   return std::max(absl::ZeroDuration(), now - alone_since_);
 }
 
+bool Job::Attended() const {
+  absl::MutexLock lock(&mu_);
+  return !policy_->consumers().empty();
+}
+
 absl::Time Job::ended_at() const {
   absl::MutexLock lock(&mu_);
   return ended_at_;

@@ -11,6 +11,7 @@
 #include "common/status_macros.h"
 #include "daemon/jobs/dataset_sources.h"
 #include "daemon/os/byte_size.h"
+#include "daemon/os/cgroup_memory.h"
 #include "daemon/spec/job_spec.h"
 
 namespace stoker {
@@ -69,6 +70,11 @@ void JobRegistry::SetLimits(const RegistryLimits& limits) {
   options_.limits = limits;
   budget_ = limits.shm_budget_bytes > 0 ? limits.shm_budget_bytes
                                         : TotalBytes(options_.shm_dir) / 2;
+  capped_by_.reset();
+  if (limits.memory_limit && RingRoomUnder(*limits.memory_limit) < budget_) {
+    budget_ = RingRoomUnder(*limits.memory_limit);
+    capped_by_ = limits.memory_limit;
+  }
   budget_per_user_ = limits.shm_budget_per_user_bytes > 0
                          ? std::min(limits.shm_budget_per_user_bytes, budget_)
                          : budget_ / 2;
@@ -118,7 +124,10 @@ uint32_t JobRegistry::CountHoldings(std::map<uid_t, Holding>* by_user) const {
   return jobs;
 }
 
-absl::Status JobRegistry::CheckLimits(const JobConfig& config) {
+absl::Status JobRegistry::CheckLimits(const JobConfig& config, bool* per_user) {
+  bool own = false;
+  if (per_user == nullptr) per_user = &own;
+  *per_user = false;
   const RegistryLimits& l = options_.limits;
   const uid_t uid = config.owner_uid;
   std::map<uid_t, Holding> by_user;
@@ -136,16 +145,18 @@ absl::Status JobRegistry::CheckLimits(const JobConfig& config) {
     CountHoldings(&by_user);
   }
   if (by_user[uid].jobs >= l.max_jobs_per_user) {
+    *per_user = true;
     return absl::ResourceExhaustedError(absl::StrCat(
         "uid ", uid, " already runs ", by_user[uid].jobs,
         " jobs, the limit per user (--max_jobs_per_user=", l.max_jobs_per_user,
         "): delete jobs it no longer needs"));
   }
-  return CheckMemory(config, by_user);
+  return CheckMemory(config, by_user, per_user);
 }
 
 absl::Status JobRegistry::CheckMemory(const JobConfig& config,
-                                      std::map<uid_t, Holding>& by_user) const {
+                                      std::map<uid_t, Holding>& by_user,
+                                      bool* per_user) const {
   const uid_t uid = config.owner_uid;
   const uint64_t bytes = RingGeometryFor(config).segment_bytes;
   uint64_t reserved = 0;
@@ -164,13 +175,21 @@ absl::Status JobRegistry::CheckMemory(const JobConfig& config,
         options_.shm_dir));
   }
   if (reserved + bytes > budget_) {
+    const std::string why =
+        capped_by_
+            ? absl::StrCat(
+                  "--shm_budget, lowered to what the memory "
+                  "limit of stokerd's cgroup, ",
+                  FormatByteSize(*capped_by_), ", leaves after a reserve")
+            : "--shm_budget";
     return absl::ResourceExhaustedError(
         absl::StrCat(ring, "running jobs hold ", FormatByteSize(reserved),
-                     " of stokerd's budget of ", FormatByteSize(budget_),
-                     " (--shm_budget) (", Holders(by_user),
+                     " of stokerd's budget of ", FormatByteSize(budget_), " (",
+                     why, ") (", Holders(by_user),
                      "): use fewer slots or a smaller batch, or delete a job"));
   }
   if (by_user[uid].bytes + bytes > budget_per_user_) {
+    *per_user = true;
     return absl::ResourceExhaustedError(absl::StrCat(
         ring, "uid ", uid, "'s running jobs hold ",
         FormatByteSize(by_user[uid].bytes), " of the ",
@@ -208,10 +227,10 @@ absl::StatusOr<std::shared_ptr<Job>> JobRegistry::Create(
                     return closing_.load() || (cancelled && cancelled());
                   }};
   {
+    // Refuse early, before a long scan; checked again before the ring.
+    STOKER_RETURN_IF_ERROR(MakeRoom(config));
     absl::MutexLock lock(&mu_);
     if (closed_) return absl::UnavailableError("stokerd is shutting down");
-    // Refuse early, before a long scan; checked again before the ring.
-    STOKER_RETURN_IF_ERROR(CheckLimits(config));
     scan.max_samples = options_.limits.max_dataset_samples;
     scan.max_entries = 2 * scan.max_samples + (uint64_t{1} << 20);
     scan.timeout = options_.limits.scan_timeout;
@@ -221,6 +240,7 @@ absl::StatusOr<std::shared_ptr<Job>> JobRegistry::Create(
   if (!dataset.ok()) return dataset.status();
   const std::string id = NewJobId();
   uint64_t ticket = 0;
+  STOKER_RETURN_IF_ERROR(MakeRoom(config));
   {
     absl::MutexLock lock(&mu_);
     if (closed_) return absl::UnavailableError("stokerd is shutting down");

@@ -9,7 +9,12 @@
 // one user cannot take every job, or all the shared memory, from the others.
 // Ended jobs count towards max_jobs and max_jobs_per_user until they are
 // reaped; a CreateJob that would pass a limit reaps the oldest ended job
-// first (of the caller, for the per-user limit).
+// first (of the caller, for the per-user limit). Orphans (running jobs with
+// no consumer whose creating process is gone: a trainer killed with
+// SIGKILL) are kept for orphan_timeout so that their trainer can resume,
+// but not against a live trainer: a CreateJob that would pass a limit ends
+// the longest-unattended orphan first (the caller's, then, for the limits
+// in all, anyone's), logs it and counts it (orphans_reclaimed()).
 //
 // Thread-safety: thread-safe. Create() does file-system I/O and may take a
 // while for big datasets: call it off the gRPC callback threads. Several
@@ -53,6 +58,9 @@ struct RegistryLimits {
   // Zero: never reaped.
   absl::Duration orphan_timeout;
   absl::Duration ended_job_ttl;
+  // The memory limit of stokerd's cgroup, which ring pages are charged to:
+  // the budget in force is at most what it leaves (RingRoomUnder).
+  std::optional<uint64_t> memory_limit;
 };
 
 struct RegistryOptions {
@@ -89,6 +97,8 @@ class JobRegistry {
   absl::Status Delete(const std::string& id);
   // Reaps orphaned and expired jobs (see above); returns how many.
   int Reap(absl::Time now);
+  // Orphans ended to make room for a new job, since the start.
+  uint64_t orphans_reclaimed() const { return orphans_reclaimed_.load(); }
   // Ends every job with `why` and refuses new ones (daemon shutdown).
   void CloseAll(const absl::Status& why);
   uint64_t shm_bytes() const;
@@ -122,11 +132,18 @@ class JobRegistry {
   // config->dataset_path).
   absl::StatusOr<std::shared_ptr<const DatasetIndex>> Index(
       JobConfig* config, const ScanLimits& limits);
-  absl::Status CheckLimits(const JobConfig& config)
+  // *per_user (if given) says whether a refusal is the caller's own limit.
+  absl::Status CheckLimits(const JobConfig& config, bool* per_user = nullptr)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // CheckLimits, ending orphans that stand in the way (see above).
+  absl::Status MakeRoom(const JobConfig& config) ABSL_LOCKS_EXCLUDED(mu_);
+  // The longest-unattended orphan of `owner` (of anyone if any_user).
+  std::shared_ptr<Job> PickOrphan(uid_t owner, bool any_user)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The shared-memory part: /dev/shm, the budget, the user's share.
   absl::Status CheckMemory(const JobConfig& config,
-                           std::map<uid_t, Holding>& by_user) const
+                           std::map<uid_t, Holding>& by_user,
+                           bool* per_user) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Jobs in all; what each user holds into *by_user.
   uint32_t CountHoldings(std::map<uid_t, Holding>* by_user) const
@@ -141,6 +158,7 @@ class JobRegistry {
 
   WorkerPool* const pool_;
   std::atomic<bool> closing_{false};
+  std::atomic<uint64_t> orphans_reclaimed_{0};
   DatasetCache datasets_;
 
   mutable absl::Mutex mu_;
@@ -148,6 +166,8 @@ class JobRegistry {
   RegistryOptions options_;
   uint64_t budget_ ABSL_GUARDED_BY(mu_) = 0;           // resolved
   uint64_t budget_per_user_ ABSL_GUARDED_BY(mu_) = 0;  // resolved
+  // Set when the cgroup's memory limit lowered the budget: that limit.
+  std::optional<uint64_t> capped_by_ ABSL_GUARDED_BY(mu_);
   JobMap jobs_ ABSL_GUARDED_BY(mu_);
   std::map<uint64_t, Reservation> reserved_ ABSL_GUARDED_BY(mu_);
   uint64_t next_reservation_ ABSL_GUARDED_BY(mu_) = 0;

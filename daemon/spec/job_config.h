@@ -13,6 +13,7 @@
 #include "common/ring_layout.h"
 #include "daemon/image/pipeline.h"
 #include "daemon/os/file_identity.h"
+#include "daemon/os/process_identity.h"
 #include "stoker/vocabulary.h"  // OnError, ConsumerMode, DatasetKind, ...
 
 namespace stoker {
@@ -65,6 +66,9 @@ struct JobConfig {
   // The owner's uid, gid and groups, as the kernel reported them for its
   // socket: dataset files are opened with its permissions (ActAs).
   FileIdentity owner_files;
+  // The process that asked for the job: once it is gone and no consumer is
+  // attached, the job is an orphan, and gives way to a new job at a limit.
+  ProcessIdentity owner_process;
   std::string access_group;  // as asked for; resolved to access_gid
   std::optional<gid_t> access_gid;
 };

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import threading
 import time
 import weakref
 from typing import Any, Dict, Iterator, Optional, Sequence, Tuple, Union
@@ -220,6 +221,9 @@ class DataLoader:
         self._stash = None  # shared: a batch of the next epoch, taken early
         self._prefetch = int(prefetch)
         self._reconnect_timeout = float(reconnect_timeout)
+        # iter() and next() from several threads take turns: a stream one
+        # thread opens is never replaced (and its job lost) by another's.
+        self._guard = threading.RLock()
         self._resources = Resources(Client(socket or default_socket()))
         self._finalizer = weakref.finalize(self, self._resources.close)
         self._iterating: Optional["_EpochIterator"] = None
@@ -305,6 +309,10 @@ class DataLoader:
         return start
 
     def __iter__(self) -> Iterator[Tuple[torch.Tensor, torch.Tensor]]:
+        with self._guard:
+            return self._iter()
+
+    def _iter(self) -> "_EpochIterator":
         epoch = self._sampler_epoch.changed()
         if epoch is not None:  # the sampler= given was set_epoch()ed
             self.set_epoch(epoch)
@@ -532,9 +540,10 @@ class _EpochIterator:
 
     def __next__(self) -> Tuple[torch.Tensor, torch.Tensor]:
         loader = self._loader
-        if loader._next[0] != self.epoch and not (
-                loader._shared and (self.yielded == 0 or loader._partition)):
-            raise StopIteration
-        images, labels, epoch, index = loader._take(self)
-        self.yielded += 1
-        return loader._transformed(images, labels, epoch, index)
+        with loader._guard:
+            if loader._next[0] != self.epoch and not (
+                    loader._shared and (self.yielded == 0 or loader._partition)):
+                raise StopIteration
+            images, labels, epoch, index = loader._take(self)
+            self.yielded += 1
+            return loader._transformed(images, labels, epoch, index)

@@ -322,3 +322,31 @@ def test_paths_outside_the_roots_are_refused(scratch, sources):
     finally:
         daemon.stop()
     assert daemon.segments() == []
+
+
+def test_long_names_are_refused_with_a_message_that_arrives(daemon, scratch,
+                                                           sources):
+    """A 1 MiB path in a manifest, a 9,000-byte pax path in a shard: the
+    refusal reaches the client (not gRPC's "metadata size exceeds limit"),
+    still naming the file and the line or the member, cut in the middle."""
+    image = datasets.ImageFolder(sources["folder"]).samples[0][0]
+    path = os.path.join(scratch, "long.csv")
+    with open(path, "w") as f:
+        f.write(f"path,label\n{image},0\n{'d/' * (1 << 19)}x.jpg,1\n")
+    with pytest.raises(stoker.StokerError) as refusal:
+        stoker.DataLoader(transform=EVAL, socket=daemon.socket, batch_size=2,
+                          manifest=path).close()
+    assert not isinstance(refusal.value, stoker.ResourceExhausted)
+    message = str(refusal.value)
+    assert "long.csv' line 3" in message and "bytes cut]" in message
+    assert len(message) < 4096
+    jpeg = open(image, "rb").read()
+    shard = os.path.join(scratch, "long.tar")
+    one_shard(shard, [("b.jpg", jpeg), ("b.cls", b"1"),
+                      ("a" * 9000 + ".jpg", jpeg)])  # no cls: refused
+    with pytest.raises(stoker.StokerError) as refusal:
+        stoker.DataLoader(transform=EVAL, socket=daemon.socket, batch_size=2,
+                          shards=shard).close()
+    assert not isinstance(refusal.value, stoker.ResourceExhausted)
+    assert "long.tar" in str(refusal.value)
+    assert len(str(refusal.value)) < 4096

@@ -34,7 +34,9 @@ class STOKER_API Client {
   // to the current directory), "unix:PATH" or "unix://PATH".
   // INVALID_ARGUMENT for an address that is not a Unix socket; UNAVAILABLE
   // if the daemon does not answer, with the cause when the filesystem shows
-  // one (no socket there, a directory or group that keeps you out).
+  // one (no socket there, a directory or group that keeps you out). A
+  // timeout of a year or more (milliseconds::max() included) waits as long
+  // as it takes.
   static absl::StatusOr<std::unique_ptr<Client>> Connect(
       std::string_view target = kDefaultTarget,
       std::chrono::milliseconds timeout = std::chrono::seconds(5));

@@ -20,6 +20,10 @@
  *    thread at a time per consumer; a consumer must not be closed while
  *    another thread is in one of its calls. No C++ exception crosses this
  *    interface (an unexpected one is INTERNAL).
+ *  - Handles are checked: a handle closed already, or one of another kind,
+ *    gets 3 (INVALID_ARGUMENT) saying so, and closing or releasing one twice
+ *    does nothing the second time. (An address the allocator has given to a
+ *    new handle of the same kind is that handle.)
  *  - No function holds a lock of the caller's; blocking ones
  *    (stoker_connect, stoker_next, stoker_cuda_drain) only wait on sockets
  *    and condition variables.
@@ -50,7 +54,8 @@ STOKER_API const char* stoker_last_error(void);
 STOKER_API void stoker_free(char* text);
 
 /* Client: a connection to a daemon. `target` as for stoker::Client::Connect
- * (a path, unix:PATH or unix://PATH); NULL or "" for the system socket. */
+ * (a path, unix:PATH or unix://PATH); NULL or "" for the system socket.
+ * timeout_ms < 0: 5 s; INT64_MAX (or anything over a year): no deadline. */
 STOKER_API int stoker_connect(const char* target, int64_t timeout_ms,
                               stoker_client** out);
 STOKER_API void stoker_client_close(stoker_client* client);

@@ -182,6 +182,9 @@ struct DaemonStats {
   // images decoded per second.
   double worker_busy_percent = 0;
   double decoded_per_second = 0;
+  // Orphaned jobs (creator gone, no consumer) ended early to make room for
+  // a new job at a limit.
+  uint64_t orphans_reclaimed = 0;
   std::vector<JobStats> jobs;
 };
 
