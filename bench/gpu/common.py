@@ -21,6 +21,15 @@ from compare_torch import pss_of_tree  # noqa: E402  (bench/compare_torch.py)
 import psutil  # noqa: E402
 
 
+def output_tail(dtype, mean, std):
+    """The transform's conversion for a batch dtype: uint8 as it was
+    decoded, or float32 normalised with mean and std."""
+    import torchvision.transforms as T
+    if dtype == "uint8":
+        return [T.PILToTensor()]
+    return [T.ToTensor(), T.Normalize(mean, std)]
+
+
 def emit(part, **fields):
     """One result line, read by run.sh."""
     print("RESULT " + json.dumps({"part": part, **fields}), flush=True)

@@ -18,7 +18,7 @@ import torchvision.transforms as T
 import stoker
 from stoker import _native
 
-from common import Stokerd, emit
+from common import Stokerd, emit, output_tail
 
 MEAN, STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
 
@@ -42,10 +42,8 @@ def torch_copies(nbytes, pinned, copies):
 
 def ring_copies(args, daemon, dtype, copies):
     """GB/s of stoker's copies from the ring, each timed alone."""
-    tail = ([T.PILToTensor()] if dtype == "uint8" else
-            [T.ToTensor(), T.Normalize(MEAN, STD)])
     transform = T.Compose([T.Resize(args.size + 32), T.CenterCrop(args.size),
-                           *tail])
+                           *output_tail(dtype, MEAN, STD)])
     loader = stoker.DataLoader(args.data, batch_size=args.batch,
                                transform=transform, socket=daemon.socket,
                                device="cuda", slots=copies + 2,

@@ -23,7 +23,7 @@ import torchvision.transforms as T
 
 import stoker
 
-from common import Stokerd, emit
+from common import Stokerd, emit, output_tail
 
 
 class Step:
@@ -97,9 +97,9 @@ def main():
     step = Step(args.step_ms)
     with Stokerd(args.workers) as daemon:
         for dtype in ("uint8", "float32"):
-            tail = ([T.PILToTensor()] if dtype == "uint8" else
-                    [T.ToTensor(), T.Normalize([0.5] * 3, [0.25] * 3)])
-            transform = T.Compose([T.CenterCrop(args.size), *tail])
+            transform = T.Compose([
+                T.CenterCrop(args.size),
+                *output_tail(dtype, [0.5] * 3, [0.25] * 3)])
             loader = stoker.DataLoader(args.data, batch_size=args.batch,
                                        transform=transform, shuffle=True,
                                        drop_last=True, socket=daemon.socket,

@@ -3,6 +3,8 @@
 #include <grpcpp/grpcpp.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <random>
 
@@ -78,11 +80,9 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Connect(
       *normalized, grpc::InsecureChannelCredentials(), args);
   // A timeout beyond a year is no deadline: the clock's time_point would
   // overflow (milliseconds::max() becomes a deadline in the past).
-  constexpr std::chrono::hours kYear(24 * 365);
-  const auto deadline = timeout >= kYear
-                            ? std::chrono::system_clock::now() + kYear
-                            : std::chrono::system_clock::now() + timeout;
-  if (!channel->WaitForConnected(deadline)) {
+  constexpr std::chrono::milliseconds kYear = std::chrono::hours(24 * 365);
+  if (!channel->WaitForConnected(std::chrono::system_clock::now() +
+                                 std::min(timeout, kYear))) {
     const std::string path = SocketPathFromTarget(*normalized);
     std::string why = ExplainSocketAccess(path);
     if (why.empty()) why = "it does not answer";

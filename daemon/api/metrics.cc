@@ -54,9 +54,9 @@ class Writer {
 };
 
 std::string JobLabels(const v1::JobStats& job, bool names) {
-  if (!names) return absl::StrCat("job_id=\"", Escape(job.job_id()), "\"");
-  return absl::StrCat("job_id=\"", Escape(job.job_id()), "\",job=\"",
-                      Escape(job.name()), "\"");
+  std::string labels = absl::StrCat("job_id=\"", Escape(job.job_id()), "\"");
+  if (names) absl::StrAppend(&labels, ",job=\"", Escape(job.name()), "\"");
+  return labels;
 }
 
 struct JobSeries {

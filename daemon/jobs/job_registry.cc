@@ -71,9 +71,12 @@ void JobRegistry::SetLimits(const RegistryLimits& limits) {
   budget_ = limits.shm_budget_bytes > 0 ? limits.shm_budget_bytes
                                         : TotalBytes(options_.shm_dir) / 2;
   capped_by_.reset();
-  if (limits.memory_limit && RingRoomUnder(*limits.memory_limit) < budget_) {
-    budget_ = RingRoomUnder(*limits.memory_limit);
-    capped_by_ = limits.memory_limit;
+  if (limits.memory_limit) {
+    const uint64_t room = RingRoomUnder(*limits.memory_limit);
+    if (room < budget_) {
+      budget_ = room;
+      capped_by_ = limits.memory_limit;
+    }
   }
   budget_per_user_ = limits.shm_budget_per_user_bytes > 0
                          ? std::min(limits.shm_budget_per_user_bytes, budget_)
@@ -240,7 +243,6 @@ absl::StatusOr<std::shared_ptr<Job>> JobRegistry::Create(
   if (!dataset.ok()) return dataset.status();
   const std::string id = NewJobId();
   uint64_t ticket = 0;
-  STOKER_RETURN_IF_ERROR(MakeRoom(config));
   {
     absl::MutexLock lock(&mu_);
     if (closed_) return absl::UnavailableError("stokerd is shutting down");
@@ -338,15 +340,11 @@ int JobRegistry::Reap(absl::Time now) {
       ++it;
     }
   }
-  // Ended, not forgotten: a trainer that comes back learns why.
   for (const auto& job : orphans) {
-    pool_->Remove(job.get());
-    job->End(absl::FailedPreconditionError(
-        absl::StrCat("job ", job->id(), " had no consumer for ",
-                     absl::FormatDuration(orphan_timeout),
-                     " and was ended, its ring freed (--orphan_timeout)")));
-    spdlog::info("job {}: ended, no consumer for {} (--orphan_timeout)",
-                 job->id(), absl::FormatDuration(orphan_timeout));
+    EndOrphan(*job, absl::StrCat("had no consumer for ",
+                                 absl::FormatDuration(orphan_timeout),
+                                 " and was ended, its ring freed "
+                                 "(--orphan_timeout)"));
   }
   return forgotten + static_cast<int>(orphans.size());
 }

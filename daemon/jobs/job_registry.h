@@ -140,6 +140,10 @@ class JobRegistry {
   // The longest-unattended orphan of `owner` (of anyone if any_user).
   std::shared_ptr<Job> PickOrphan(uid_t owner, bool any_user)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Ends a running job nobody consumes, saying why ("job ID " + `why`): it
+  // stays listed, ended, so that a trainer coming back learns it. Called
+  // without mu_ (the job's listeners run).
+  void EndOrphan(Job& job, const std::string& why) ABSL_LOCKS_EXCLUDED(mu_);
   // The shared-memory part: /dev/shm, the budget, the user's share.
   absl::Status CheckMemory(const JobConfig& config,
                            std::map<uid_t, Holding>& by_user,

@@ -1,4 +1,7 @@
 // JobRegistry: orphans give way to live trainers (see job_registry.h).
+#include <string>
+#include <utility>
+
 #include "absl/strings/str_cat.h"
 #include "common/log.h"
 #include "daemon/jobs/job_registry.h"
@@ -8,7 +11,7 @@ namespace stoker {
 std::shared_ptr<Job> JobRegistry::PickOrphan(uid_t owner, bool any_user) {
   const absl::Time now = absl::Now();
   std::shared_ptr<Job> oldest;
-  absl::Duration longest = -absl::InfiniteDuration();
+  std::pair<bool, absl::Duration> best;
   for (const auto& [id, job] : jobs_) {
     const JobConfig& config = job->config();
     if (!any_user && config.owner_uid != owner) continue;
@@ -17,12 +20,10 @@ std::shared_ptr<Job> JobRegistry::PickOrphan(uid_t owner, bool any_user) {
       continue;
     }
     // The caller's own orphans first, then the longest unattended.
-    const absl::Duration alone =
-        job->Unattended(now) + (config.owner_uid == owner
-                                    ? absl::Hours(24 * 365)
-                                    : absl::ZeroDuration());
-    if (alone > longest) {
-      longest = alone;
+    const std::pair<bool, absl::Duration> rank = {config.owner_uid == owner,
+                                                  job->Unattended(now)};
+    if (oldest == nullptr || rank > best) {
+      best = rank;
       oldest = job;
     }
   }
@@ -45,19 +46,18 @@ absl::Status JobRegistry::MakeRoom(const JobConfig& config) {
       orphan = PickOrphan(config.owner_uid, /*any_user=*/!per_user);
       if (orphan == nullptr) return room;
     }
-    // As Reap ends orphans: outside mu_, and the job stays listed (ended)
-    // so that a trainer coming back learns why.
-    pool_->Remove(orphan.get());
-    orphan->End(absl::FailedPreconditionError(absl::StrCat(
-        "job ", orphan->id(),
-        " was ended to make room for a new job at stokerd's limits: the "
-        "process that created it was gone and no consumer was attached")));
+    EndOrphan(*orphan,
+              "was ended to make room for a new job at stokerd's limits: the "
+              "process that created it was gone and no consumer was attached");
     orphans_reclaimed_.fetch_add(1);
-    spdlog::info(
-        "job {} of uid {}: ended to make room for a new job of uid {} (its "
-        "creator is gone, no consumer attached)",
-        orphan->id(), orphan->config().owner_uid, config.owner_uid);
   }
+}
+
+void JobRegistry::EndOrphan(Job& job, const std::string& why) {
+  pool_->Remove(&job);
+  job.End(
+      absl::FailedPreconditionError(absl::StrCat("job ", job.id(), " ", why)));
+  spdlog::info("job {} of uid {}: {}", job.id(), job.config().owner_uid, why);
 }
 
 }  // namespace stoker
