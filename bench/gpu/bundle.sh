@@ -68,9 +68,11 @@ for p in "${programs[@]}"; do
   strip -o "$out/libexec/$name" "$build/$p"
   cat >"$out/bin/$name" <<EOF
 #!/bin/sh
-# $name from the bundle, on the bundle's loader and libraries.
+# $name from the bundle, on the bundle's loader and libraries; the host's
+# LD_LIBRARY_PATH after them (where the GPU driver's libcuda.so.1 may be).
 here=\$(dirname "\$(readlink -f "\$0")")/..
-exec "\$here/sys/ld-linux-x86-64.so.2" --library-path "\$here/lib:\$here/sys" \\
+exec "\$here/sys/ld-linux-x86-64.so.2" \\
+  --library-path "\$here/lib:\$here/sys\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}" \\
   "\$here/libexec/$name" "\$@"
 EOF
   chmod +x "$out/bin/$name"

@@ -49,10 +49,10 @@ def ring_copies(args, daemon, dtype, copies):
                                device="cuda", slots=copies + 2,
                                prefetch=copies + 1)
     try:
-        copier = loader._resources.stream._copier
-        pinned = bool(_native.library().stoker_cuda_copier_pinned(copier))
         it = iter(loader)
         first, _ = next(it)  # warm: the daemon then fills every slot
+        copier = loader._resources.stream._copier  # the stream iter() uses
+        pinned = bool(_native.library().stoker_cuda_copier_pinned(copier))
         nbytes = first.numel() * first.element_size()
         time.sleep(max(2.0, copies * args.batch / 2000))
         events = [torch.cuda.Event(enable_timing=True) for _ in range(copies + 1)]

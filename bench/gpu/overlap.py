@@ -9,10 +9,11 @@ N times:
                 trainer's stream made to wait for it, so that the copy of
                 batch i+1 runs while step i computes.
 
-  overlap.py --data=DIR [--step_ms=15] [--steps=60]
+  overlap.py --data=DIR [--step_ms=5,15] [--steps=60]
 
-The images are small (cheap to decode) and the step long enough that the
-daemon is never what the loop waits for: the input-bound figure says so.
+The loop runs in rounds of a few steps, the ring refilled before each
+(the GPU idle meanwhile): what is measured is the copy, not the daemon's
+decoding, and the input-wait figure says whether that held.
 Goal: per step <= 3% longer than resident.
 """
 import argparse
@@ -49,16 +50,28 @@ class Step:
         return x
 
 
-def timed(step, batches, steps):
-    """Seconds per step over `steps` steps (after 5 unmeasured)."""
-    for _ in range(5):
+def timed(step, batches, steps, rounds=5, fill_s=0.0):
+    """Seconds per step over `steps` steps in `rounds` rounds (after 3
+    unmeasured), and the share of that time spent waiting in next(). Before
+    each round the loop sleeps `fill_s` with the GPU idle, so that the
+    daemon has refilled its ring: the rounds then measure the copy, not the
+    decoding."""
+    for _ in range(3):
         step(next(batches))
-    torch.cuda.synchronize()
-    start = time.perf_counter()
-    for _ in range(steps):
-        step(next(batches))
-    torch.cuda.synchronize()
-    return (time.perf_counter() - start) / steps
+    per_round = max(1, steps // rounds)
+    total = waited = 0.0
+    for _ in range(rounds):
+        torch.cuda.synchronize()
+        time.sleep(fill_s)
+        start = time.perf_counter()
+        for _ in range(per_round):
+            before = time.perf_counter()
+            images = next(batches)
+            waited += time.perf_counter() - before
+            step(images)
+        torch.cuda.synchronize()
+        total += time.perf_counter() - start
+    return total / (rounds * per_round), 100 * waited / total
 
 
 def same_stream(loader):
@@ -87,37 +100,43 @@ def main():
     parser.add_argument("--data", required=True)
     parser.add_argument("--batch", type=int, default=256)
     parser.add_argument("--size", type=int, default=224)
-    parser.add_argument("--step_ms", type=float, default=15)
+    parser.add_argument("--step_ms", default="5,15",
+                        help="the step's lengths to try, in ms")
     parser.add_argument("--steps", type=int, default=60)
     parser.add_argument("--workers", type=int, default=15)
+    parser.add_argument("--fill_s", type=float, default=0.5,
+                        help="idle time before each round: the ring refills")
     args = parser.parse_args()
     if not torch.cuda.is_available():
         emit("overlap", skipped="no CUDA device")
         return
-    step = Step(args.step_ms)
+    steps = [Step(float(ms)) for ms in args.step_ms.split(",")]
+    slots = args.steps // 5 + 4  # a round's batches, and the side stream's
     with Stokerd(args.workers) as daemon:
-        for dtype in ("uint8", "float32"):
+        for dtype, step in ((d, s) for d in ("uint8", "float32") for s in steps):
             transform = T.Compose([
                 T.CenterCrop(args.size),
                 *output_tail(dtype, [0.5] * 3, [0.25] * 3)])
             loader = stoker.DataLoader(args.data, batch_size=args.batch,
                                        transform=transform, shuffle=True,
                                        drop_last=True, socket=daemon.socket,
-                                       device="cuda", slots=8)
+                                       device="cuda", slots=slots)
             try:
                 first, _ = next(iter(loader))
                 resident = first.clone()
-                floor = timed(step, iter(lambda: resident, None), args.steps)
-                same = timed(step, same_stream(loader), args.steps)
-                side = timed(step, side_stream(loader), args.steps)
-                stats = loader.input_stats()
+                floor, _ = timed(step, iter(lambda: resident, None), args.steps,
+                                 fill_s=args.fill_s)  # the same idle gaps
+                same, same_wait = timed(step, same_stream(loader), args.steps,
+                                        fill_s=args.fill_s)
+                side, side_wait = timed(step, side_stream(loader), args.steps,
+                                        fill_s=args.fill_s)
             finally:
                 loader.close()
             emit("overlap", dtype=dtype, step_ms=floor * 1e3,
                  same_stream_ms=same * 1e3, side_stream_ms=side * 1e3,
                  same_stream_longer_percent=100 * (same / floor - 1),
                  side_stream_longer_percent=100 * (side / floor - 1),
-                 input_bound_percent=stats["input_bound_percent"],
+                 input_wait_percent=max(same_wait, side_wait),
                  goal="<= 3% longer")
 
 

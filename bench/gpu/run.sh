@@ -19,6 +19,9 @@
 # --smoke runs every part small and on the CPU (the CUDA parts skip), in a
 # few minutes on 2 cores: it checks the script, not the figures.
 # STOKER_GPU_FULL_SUITE=1 adds the whole Python suite (tests/python).
+# STOKER_GPU_PARTS="fidelity h2d" runs only those parts (and environment),
+# for a second try at what failed; STOKER_GPU_DATA=DIR keeps the generated
+# datasets there and reuses them on the next run.
 set -uo pipefail
 out=${1:?usage: bench/gpu/run.sh OUT_DIR [--smoke]}
 smoke=0
@@ -58,6 +61,10 @@ failed=0
 part() {
   local name=$1 limit=$2 start=$SECONDS rc
   shift 2
+  if [[ -n ${STOKER_GPU_PARTS:-} && $name != environment &&
+        " ${STOKER_GPU_PARTS//,/ } " != *" $name "* ]]; then
+    return 0
+  fi
   echo "== $name (at most ${limit} s)"
   timeout --kill-after=10 "$limit" "$@" >"$logs/$name.log" 2>&1
   rc=$?
@@ -96,6 +103,8 @@ export cores
 
 environment() {
   echo "bundle commit $(cat "$bundle/COMMIT"); $cores cores; $(uname -r)"
+  free -g | head -2
+  df -h /dev/shm /tmp
   nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader ||
     echo "no nvidia-smi"
   "$python" - <<'EOF'
@@ -116,14 +125,28 @@ EOF
 export -f environment
 export python bundle
 
-data=$work/data
+data=${STOKER_GPU_DATA:-$work/data}
+# datasets: generated once per data folder; a folder this script did not
+# write is never touched.
+datasets() {
+  [[ -e $data/.complete ]] && { echo "$data: reused"; return 0; }
+  if [[ -n $(ls -A "$data" 2>/dev/null) && ! -e $data/.writing ]]; then
+    echo "$data is not empty and was not written by run.sh" >&2
+    return 1
+  fi
+  rm -rf "$data" && mkdir -p "$data" && touch "$data/.writing" &&
+    bash -c "$1" && mv "$data/.writing" "$data/.complete"
+}
+export -f datasets
+export data
 if ((smoke)); then
   e2e=(--device=cpu --model=resnet18 --batch=8 --crop=64 --seconds=3 --warmup=1
        --workers=2)
   recipe_seconds=3
   part environment 60 bash -c environment
-  part datasets 120 bash -c "make_data $data/train 2 24 && make_data $data/photos 2 5 &&
-    make_data $data/small 2 16 --width=256 --height=256 --vary_size=false"
+  part datasets 120 bash -c 'datasets "make_data $data/train 2 24 &&
+    make_data $data/photos 2 5 &&
+    make_data $data/small 2 16 --width=256 --height=256 --vary_size=false"'
   part cuda_tests 120 "$bundle/bin/cuda_tests"
   part python_cuda_tests 300 "$python" -m pytest -q -p no:cacheprovider -rs \
     "$repo/tests/python/test_cuda.py"
@@ -140,15 +163,16 @@ if ((smoke)); then
     --seconds=1
 else
   part environment 60 bash -c environment
-  part datasets 120 bash -c "make_data $data/train 100 200 && make_data $data/photos 10 50 &&
+  part datasets 120 bash -c 'datasets "make_data $data/train 100 200 &&
+    make_data $data/photos 10 50 &&
     make_data $data/small 8 128 --width=256 --height=256 --vary_size=false &&
-    make_data $data/scaling 8 256"
+    make_data $data/scaling 8 256"'
   part cuda_tests 60 "$bundle/bin/cuda_tests"
   part python_cuda_tests 90 "$python" -m pytest -q -p no:cacheprovider -rs \
     "$repo/tests/python/test_cuda.py"
   part fidelity 60 "$python" "$here/fidelity.py" --data="$data/photos" --workers=$workers
   part h2d 60 "$python" "$here/h2d.py" --data="$data/small" --workers=$workers
-  part overlap 60 "$python" "$here/overlap.py" --data="$data/small" --workers=$workers
+  part overlap 100 "$python" "$here/overlap.py" --data="$data/small" --workers=$workers
   for transform in classic recipe; do
     seconds=$([[ $transform == classic ]] && echo 60 || echo 30)
     for loader in stoker torch; do

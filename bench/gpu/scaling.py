@@ -19,7 +19,7 @@ def main():
     parser.add_argument("--data", required=True)
     parser.add_argument("--workers", default="1,2,4,8,15")
     parser.add_argument("--bench", default=os.environ.get("BENCH_E2E"))
-    parser.add_argument("--seconds", type=float, default=5,
+    parser.add_argument("--seconds", type=float, default=4,
                         help="about how long each count is measured")
     parser.add_argument("--one_worker_images_per_s", type=float, default=250,
                         help="a first guess, to size the epochs")

@@ -55,10 +55,10 @@ def main():
                     r["ring_registered"])),
         ("Copy overlap: ms per training step", "overlap",
          ["batch", "resident", "same stream", "+%", "side stream", "+% (goal <= 3)",
-          "input-bound %"],
+          "input wait %"],
          lambda r: (r["dtype"], r["step_ms"], r["same_stream_ms"],
                     r["same_stream_longer_percent"], r["side_stream_ms"],
-                    r["side_stream_longer_percent"], r["input_bound_percent"])),
+                    r["side_stream_longer_percent"], r["input_wait_percent"])),
         ("End to end: training for a fixed time", "e2e",
          ["transform", "loader", "model", "batch", "workers", "images/s", "GPU busy %",
           "input-bound %", "host CPU %", "peak PSS MB"],
@@ -72,7 +72,14 @@ def main():
                     f"{r['efficiency']:.2f}")),
     ]
     for title, part, header, row in sections:
-        rows = [row(r) for r in by_part.get(part, []) if "skipped" not in r]
+        rows = []
+        for r in by_part.get(part, []):
+            if "skipped" in r:
+                continue
+            try:
+                rows.append(row(r))
+            except (KeyError, TypeError) as e:  # a field missing: say so
+                print(f"- {part}: a result without {e}: {json.dumps(r)}")
         if rows:
             print(f"## {title}\n")
             print(table(header, rows))
