@@ -40,6 +40,12 @@ def torch_copies(nbytes, pinned, copies):
     return best
 
 
+def endless(loader):
+    """The loader's batches, epoch after epoch."""
+    while True:
+        yield from loader
+
+
 def ring_copies(args, daemon, dtype, copies):
     """GB/s of stoker's copies from the ring, each timed alone."""
     transform = T.Compose([T.Resize(args.size + 32), T.CenterCrop(args.size),
@@ -49,7 +55,7 @@ def ring_copies(args, daemon, dtype, copies):
                                device="cuda", slots=copies + 2,
                                prefetch=copies + 1)
     try:
-        it = iter(loader)
+        it = endless(loader)
         first, _ = next(it)  # warm: the daemon then fills every slot
         copier = loader._resources.stream._copier  # the stream iter() uses
         pinned = bool(_native.library().stoker_cuda_copier_pinned(copier))

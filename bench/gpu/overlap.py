@@ -114,8 +114,8 @@ def main():
     slots = args.steps // 5 + 4  # a round's batches, and the side stream's
     with Stokerd(args.workers) as daemon:
         for dtype, step in ((d, s) for d in ("uint8", "float32") for s in steps):
-            transform = T.Compose([
-                T.CenterCrop(args.size),
+            transform = T.Compose([  # the images are 256x256: no resize
+                T.Resize(256), T.CenterCrop(args.size),
                 *output_tail(dtype, [0.5] * 3, [0.25] * 3)])
             loader = stoker.DataLoader(args.data, batch_size=args.batch,
                                        transform=transform, shuffle=True,

@@ -165,7 +165,7 @@ else
   part environment 60 bash -c environment
   part datasets 120 bash -c 'datasets "make_data $data/train 100 200 &&
     make_data $data/photos 10 50 &&
-    make_data $data/small 8 128 --width=256 --height=256 --vary_size=false &&
+    make_data $data/small 8 512 --width=256 --height=256 --vary_size=false &&
     make_data $data/scaling 8 256"'
   part cuda_tests 60 "$bundle/bin/cuda_tests"
   part python_cuda_tests 90 "$python" -m pytest -q -p no:cacheprovider -rs \
