@@ -2,12 +2,14 @@
 step (bf16 matrix products sized to --step_ms, reading the whole batch) run
 N times:
 
-  resident      on one batch already on the GPU (the floor);
-  same stream   on stoker.DataLoader(device="cuda") batches, copied on the
-                trainer's current stream (what the loader does as given);
-  side stream   the same loader, next() called under a copy stream and the
-                trainer's stream made to wait for it, so that the copy of
-                batch i+1 runs while step i computes.
+  resident        on one batch already on the GPU (the floor);
+  trainer stream  on stoker.DataLoader(device="cuda") batches copied on the
+                  trainer's current stream, behind its step (what
+                  `.to(device, non_blocking=True)` after torch's DataLoader
+                  does, and what stoker's loader did at first);
+  loader stream   the loader as it is: each batch copied on the loader's
+                  own stream, which the trainer's stream waits for, so that
+                  the copy of batch i+1 runs while step i computes.
 
   overlap.py --data=DIR [--step_ms=5,15] [--steps=60]
 
@@ -23,6 +25,7 @@ import torch
 import torchvision.transforms as T
 
 import stoker
+import stoker.stream
 
 from common import Stokerd, emit, output_tail
 
@@ -74,25 +77,21 @@ def timed(step, batches, steps, rounds=5, fill_s=0.0):
     return total / (rounds * per_round), 100 * waited / total
 
 
-def same_stream(loader):
+def batches(loader):
+    """The loader's images, epoch after epoch."""
     while True:
         for images, _ in loader:
             yield images
 
 
-def side_stream(loader):
-    copy = torch.cuda.Stream()
-    main = torch.cuda.current_stream()
-    it = iter(same_stream(loader))
-    with torch.cuda.stream(copy):
-        ahead = next(it)
-    while True:
-        main.wait_stream(copy)  # the copy of `ahead` is done before use
-        images = ahead
-        images.record_stream(main)
-        with torch.cuda.stream(copy):
-            ahead = next(it)  # copied while `images` is computed on
-        yield images
+def copied_on(trainer_stream, step, loader, args):
+    """timed() on the loader's batches copied on the trainer's stream or on
+    the loader's own (a module setting, read at each next())."""
+    stoker.stream.SIDE_STREAM_COPIES = not trainer_stream
+    try:
+        return timed(step, batches(loader), args.steps, fill_s=args.fill_s)
+    finally:
+        stoker.stream.SIDE_STREAM_COPIES = True
 
 
 def main():
@@ -111,7 +110,7 @@ def main():
         emit("overlap", skipped="no CUDA device")
         return
     steps = [Step(float(ms)) for ms in args.step_ms.split(",")]
-    slots = args.steps // 5 + 4  # a round's batches, and the side stream's
+    slots = args.steps // 5 + 4  # a round's batches, and a few more
     with Stokerd(args.workers) as daemon:
         for dtype, step in ((d, s) for d in ("uint8", "float32") for s in steps):
             transform = T.Compose([  # the images are 256x256: no resize
@@ -126,17 +125,15 @@ def main():
                 resident = first.clone()
                 floor, _ = timed(step, iter(lambda: resident, None), args.steps,
                                  fill_s=args.fill_s)  # the same idle gaps
-                same, same_wait = timed(step, same_stream(loader), args.steps,
-                                        fill_s=args.fill_s)
-                side, side_wait = timed(step, side_stream(loader), args.steps,
-                                        fill_s=args.fill_s)
+                trainer, trainer_wait = copied_on(True, step, loader, args)
+                own, own_wait = copied_on(False, step, loader, args)
             finally:
                 loader.close()
             emit("overlap", dtype=dtype, step_ms=floor * 1e3,
-                 same_stream_ms=same * 1e3, side_stream_ms=side * 1e3,
-                 same_stream_longer_percent=100 * (same / floor - 1),
-                 side_stream_longer_percent=100 * (side / floor - 1),
-                 input_wait_percent=max(same_wait, side_wait),
+                 trainer_stream_ms=trainer * 1e3, loader_stream_ms=own * 1e3,
+                 trainer_stream_longer_percent=100 * (trainer / floor - 1),
+                 loader_stream_longer_percent=100 * (own / floor - 1),
+                 input_wait_percent=max(trainer_wait, own_wait),
                  goal="<= 3% longer")
 
 

@@ -103,7 +103,8 @@ class DataLoader:
     transform: a torchvision transform or Compose (see stoker.transforms for
         what translates), or a list of stoker.v1.Op dicts.
     device: "cpu" (tensors are views of the daemon's shared memory) or a CUDA
-        device (batches copied on torch.cuda.current_stream()).
+        device (batches copied on the loader's own CUDA stream, which
+        torch.cuda.current_stream() at next() waits for).
     rank, world_size: default from torch.distributed, else RANK/WORLD_SIZE,
         else one rank; each rank gets DistributedSampler's share.
     sharing: the job's consumer mode, "exclusive" (default), "broadcast" or

@@ -18,6 +18,12 @@ from stoker.client import Client
 _POLL_MS = 100  # how often a wait for a batch returns to check for Ctrl-C
 _NEXT_TIMED_OUT = 100  # STOKER_NEXT_TIMED_OUT: no batch within _POLL_MS
 _TORCH_DTYPES = {0: torch.uint8, 1: torch.float32, 2: torch.float16}
+# device="cuda": copy each batch on the loader's own stream, which the
+# trainer's current stream then waits for, so that the copy of batch i+1
+# runs while the trainer's step i still computes (on the trainer's stream
+# it would queue behind that step). False: on the trainer's stream, for
+# bench/gpu/overlap.py's comparison.
+SIDE_STREAM_COPIES = True
 
 
 class _Lease:
@@ -97,6 +103,7 @@ class Stream:
         self.leases = _Leases()
         self._consumer = None
         self._copier = None
+        self._copy_stream = None
         # next() and close() may come from different threads (close() at
         # exit while a thread waits): the handle is freed only between polls.
         self._lock = threading.Lock()
@@ -116,6 +123,8 @@ class Stream:
                 _native.check(lib.stoker_cuda_copier_create(
                     consumer, cuda_device, ctypes.byref(copier)))
                 self._copier = copier
+                self._copy_stream = torch.cuda.Stream(
+                    torch.device("cuda", cuda_device))
         except BaseException:
             self.close()
             raise
@@ -174,19 +183,38 @@ class Stream:
                                dtype, shape)
                 labels = _view(info.labels, n * 8, lease, torch.int64, (n,))
             else:
-                device = torch.device("cuda", self.cuda_device)
-                images = torch.empty(shape, dtype=dtype, device=device)
-                labels = torch.empty((n,), dtype=torch.int64, device=device)
-                stream = torch.cuda.current_stream(device)
+                images, labels, streams = self._allocate(shape, dtype, n)
                 owned = True  # taken by the copy, released once it completed
-                _native.check(lib.stoker_cuda_copy_async(
-                    self._copier, handle, images.data_ptr(),
-                    labels.data_ptr(), ctypes.c_void_p(stream.cuda_stream)))
+                self._copy(handle, images, labels, *streams)
         except BaseException:
             if not owned:
                 lib.stoker_batch_release(handle)
             raise
         return images, labels, int(info.epoch), int(info.index)
+
+    def _allocate(self, shape, dtype, n):
+        """GPU tensors for a batch, from the copy stream's pool, and the
+        (copy, current) streams."""
+        device = torch.device("cuda", self.cuda_device)
+        current = torch.cuda.current_stream(device)
+        copy = self._copy_stream if SIDE_STREAM_COPIES else current
+        with torch.cuda.stream(copy):
+            images = torch.empty(shape, dtype=dtype, device=device)
+            labels = torch.empty((n,), dtype=torch.int64, device=device)
+        return images, labels, (copy, current)
+
+    def _copy(self, handle, images, labels, copy, current):
+        """Copies the batch on the copy stream; the current stream waits for
+        it. The tensors are marked used on the current stream, so that the
+        caching allocator reuses their memory only once the trainer's work
+        on them is done."""
+        _native.check(_native.library().stoker_cuda_copy_async(
+            self._copier, handle, images.data_ptr(), labels.data_ptr(),
+            ctypes.c_void_p(copy.cuda_stream)))
+        if copy is not current:
+            current.wait_stream(copy)
+            images.record_stream(current)
+            labels.record_stream(current)
 
     def input_stats(self) -> Dict[str, float]:
         stats = _native.InputStats()

@@ -1,11 +1,13 @@
-"""device="cuda": batches copied from the registered ring on the trainer's
-current stream equal the CPU path's; skips without a GPU."""
+"""device="cuda": batches copied from the registered ring on the loader's
+own stream, which the trainer's current stream waits for, equal the CPU
+path's; skips without a GPU."""
 import pytest
 
 torch = pytest.importorskip("torch")
 T = pytest.importorskip("torchvision.transforms")
 
 import stoker
+import stoker.stream
 from stoker import _native
 
 pytestmark = pytest.mark.skipif(
@@ -37,3 +39,33 @@ def test_gpu_batches_equal_the_cpu_ones(daemon, dataset):
     for (a, la), (b, lb) in zip(expected, got):
         assert torch.equal(a, b.cpu()) and torch.equal(la, lb.cpu())
     gpu.close()
+
+
+def test_copies_on_the_loaders_stream_are_waited_for_and_not_overwritten(
+        daemon, dataset):
+    """The loader copies on its own stream while the trainer's stream is
+    still busy: the trainer's work must see each batch whole (its stream
+    waits for the copy), and a batch's memory must not be reused for the
+    next copy while the trainer's queued work still reads it (the caching
+    allocator knows the tensor is used on the trainer's stream)."""
+    if not _native.library().stoker_cuda_available():
+        pytest.skip("libstoker was built without CUDA")
+    transform = T.Compose([T.RandomResizedCrop(64), T.PILToTensor()])
+    cpu = stoker.DataLoader(dataset, batch_size=8, transform=transform,
+                            shuffle=True, socket=daemon.socket)
+    expected = [int(i.double().sum()) for _ in range(3) for i, _ in cpu]
+    cpu.close()
+    gpu = stoker.DataLoader(dataset, batch_size=8, transform=transform,
+                            shuffle=True, socket=daemon.socket, device="cuda")
+    assert stoker.stream.SIDE_STREAM_COPIES
+    sums = []
+    for _ in range(3):
+        for images, _ in gpu:
+            # The trainer's stream is busy for a while; the next copy runs
+            # meanwhile, and this batch is dropped before the work is done.
+            torch.cuda._sleep(2_000_000)
+            sums.append(images.double().sum())
+            del images
+    torch.cuda.synchronize()
+    gpu.close()
+    assert [int(s.item()) for s in sums] == expected
