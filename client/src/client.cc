@@ -76,6 +76,10 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Connect(
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 250);
+  // The daemon bounds every response (a ListJobs page at about 3 MiB, stats
+  // at about 100 KiB a job); gRPC's default 4 MiB would still be too small
+  // for the stats of a daemon holding hundreds of jobs.
+  args.SetMaxReceiveMessageSize(kMaxResponseBytes);
   auto channel = grpc::CreateCustomChannel(
       *normalized, grpc::InsecureChannelCredentials(), args);
   // A timeout beyond a year is no deadline: the clock's time_point would
@@ -113,24 +117,63 @@ absl::StatusOr<v1::Job> Client::Impl::CreateJob(v1::JobSpec spec) {
   }
   v1::CreateJobRequest request;
   *request.mutable_spec() = std::move(spec);
-  return Unary<v1::Job>([&](auto& stub, auto* context, auto* job) {
-    return stub.CreateJob(context, request, job);
-  });
+  STOKER_ASSIGN_OR_RETURN(
+      v1::Job job, Unary<v1::Job>([&](auto& stub, auto* context, auto* job) {
+        return stub.CreateJob(context, request, job);
+      }));
+  STOKER_RETURN_IF_ERROR(CompleteClassNames(&job));
+  return job;
 }
 
 absl::StatusOr<v1::Job> Client::Impl::GetJob(std::string_view job_id) {
   v1::GetJobRequest request;
   request.set_job_id(std::string(job_id));
-  return Unary<v1::Job>([&](auto& stub, auto* context, auto* job) {
-    return stub.GetJob(context, request, job);
-  });
+  STOKER_ASSIGN_OR_RETURN(
+      v1::Job job, Unary<v1::Job>([&](auto& stub, auto* context, auto* job) {
+        return stub.GetJob(context, request, job);
+      }));
+  STOKER_RETURN_IF_ERROR(CompleteClassNames(&job));
+  return job;
+}
+
+absl::Status Client::Impl::CompleteClassNames(v1::Job* job) {
+  v1::GetClassNamesRequest request;
+  request.set_job_id(job->id());
+  while (static_cast<uint64_t>(job->class_names_size()) < job->num_classes()) {
+    request.set_offset(job->class_names_size());
+    STOKER_ASSIGN_OR_RETURN(
+        v1::ClassNames page,
+        Unary<v1::ClassNames>([&](auto& stub, auto* context, auto* names) {
+          return stub.GetClassNames(context, request, names);
+        }));
+    if (page.class_names().empty()) {
+      return absl::InternalError(
+          absl::StrCat("job ", job->id(), ": stokerd sent no class names from ",
+                       request.offset(), " of ", job->num_classes()));
+    }
+    for (std::string& name : *page.mutable_class_names()) {
+      job->add_class_names(std::move(name));
+    }
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<v1::ListJobsResponse> Client::Impl::ListJobs() {
-  return Unary<v1::ListJobsResponse>(
-      [](auto& stub, auto* context, auto* response) {
-        return stub.ListJobs(context, v1::ListJobsRequest(), response);
-      });
+  v1::ListJobsResponse all;
+  v1::ListJobsRequest request;
+  do {
+    STOKER_ASSIGN_OR_RETURN(v1::ListJobsResponse page,
+                            Unary<v1::ListJobsResponse>(
+                                [&](auto& stub, auto* context, auto* response) {
+                                  return stub.ListJobs(context, request,
+                                                       response);
+                                }));
+    for (v1::Job& job : *page.mutable_jobs()) {
+      *all.add_jobs() = std::move(job);
+    }
+    request.set_page_token(page.next_page_token());
+  } while (!request.page_token().empty());
+  return all;
 }
 
 absl::Status Client::Impl::DeleteJob(std::string_view job_id) {
@@ -163,7 +206,10 @@ absl::StatusOr<JobInfo> Client::GetJob(std::string_view job_id) {
 absl::StatusOr<std::vector<JobInfo>> Client::ListJobs() {
   STOKER_ASSIGN_OR_RETURN(v1::ListJobsResponse response, impl_->ListJobs());
   std::vector<JobInfo> jobs;
-  for (const v1::Job& job : response.jobs()) {
+  for (v1::Job& job : *response.mutable_jobs()) {
+    // A job that ended meanwhile keeps the names the page gave.
+    const absl::Status complete = impl_->CompleteClassNames(&job);
+    if (!complete.ok() && !absl::IsNotFound(complete)) return complete;
     jobs.push_back(internal::FromProto(job));
   }
   return jobs;

@@ -14,6 +14,9 @@
 
 namespace stoker {
 
+// The largest response the SDK accepts.
+inline constexpr int kMaxResponseBytes = 64 << 20;
+
 class STOKER_LOCAL Client::Impl {
  public:
   // `target` is the daemon's address (unix://...); its ring socket lies
@@ -31,9 +34,14 @@ class STOKER_LOCAL Client::Impl {
   // The calls on the wire messages (Client's methods convert them; the C
   // ABI writes them as JSON). CreateJob makes a relative dataset path
   // absolute in the caller's directory.
+  // CreateJob and GetJob give every class name (paged in with
+  // GetClassNames past the first 256 KiB); ListJobs gathers every page, its
+  // jobs' class names as the daemon sent them (num_classes counts all).
   absl::StatusOr<v1::Job> CreateJob(v1::JobSpec spec);
   absl::StatusOr<v1::Job> GetJob(std::string_view job_id);
   absl::StatusOr<v1::ListJobsResponse> ListJobs();
+  // Pages in the job's class names past those it holds (GetClassNames).
+  absl::Status CompleteClassNames(v1::Job* job);
   absl::Status DeleteJob(std::string_view job_id);
   absl::StatusOr<v1::Stats> GetStats();
   // Waits up to `up_to` for the daemon to answer on a channel that is not

@@ -244,6 +244,7 @@ int stoker_consumer_job(stoker_consumer* consumer, char** job_json) {
     message.set_batches_per_epoch(job.batches_per_epoch);
     for (const std::string& name : job.class_names)
       message.add_class_names(name);
+    message.set_num_classes(job.class_names.size());
     message.set_owner_uid(job.owner_uid);
     message.set_dataset_kind(stoker::ToWire(job.dataset_kind));
     message.set_num_shards(job.num_shards);

@@ -1,5 +1,7 @@
 #include "daemon/api/loader_service.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "common/grpc_status.h"
 #include "common/log.h"
@@ -96,12 +98,41 @@ grpc::ServerUnaryReactor* LoaderService::ListJobs(
     grpc::CallbackServerContext* context, const v1::ListJobsRequest* request,
     v1::ListJobsResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  // Jobs the caller may not use are not listed.
+  const uint32_t page_size = request->page_size() == 0
+                                 ? kDefaultJobsPage
+                                 : std::min(request->page_size(), kMaxJobsPage);
+  std::vector<std::shared_ptr<Job>> jobs = registry_->List();
+  std::sort(jobs.begin(), jobs.end(),
+            [](const auto& a, const auto& b) { return a->id() < b->id(); });
+  // Jobs the caller may not use are not listed. A page ends at page_size
+  // jobs or past kJobsPageBytes; the token is the last job's id, so that
+  // jobs created or ended meanwhile shift nothing.
   const Peer peer = PeerOf(*context, peers_);
-  for (const auto& job : registry_->List()) {
-    if (MayAccess(job->access(), peer)) JobToProto(*job, response->add_jobs());
+  size_t bytes = 0;
+  for (const auto& job : jobs) {
+    if (job->id() <= request->page_token() || !MayAccess(job->access(), peer)) {
+      continue;
+    }
+    if (static_cast<uint32_t>(response->jobs_size()) == page_size ||
+        bytes > kJobsPageBytes) {
+      response->set_next_page_token(response->jobs().rbegin()->id());
+      break;
+    }
+    v1::Job* out = response->add_jobs();
+    JobToProto(*job, out);
+    bytes += out->ByteSizeLong();
   }
   reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* LoaderService::GetClassNames(
+    grpc::CallbackServerContext* context,
+    const v1::GetClassNamesRequest* request, v1::ClassNames* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  auto job = AccessibleJob(*context, request->job_id());
+  if (job.ok()) ClassNamesToProto(**job, request->offset(), response);
+  reactor->Finish(ToGrpcStatus(job.status()));
   return reactor;
 }
 

@@ -25,10 +25,19 @@ namespace stoker {
 using LoaderCallbackService = v1::Loader::WithCallbackMethod_CreateJob<
     v1::Loader::WithCallbackMethod_GetJob<
         v1::Loader::WithCallbackMethod_ListJobs<
-            v1::Loader::WithCallbackMethod_DeleteJob<
-                v1::Loader::WithCallbackMethod_GetStats<
-                    v1::Loader::WithRawCallbackMethod_Consume<
-                        v1::Loader::Service>>>>>>;
+            v1::Loader::WithCallbackMethod_GetClassNames<
+                v1::Loader::WithCallbackMethod_DeleteJob<
+                    v1::Loader::WithCallbackMethod_GetStats<
+                        v1::Loader::WithRawCallbackMethod_Consume<
+                            v1::Loader::Service>>>>>>>;
+
+// ListJobs pages: jobs per page by default and at most, and the bytes
+// after which a page ends (a job is at most the 64 KiB request that made
+// it, escaped, plus 256 KiB of class names: a page stays under gRPC's
+// default 4 MiB receive limit).
+inline constexpr uint32_t kDefaultJobsPage = 100;
+inline constexpr uint32_t kMaxJobsPage = 1000;
+inline constexpr size_t kJobsPageBytes = size_t{2} << 20;
 
 class LoaderService final : public LoaderCallbackService {
  public:
@@ -46,6 +55,10 @@ class LoaderService final : public LoaderCallbackService {
   grpc::ServerUnaryReactor* ListJobs(grpc::CallbackServerContext* context,
                                      const v1::ListJobsRequest* request,
                                      v1::ListJobsResponse* response) override;
+  grpc::ServerUnaryReactor* GetClassNames(
+      grpc::CallbackServerContext* context,
+      const v1::GetClassNamesRequest* request,
+      v1::ClassNames* response) override;
   grpc::ServerUnaryReactor* DeleteJob(grpc::CallbackServerContext* context,
                                       const v1::DeleteJobRequest* request,
                                       v1::DeleteJobResponse* response) override;

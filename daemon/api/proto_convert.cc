@@ -3,6 +3,7 @@
 #include <string>
 
 #include "common/batch_wire.h"
+#include "common/grpc_status.h"
 #include "common/safe_text.h"
 #include "common/vocabulary_wire.h"
 #include "daemon/spec/job_spec.h"
@@ -29,7 +30,27 @@ double InputBoundPercent(uint64_t wait_us, uint64_t step_us) {
   return total == 0 ? 0 : 100.0 * static_cast<double>(wait_us) / total;
 }
 
+// Appends the job's class names from `offset` until they would pass
+// `max_bytes` (one at least, whatever its size: a name is at most a path
+// component, 255 bytes before escaping).
+void AddClassNames(const Job& job, uint64_t offset, size_t max_bytes,
+                   google::protobuf::RepeatedPtrField<std::string>* out) {
+  const std::vector<std::string>& names = job.dataset().class_names;
+  size_t bytes = 0;
+  for (uint64_t i = offset; i < names.size(); ++i) {
+    std::string name = SafeText(names[i]);
+    bytes += name.size() + 3;  // the field's tag and length
+    if (bytes > max_bytes && i > offset) break;
+    out->Add(std::move(name));
+  }
+}
+
 }  // namespace
+
+void ClassNamesToProto(const Job& job, uint64_t offset, v1::ClassNames* out) {
+  AddClassNames(job, offset, kClassNamesPageBytes, out->mutable_class_names());
+  out->set_num_classes(job.dataset().class_names.size());
+}
 
 void JobToProto(const Job& job, v1::Job* out) {
   out->set_id(job.id());
@@ -51,9 +72,8 @@ void JobToProto(const Job& job, v1::Job* out) {
   out->set_dataset_kind(ToWire(job.dataset().kind));
   out->set_num_shards(job.dataset().shards);
   out->set_index_bytes(job.dataset().index_bytes);
-  for (const std::string& name : job.dataset().class_names) {
-    out->add_class_names(SafeText(name));
-  }
+  AddClassNames(job, 0, kJobClassNameBytes, out->mutable_class_names());
+  out->set_num_classes(job.dataset().class_names.size());
   out->set_batches_per_epoch(job.batches_per_epoch());
   v1::SegmentInfo* segment = out->mutable_segment();
   segment->set_name(job.segment_name());
@@ -76,8 +96,8 @@ void CountersToProto(const Job& job, const JobCounters& c, v1::JobStats* out) {
   out->set_decode_errors(c.decode_errors);
   for (const SampleErrorRecord& e : c.errors) {
     v1::SampleError* error = out->add_errors();
-    error->set_path(SafeText(e.path));
-    error->set_reason(SafeText(e.reason));
+    error->set_path(CutInTheMiddle(SafeText(e.path), kStatsTextBytes));
+    error->set_reason(CutInTheMiddle(SafeText(e.reason), kStatsTextBytes));
   }
   out->set_filling_slots(c.filling_slots);
   out->set_ready_slots(c.ready_slots);

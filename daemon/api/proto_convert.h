@@ -7,7 +7,19 @@
 
 namespace stoker {
 
+// Bounds on what one response may hold, whatever names users give: the
+// class names in a Job, in a GetClassNames page, and each name or path
+// quoted in stats.
+inline constexpr size_t kJobClassNameBytes = size_t{256} << 10;
+inline constexpr size_t kClassNamesPageBytes = size_t{1} << 20;
+inline constexpr size_t kStatsTextBytes = 512;
+
+// The job as the API shows it: its class names as far as
+// kJobClassNameBytes holds them (num_classes counts all).
 void JobToProto(const Job& job, v1::Job* out);
+// The job's class names from `offset`, as far as kClassNamesPageBytes
+// holds them (at least one, if any is left).
+void ClassNamesToProto(const Job& job, uint64_t offset, v1::ClassNames* out);
 void CountersToProto(const Job& job, const JobCounters& counters,
                      v1::JobStats* out);
 void DeliveredToHandle(const Job& job, const Delivered& batch,

@@ -306,6 +306,30 @@ def test_bad_manifests_are_refused_naming_file_and_line(daemon, scratch,
         refused(daemon, match, manifest=path)
 
 
+def test_twenty_thousand_long_class_names_reach_the_loader_whole(
+        daemon, scratch, sources):
+    """A job's class list past what one response holds is paged in: the
+    loader gets every name, and its job is created and deleted as usual."""
+    image = datasets.ImageFolder(sources["folder"]).samples[0][0]
+    names = [f"{'n' * 240}_{i:06d}" for i in range(20000)]
+    path = os.path.join(scratch, "many.csv")
+    with open(path, "w") as f:
+        f.write("path,label,class\n")
+        f.writelines(f"{image},{i},{name}\n" for i, name in enumerate(names))
+    loader = stoker.DataLoader(manifest=path, transform=EVAL, batch_size=4,
+                               socket=daemon.socket)
+    try:
+        assert loader.classes == names
+        job = loader.job_id
+        with stoker.Client(daemon.socket) as client:
+            listed = {j["id"]: j for j in client.list_jobs()}
+        assert int(listed[job]["num_classes"]) == len(names)
+    finally:
+        loader.close()
+    with stoker.Client(daemon.socket) as client:
+        assert job not in [j["id"] for j in client.list_jobs()]
+
+
 def test_paths_outside_the_roots_are_refused(scratch, sources):
     inside = os.path.join(scratch, "inside")
     os.mkdir(inside)

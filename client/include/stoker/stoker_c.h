@@ -59,6 +59,9 @@ STOKER_API void stoker_free(char* text);
 STOKER_API int stoker_connect(const char* target, int64_t timeout_ms,
                               stoker_client** out);
 STOKER_API void stoker_client_close(stoker_client* client);
+/* Jobs as stoker.v1 JSON. create_job and get_job give every class name;
+ * list_jobs gathers every page of jobs, each with the class names the daemon
+ * sent (the first 256 KiB of them; numClasses counts all). */
 STOKER_API int stoker_create_job(stoker_client* client, const char* spec_json,
                                  char** job_json);
 STOKER_API int stoker_get_job(stoker_client* client, const char* job_id,
