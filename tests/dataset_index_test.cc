@@ -1,5 +1,6 @@
 // The pieces under every dataset source: brace patterns, manifest rows, the
 // compact index and the cache that shares it, on real files.
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -7,10 +8,12 @@
 #include <fstream>
 
 #include "bench/support/process.h"
+#include "common/unique_fd.h"
 #include "daemon/jobs/brace_expand.h"
 #include "daemon/jobs/dataset_cache.h"
 #include "daemon/jobs/image_folder.h"
 #include "daemon/jobs/manifest.h"
+#include "daemon/jobs/manifest_lines.h"
 #include "daemon/jobs/manifest_rows.h"
 #include "daemon/os/file_identity.h"
 #include "gtest/gtest.h"
@@ -124,6 +127,71 @@ TEST(ManifestRows, JsonLinesFieldsAndErrors) {
                  {"{\"path\": 3, \"label\": 2}", "line 1: has no \"path\""},
                  {"\n[1, 2]", "line 2: is not a JSON object"},
                  {"{\"path\": \"a\"}", "line 1: has no \"label\""}});
+}
+
+TEST(ManifestRows, LongRowsPathsAndClassNamesAreRefusedNamingTheLine) {
+  const std::string long_path(5000, 'p');
+  const std::string wide(70000, 'x');
+  const std::string half(40000, 'h');
+  ExpectRefused(
+      true,
+      {{"path,label\na.jpg,0\n" + long_path + ",1\n", "line 3: the path 'ppp"},
+       {"path,label,class\na.jpg,0," + std::string(2000, 'c') + "\n",
+        "line 2: the class name 'ccc"},
+       {"path,label\na.jpg,0\n" + wide + ",1\n",
+        "line 3: longer than 65536 bytes"},
+       {"path,label\n\"" + half + "\n" + half + "\",1\n",
+        "line 2: the row is longer than 65536 bytes"}});
+  std::string array = "{\"path\": \"a\", \"label\": 0, \"x\": [1";
+  while (array.size() < 70000) array += ",1";
+  ExpectRefused(false, {{"{\"path\": \"" + long_path + "\", \"label\": 0}\n",
+                         "line 1: the path"},
+                        {"{\"path\": \"a\", \"label\": 0}\n" + array + "]}\n",
+                         "line 2: longer than 65536 bytes"}});
+}
+
+// A manifest file read a piece (1 MiB) at a time gives the lines of its
+// text, CRLF ends, a last line without an end and all.
+TEST(ManifestLines, AFileReadInPiecesGivesTheLinesOfItsText) {
+  testdata::TempDir dir("stoker-lines");
+  std::string text;
+  for (int i = 0; text.size() < (size_t{3} << 20); ++i) {
+    text += std::string(i * 7 % 997, char('a' + i % 26));
+    text += i % 5 == 0 ? "\r\n" : "\n";
+  }
+  text += "the last line, without an end";
+  const std::string path = dir.path() + "/m.csv";
+  std::ofstream(path, std::ios::binary) << text;
+  const UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  ASSERT_GE(fd.get(), 0);
+  auto file = LinesOfFile(fd.get(), "m");
+  auto memory = LinesOfText(text, "m");
+  absl::string_view a, b;
+  uint64_t lines = 0;
+  for (;;) {
+    auto more_a = file->Next(&a);
+    auto more_b = memory->Next(&b);
+    ASSERT_TRUE(more_a.ok() && more_b.ok());
+    ASSERT_EQ(*more_a, *more_b) << "line " << lines;
+    if (!*more_a) break;
+    ASSERT_EQ(a, b) << "line " << file->line();
+    ASSERT_EQ(file->line(), ++lines);
+  }
+  EXPECT_EQ(b, "the last line, without an end");
+  EXPECT_GT(lines, 6000u);
+
+  const std::string wide = dir.path() + "/wide.csv";
+  std::ofstream(wide, std::ios::binary) << "path,label\n"
+                                        << std::string(3 << 20, 'w') << "\n";
+  const UniqueFd wide_fd(::open(wide.c_str(), O_RDONLY | O_CLOEXEC));
+  auto lines_of_wide = LinesOfFile(wide_fd.get(), "wide");
+  ASSERT_TRUE(*lines_of_wide->Next(&a));
+  auto refused = lines_of_wide->Next(&a);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.status().message().find("'wide' line 2: longer than"),
+            std::string::npos)
+      << refused.status();
 }
 
 void Write(const std::string& path, const std::string& text) {

@@ -130,6 +130,16 @@ TEST(ReadTarMembers, BadShardsAreRefusedNamingTheShardAndTheHeader) {
   // The names a listing holds are bounded too (a shard of huge pax names).
   expect(archive.path(), "member names pass 100 bytes",
          {.max_name_bytes = 100});
+  // A member name past PATH_MAX (a 5,005-byte pax path).
+  const std::string long_name = dir.path() + "/long_name.tar";
+  ASSERT_EQ(std::system(("python3 -c \"import io, tarfile; t = tarfile.open('" +
+                         long_name +
+                         "', 'w', format=tarfile.PAX_FORMAT); i = "
+                         "tarfile.TarInfo('d/' * 2500 + 'x.jpg'); i.size = 1; "
+                         "t.addfile(i, io.BytesIO(b'x')); t.close()\"")
+                            .c_str()),
+            0);
+  expect(long_name, "a member name of 5005 bytes, longer than 4095 ('d/d/");
   const std::string gz = dir.path() + "/shard.tar.gz";
   ASSERT_EQ(std::system(("gzip -c " + archive.path() + " > " + gz).c_str()), 0);
   expect(gz, "gzip-compressed tar");

@@ -15,31 +15,24 @@
 #include "common/status_macros.h"
 #include "common/unique_fd.h"
 #include "daemon/jobs/manifest_rows.h"
-#include "daemon/os/read_at.h"
 
 namespace stoker {
 namespace {
 
-// Reads the manifest, stamping it; *resolved is where it lies.
-absl::Status ReadManifest(const std::string& path, const PathPolicy& policy,
-                          std::string* resolved, std::string* text,
-                          FileStamp* stamp) {
+// Opens the manifest, stamping it; *resolved is where it lies.
+absl::StatusOr<UniqueFd> OpenManifest(const std::string& path,
+                                      const PathPolicy& policy,
+                                      std::string* resolved, FileStamp* stamp) {
   struct stat st;
   STOKER_ASSIGN_OR_RETURN(
-      const UniqueFd fd,
+      UniqueFd fd,
       OpenDatasetFile(path, policy, "dataset.manifest", resolved, stamp, &st));
   if (uint64_t(st.st_size) > kMaxManifestBytes) {
     return absl::ResourceExhaustedError(
         absl::StrCat("dataset.manifest '", path, "' is ", st.st_size,
                      " bytes; stokerd reads at most ", kMaxManifestBytes));
   }
-  text->resize(size_t(st.st_size));
-  if (!ReadAt(fd.get(), reinterpret_cast<uint8_t*>(text->data()), text->size(),
-              0)) {
-    return absl::DataLossError(
-        absl::StrCat("dataset.manifest '", path, "' could not be read whole"));
-  }
-  return absl::OkStatus();
+  return fd;
 }
 
 // Turns rows into index entries: resolves each directory once, checks each
@@ -170,10 +163,11 @@ absl::StatusOr<std::shared_ptr<const DatasetIndex>> IndexManifest(
         "': name a .csv or a .jsonl (JSON lines) file; the format follows "
         "the name"));
   }
-  std::string resolved, text;
+  std::string resolved;
   FileStamp stamp;
-  STOKER_RETURN_IF_ERROR(
-      ReadManifest(path, PolicyOf(limits), &resolved, &text, &stamp));
+  STOKER_ASSIGN_OR_RETURN(
+      const UniqueFd fd,
+      OpenManifest(path, PolicyOf(limits), &resolved, &stamp));
   DatasetIndex::Builder index(DatasetKind::kManifest);
   index.AddStamp(std::move(stamp));
   const std::string base =
@@ -182,8 +176,9 @@ absl::StatusOr<std::shared_ptr<const DatasetIndex>> IndexManifest(
   const RowSink sink = [&rows](const ManifestRow& row) {
     return rows.Add(row);
   };
-  STOKER_RETURN_IF_ERROR(csv ? ParseCsvManifest(text, path, sink)
-                             : ParseJsonLinesManifest(text, path, sink));
+  const std::unique_ptr<ManifestLines> lines = LinesOfFile(fd.get(), path);
+  STOKER_RETURN_IF_ERROR(csv ? ParseCsvManifest(*lines, path, sink)
+                             : ParseJsonLinesManifest(*lines, path, sink));
   if (index.samples() == 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("dataset.manifest '", path, "' holds no row"));

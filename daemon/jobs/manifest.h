@@ -26,8 +26,9 @@
 
 namespace stoker {
 
-// A manifest is read whole while its index is built (at most 16 builds
-// run at once): 256 MiB holds about 5 million CSV rows.
+// A manifest is read a row at a time while its index is built (rows of at
+// most kMaxManifestRowBytes, manifest_lines.h): 256 MiB holds about 5
+// million CSV rows.
 inline constexpr uint64_t kMaxManifestBytes = uint64_t{256} << 20;
 inline constexpr int64_t kMaxManifestClasses = int64_t{1} << 20;
 

@@ -24,12 +24,14 @@ std::string Quote(absl::string_view text) {
                       text.size() > 40 ? "...'" : "'");
 }
 
+constexpr absl::string_view kUnclosed = "a quoted field is not closed";
+
 // Reads RFC 4180 records, counting lines.
 class CsvReader {
  public:
-  explicit CsvReader(absl::string_view text) : text_(text) {
-    if (absl::StartsWith(text_, "\xEF\xBB\xBF")) text_.remove_prefix(3);  // BOM
-  }
+  // `text` is one record (it may hold quoted line breaks), starting at
+  // line `line`.
+  CsvReader(absl::string_view text, uint64_t line) : text_(text), line_(line) {}
 
   bool done() const { return pos_ >= text_.size(); }
   uint64_t line() const { return line_; }
@@ -75,7 +77,7 @@ class CsvReader {
     ++pos_;  // the opening quote
     for (;;) {
       if (pos_ >= text_.size()) {
-        *error = "a quoted field is not closed";
+        *error = std::string(kUnclosed);
         return false;
       }
       const char c = text_[pos_++];
@@ -97,7 +99,7 @@ class CsvReader {
 
   absl::string_view text_;
   size_t pos_ = 0;
-  uint64_t line_ = 1;
+  uint64_t line_;
 };
 
 absl::Status ParseLabel(const std::string& manifest, uint64_t line,
@@ -131,19 +133,67 @@ absl::StatusOr<Columns> ReadHeader(const std::vector<std::string>& header,
   return columns;
 }
 
+// A path or class name past its bound is refused naming the line (a path
+// longer than PATH_MAX could not be opened anyway).
+absl::Status CheckNames(const ManifestRow& row, const std::string& manifest) {
+  if (row.path.size() > kMaxManifestPathBytes) {
+    return Bad(
+        manifest, row.line,
+        absl::StrCat("the path ", Quote(row.path), " is ", row.path.size(),
+                     " bytes, longer than ", kMaxManifestPathBytes));
+  }
+  if (row.class_name && row.class_name->size() > kMaxManifestClassBytes) {
+    return Bad(manifest, row.line,
+               absl::StrCat("the class name ", Quote(*row.class_name), " is ",
+                            row.class_name->size(), " bytes, longer than ",
+                            kMaxManifestClassBytes));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status ParseCsvManifest(absl::string_view text,
-                              const std::string& manifest,
+                              const std::string& manifest, const RowSink& row) {
+  return ParseCsvManifest(*LinesOfText(text, manifest), manifest, row);
+}
+
+absl::Status ParseJsonLinesManifest(absl::string_view text,
+                                    const std::string& manifest,
+                                    const RowSink& row) {
+  return ParseJsonLinesManifest(*LinesOfText(text, manifest), manifest, row);
+}
+
+absl::Status ParseCsvManifest(ManifestLines& lines, const std::string& manifest,
                               const RowSink& sink) {
-  CsvReader reader(text);
   std::vector<std::string> fields;
   std::string error;
   std::optional<Columns> columns;
   ManifestRow row;
-  while (!reader.done()) {
-    const uint64_t line = reader.line();
-    if (!reader.Next(&fields, &error)) return Bad(manifest, line, error);
+  std::string record;
+  absl::string_view text;
+  for (;;) {
+    STOKER_ASSIGN_OR_RETURN(bool more, lines.Next(&text));
+    if (!more) break;
+    const uint64_t line = lines.line();
+    if (line == 1 && absl::StartsWith(text, "\xEF\xBB\xBF")) {
+      text.remove_prefix(3);  // a byte-order mark
+    }
+    // A record whose quoted field holds line breaks takes the next lines.
+    record.assign(text.data(), text.size());
+    for (;;) {
+      error.clear();
+      if (CsvReader(record, line).Next(&fields, &error)) break;
+      if (error != kUnclosed) return Bad(manifest, line, error);
+      STOKER_ASSIGN_OR_RETURN(more, lines.Next(&text));
+      if (!more) return Bad(manifest, line, kUnclosed);
+      if (record.size() + 1 + text.size() > kMaxManifestRowBytes) {
+        return Bad(manifest, line,
+                   absl::StrCat("the row is longer than ", kMaxManifestRowBytes,
+                                " bytes, the most a manifest row may be"));
+      }
+      absl::StrAppend(&record, "\n", text);
+    }
     if (fields.empty()) continue;
     if (!columns) {
       STOKER_ASSIGN_OR_RETURN(columns, ReadHeader(fields, manifest, line));
@@ -164,23 +214,23 @@ absl::Status ParseCsvManifest(absl::string_view text,
         ParseLabel(manifest, line, fields[columns->label], &row.label));
     row.class_name.reset();
     if (columns->class_name >= 0) row.class_name = fields[columns->class_name];
+    STOKER_RETURN_IF_ERROR(CheckNames(row, manifest));
     STOKER_RETURN_IF_ERROR(sink(row));
   }
-  if (!columns) return Bad(manifest, reader.line(), "no header row");
+  if (!columns) return Bad(manifest, lines.line() + 1, "no header row");
   return absl::OkStatus();
 }
 
-absl::Status ParseJsonLinesManifest(absl::string_view text,
+absl::Status ParseJsonLinesManifest(ManifestLines& lines,
                                     const std::string& manifest,
                                     const RowSink& sink) {
   simdjson::dom::parser parser;
   ManifestRow row;
-  uint64_t line = 0;
-  while (!text.empty()) {
-    ++line;
-    const size_t end = text.find('\n');
-    absl::string_view content = text.substr(0, end);
-    text.remove_prefix(end == absl::string_view::npos ? text.size() : end + 1);
+  absl::string_view content;
+  for (;;) {
+    STOKER_ASSIGN_OR_RETURN(const bool more, lines.Next(&content));
+    if (!more) break;
+    const uint64_t line = lines.line();
     if (absl::StripAsciiWhitespace(content).empty()) continue;
     simdjson::dom::object object;
     if (auto error = parser.parse(content.data(), content.size()).get(object);
@@ -209,6 +259,7 @@ absl::Status ParseJsonLinesManifest(absl::string_view text,
     if (object["class"].get(class_name) == simdjson::SUCCESS) {
       row.class_name = std::string(class_name);
     }
+    STOKER_RETURN_IF_ERROR(CheckNames(row, manifest));
     STOKER_RETURN_IF_ERROR(sink(row));
   }
   return absl::OkStatus();

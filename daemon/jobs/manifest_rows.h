@@ -9,6 +9,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
+#include "daemon/jobs/manifest_lines.h"
 
 namespace stoker {
 
@@ -19,9 +20,17 @@ struct ManifestRow {
   std::optional<std::string> class_name;
 };
 
-// Calls `row` for each row of `text` in order, stopping at its first
-// error. Parse errors are INVALID_ARGUMENT naming `manifest` and the line.
+// Calls `row` for each row of `lines` (or of `text`) in order, stopping at
+// its first error. Parse errors are INVALID_ARGUMENT naming `manifest` and
+// the line; so are a row longer than kMaxManifestRowBytes, a path longer
+// than kMaxManifestPathBytes and a class name longer than
+// kMaxManifestClassBytes. Memory: one row at a time.
 using RowSink = std::function<absl::Status(const ManifestRow&)>;
+absl::Status ParseCsvManifest(ManifestLines& lines, const std::string& manifest,
+                              const RowSink& row);
+absl::Status ParseJsonLinesManifest(ManifestLines& lines,
+                                    const std::string& manifest,
+                                    const RowSink& row);
 absl::Status ParseCsvManifest(absl::string_view text,
                               const std::string& manifest, const RowSink& row);
 absl::Status ParseJsonLinesManifest(absl::string_view text,

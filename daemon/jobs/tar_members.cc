@@ -11,6 +11,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "common/safe_text.h"
 #include "common/status_macros.h"
 
 namespace stoker {
@@ -162,6 +163,12 @@ absl::Status AddMember(const std::string& shard, const TarLimits& limits,
   }
   if (next->path) name = *next->path;
   *next = {};
+  if (name.size() > kMaxMemberNameBytes) {
+    return Bad(shard, at,
+               absl::StrCat("a member name of ", name.size(),
+                            " bytes, longer than ", kMaxMemberNameBytes, " ('",
+                            SafeText(name.substr(0, 64)), "...')"));
+  }
   if (size > limits.max_member_bytes) {
     return Bad(
         shard, at,

@@ -29,6 +29,10 @@ struct TarMember {
   uint64_t size = 0;
 };
 
+// The longest member name a shard may hold (PATH_MAX less its NUL): a
+// longer one is refused naming the shard and the member's header.
+inline constexpr size_t kMaxMemberNameBytes = 4095;
+
 struct TarLimits {
   uint64_t max_member_bytes = uint64_t{256} << 20;  // as kMaxFileBytes
   uint64_t max_members = uint64_t{1} << 26;

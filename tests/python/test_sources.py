@@ -350,27 +350,30 @@ def test_paths_outside_the_roots_are_refused(scratch, sources):
 
 def test_long_names_are_refused_with_a_message_that_arrives(daemon, scratch,
                                                            sources):
-    """A 1 MiB path in a manifest, a 9,000-byte pax path in a shard: the
-    refusal reaches the client (not gRPC's "metadata size exceeds limit"),
-    still naming the file and the line or the member, cut in the middle."""
+    """A 1 MiB path and a 5,000-byte path in a manifest, a 9,000-byte pax
+    path in a shard: each is refused with INVALID_ARGUMENT naming the file
+    and the line or the member's header, in a message that reaches the
+    client (not gRPC's "metadata size exceeds limit")."""
     image = datasets.ImageFolder(sources["folder"]).samples[0][0]
-    path = os.path.join(scratch, "long.csv")
-    with open(path, "w") as f:
-        f.write(f"path,label\n{image},0\n{'d/' * (1 << 19)}x.jpg,1\n")
-    with pytest.raises(stoker.StokerError) as refusal:
-        stoker.DataLoader(transform=EVAL, socket=daemon.socket, batch_size=2,
-                          manifest=path).close()
-    assert not isinstance(refusal.value, stoker.ResourceExhausted)
-    message = str(refusal.value)
-    assert "long.csv' line 3" in message and "bytes cut]" in message
-    assert len(message) < 4096
+    for rows, why in ((f"{'d/' * (1 << 19)}x.jpg,1", "longer than 65536"),
+                      (f"{'d/' * 2500}x.jpg,1", "is 5005 bytes, longer than")):
+        path = os.path.join(scratch, "long.csv")
+        with open(path, "w") as f:
+            f.write(f"path,label\n{image},0\n{rows}\n")
+        with pytest.raises(stoker.InvalidArgument) as refusal:
+            stoker.DataLoader(transform=EVAL, socket=daemon.socket,
+                              batch_size=2, manifest=path).close()
+        message = str(refusal.value)
+        assert "long.csv' line 3" in message and why in message, message
+        assert len(message) < 4096
     jpeg = open(image, "rb").read()
     shard = os.path.join(scratch, "long.tar")
     one_shard(shard, [("b.jpg", jpeg), ("b.cls", b"1"),
-                      ("a" * 9000 + ".jpg", jpeg)])  # no cls: refused
-    with pytest.raises(stoker.StokerError) as refusal:
+                      ("a" * 9000 + ".jpg", jpeg), ("a" * 9000 + ".cls", b"0")])
+    with pytest.raises(stoker.InvalidArgument) as refusal:
         stoker.DataLoader(transform=EVAL, socket=daemon.socket, batch_size=2,
                           shards=shard).close()
-    assert not isinstance(refusal.value, stoker.ResourceExhausted)
-    assert "long.tar" in str(refusal.value)
-    assert len(str(refusal.value)) < 4096
+    message = str(refusal.value)
+    assert "long.tar" in message and "header at byte" in message, message
+    assert "a member name of 9004 bytes, longer than 4095" in message
+    assert len(message) < 4096
