@@ -53,6 +53,8 @@ void RemoveStaleSocket(const std::string& path) {
 // Largest request message accepted (a JobSpec with a long pipeline is a few
 // KiB).
 constexpr int kMaxRequestBytes = 64 << 10;
+constexpr int kMaxMetadataBytes = 16 << 10;
+constexpr size_t kGrpcMemoryQuota = size_t{128} << 20;
 
 int DefaultWorkers() {
   const int cores = static_cast<int>(std::thread::hardware_concurrency());
@@ -235,6 +237,15 @@ absl::Status Daemon::StartServer(const DaemonOptions& options) {
   // the server, so that each one's peer credentials are known.
   builder.RegisterService(service_.get());
   builder.SetMaxReceiveMessageSize(kMaxRequestBytes);
+  // A request's metadata is a few hundred bytes. And what gRPC holds for
+  // all connections is bounded: a header block that never ends
+  // (CVE-2023-33953, which gRPC 1.51 does not bound itself) is cut off
+  // when gRPC's memory passes the quota, at least when it is made of
+  // small fields; see docs/security.md for what remains.
+  builder.AddChannelArgument(GRPC_ARG_MAX_METADATA_SIZE, kMaxMetadataBytes);
+  grpc::ResourceQuota quota("stokerd");
+  quota.Resize(kGrpcMemoryQuota);
+  builder.SetResourceQuota(quota);
   const int keepalive_ms =
       static_cast<int>(absl::ToInt64Milliseconds(options.keepalive));
   if (keepalive_ms > 0) {
