@@ -46,3 +46,22 @@ print(len(outcomes), outcomes.count("epoch"), flush=True)
     assert total == 24 and epochs >= 1
     with stoker.Client(daemon.socket) as client:
         assert client.list_jobs() == []
+
+
+def test_a_loader_whose_construction_fails_leaves_no_job(daemon, scratch):
+    """The job exists before the batch transform is checked against it (it
+    needs the class count): a refusal then deletes it, and so does a
+    failure to attach."""
+    data = make_dataset(os.path.join(scratch, "data"), classes=3)
+    T = pytest.importorskip("torchvision.transforms")
+    transform = T.Compose([T.RandomResizedCrop(32), T.ToTensor()])
+    with pytest.raises(stoker.InvalidArgument, match="num_classes"):
+        stoker.DataLoader(data, batch_size=4, transform=transform,
+                          socket=daemon.socket,
+                          batch_transform=stoker.MixUp(alpha=0.2,
+                                                       num_classes=2))
+    with pytest.raises(stoker.StokerError):
+        stoker.DataLoader(data, batch_size=4, transform=transform,
+                          socket=daemon.socket, prefetch=1 << 20)
+    with stoker.Client(daemon.socket) as client:
+        assert client.list_jobs() == []
