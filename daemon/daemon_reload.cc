@@ -13,6 +13,7 @@ RegistryLimits RegistryLimitsOf(const DaemonOptions& options) {
           .shm_budget_bytes = options.shm_budget_bytes,
           .shm_budget_per_user_bytes = options.shm_budget_per_user_bytes,
           .max_dataset_samples = options.max_dataset_samples,
+          .max_index_bytes_per_user = options.max_index_bytes_per_user,
           .scan_timeout = options.scan_timeout,
           .orphan_timeout = options.orphan_timeout,
           .ended_job_ttl = options.ended_job_ttl,

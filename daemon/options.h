@@ -27,6 +27,8 @@ struct DaemonOptions {
   // Dataset scans: most images, longest scan.
   uint64_t max_dataset_samples = uint64_t{1} << 24;
   absl::Duration scan_timeout = absl::Minutes(5);
+  // The dataset indexes one user's jobs may hold (0: no limit).
+  uint64_t max_index_bytes_per_user = uint64_t{2} << 30;
   // A running job with no consumer for this long is ended; an ended job is
   // forgotten this long after it ended. Zero: never.
   absl::Duration orphan_timeout = absl::Minutes(5);

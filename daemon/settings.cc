@@ -112,7 +112,7 @@ constexpr uint64_t kUint32Max = std::numeric_limits<uint32_t>::max();
 constexpr uint64_t kUint64Max = std::numeric_limits<uint64_t>::max();
 using O = DaemonOptions;
 
-const std::array<Setting, 22> kSettings = {{
+const std::array<Setting, 23> kSettings = {{
     {"socket", false,
      "the Unix socket to serve: a path, unix:PATH or unix://PATH; the ring "
      "socket is PATH.ring beside it",
@@ -176,6 +176,11 @@ const std::array<Setting, 22> kSettings = {{
      ShowNumber<&O::max_dataset_samples>},
     {"scan_timeout", true, "longest a dataset scan may take",
      Read<&O::scan_timeout, Duration>, ShowDuration<&O::scan_timeout>},
+    {"max_index_per_user", true,
+     "dataset indexes one user's jobs may hold in memory (shared ones "
+     "once); 0: no limit",
+     Read<&O::max_index_bytes_per_user, ParseByteSize>,
+     [](const O& o) { return FormatByteSize(o.max_index_bytes_per_user); }},
     {"orphan_timeout", true,
      "a running job with no consumer for this long is ended and its ring "
      "freed; 0 disables",

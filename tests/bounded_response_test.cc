@@ -232,5 +232,48 @@ TEST(BoundedResponses, StatsOfJobsFullOfLongFailingPathsStayReadable) {
   }
 }
 
+// One user's jobs hold at most --max_index_per_user of dataset indexes, an
+// index their jobs share counted once; the refusal gives the numbers.
+TEST(BoundedResponses, OneUsersIndexesAreBoundedSharedOnesCountedOnce) {
+  testdata::TempDir dir("stoker-index-bound");
+  testing::MakeDataset(dir.path() + "/a", 2, 50, 32, 24);
+  testing::MakeDataset(dir.path() + "/b", 2, 50, 32, 24);
+  JobSpec spec{.batch_size = 2, .slots = 1};
+  spec.height = spec.width = 8;
+  auto on = [&](const std::string& name) {
+    JobSpec s = spec;
+    s.dataset_path = dir.path() + "/" + name;
+    return s;
+  };
+  uint64_t one = 0;
+  {
+    TestDaemon measure;
+    auto job = measure.Connect()->CreateJob(on("a"));
+    ASSERT_TRUE(job.ok()) << job.status();
+    one = job->index_bytes;
+  }
+  ASSERT_GT(one, 0u);
+  DaemonOptions options;
+  options.max_index_bytes_per_user = one * 3 / 2;  // one index, not two
+  TestDaemon daemon(options);
+  auto client = daemon.Connect();
+  auto first = client->CreateJob(on("a"));
+  ASSERT_TRUE(first.ok()) << first.status();
+  auto shared = client->CreateJob(on("a"));  // the same index
+  ASSERT_TRUE(shared.ok()) << shared.status();
+  auto other = client->CreateJob(on("b"));
+  ASSERT_EQ(other.status().code(), absl::StatusCode::kResourceExhausted)
+      << other.status();
+  EXPECT_NE(other.status().message().find("--max_index_per_user"),
+            std::string::npos)
+      << other.status();
+  ASSERT_TRUE(client->DeleteJob(first->id).ok());
+  ASSERT_TRUE(client->DeleteJob(shared->id).ok());
+  EXPECT_TRUE(testing::Eventually([&] {
+    auto job = client->CreateJob(on("b"));
+    return job.ok();
+  }));
+}
+
 }  // namespace
 }  // namespace stoker

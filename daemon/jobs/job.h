@@ -83,6 +83,12 @@ class Job {
   const JobConfig& config() const { return config_; }
   JobAccess access() const { return {config_.owner_uid, config_.access_gid}; }
   const DatasetSummary& dataset() const { return dataset_; }
+  // The dataset index while the job holds it (nullptr once it let go, after
+  // it ended).
+  const DatasetIndex* held_index() const ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::MutexLock lock(&mu_);
+    return index_.get();
+  }
   const RingGeometry& geometry() const { return geometry_; }
   const std::string& segment_name() const { return segment_name_; }
   uint64_t batches_per_epoch() const { return plan_.batches_per_epoch(); }

@@ -203,6 +203,26 @@ absl::Status JobRegistry::CheckMemory(const JobConfig& config,
   return absl::OkStatus();
 }
 
+absl::Status JobRegistry::CheckIndexMemory(uid_t uid,
+                                           const DatasetIndex& index) const {
+  const uint64_t limit = options_.limits.max_index_bytes_per_user;
+  if (limit == 0) return absl::OkStatus();
+  std::set<const DatasetIndex*> held = {&index};
+  for (const auto& [id, job] : jobs_) {
+    if (job->config().owner_uid != uid) continue;
+    if (const DatasetIndex* other = job->held_index()) held.insert(other);
+  }
+  uint64_t bytes = 0;
+  for (const DatasetIndex* i : held) bytes += i->MemoryBytes();
+  if (bytes <= limit) return absl::OkStatus();
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "the dataset's index takes ", FormatByteSize(index.MemoryBytes()),
+      " of memory; with the indexes uid ", uid, "'s jobs hold it would be ",
+      FormatByteSize(bytes), ", past the ", FormatByteSize(limit),
+      " one user's jobs may hold (--max_index_per_user): delete jobs over "
+      "other datasets, or split the dataset"));
+}
+
 absl::StatusOr<std::shared_ptr<const DatasetIndex>> JobRegistry::Index(
     JobConfig* config, const ScanLimits& limits) {
   // What the scan opens, it opens with the owner's permissions (the ring
@@ -247,6 +267,7 @@ absl::StatusOr<std::shared_ptr<Job>> JobRegistry::Create(
     absl::MutexLock lock(&mu_);
     if (closed_) return absl::UnavailableError("stokerd is shutting down");
     STOKER_RETURN_IF_ERROR(CheckLimits(config));
+    STOKER_RETURN_IF_ERROR(CheckIndexMemory(config.owner_uid, **dataset));
     ticket = next_reservation_++;
     reserved_[ticket] = {config.owner_uid,
                          RingGeometryFor(config).segment_bytes};

@@ -29,6 +29,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,7 @@ struct RegistryLimits {
   uint64_t shm_budget_bytes;
   uint64_t shm_budget_per_user_bytes;
   uint64_t max_dataset_samples;
+  uint64_t max_index_bytes_per_user;  // 0: no limit
   absl::Duration scan_timeout;
   // Zero: never reaped.
   absl::Duration orphan_timeout;
@@ -148,6 +150,10 @@ class JobRegistry {
   absl::Status CheckMemory(const JobConfig& config,
                            std::map<uid_t, Holding>& by_user,
                            bool* per_user) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The dataset indexes `uid`'s jobs hold with `index` added (each counted
+  // once) against limits.max_index_bytes_per_user.
+  absl::Status CheckIndexMemory(uid_t uid, const DatasetIndex& index) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Jobs in all; what each user holds into *by_user.
   uint32_t CountHoldings(std::map<uid_t, Holding>* by_user) const
