@@ -54,7 +54,6 @@ void RemoveStaleSocket(const std::string& path) {
 // KiB).
 constexpr int kMaxRequestBytes = 64 << 10;
 constexpr int kMaxMetadataBytes = 16 << 10;
-constexpr size_t kGrpcMemoryQuota = size_t{128} << 20;
 
 int DefaultWorkers() {
   const int cores = static_cast<int>(std::thread::hardware_concurrency());
@@ -93,8 +92,10 @@ uint32_t ConnectionBudget() {
     (void)::setrlimit(RLIMIT_NOFILE, &limit);
     (void)::getrlimit(RLIMIT_NOFILE, &limit);
   }
+  // Three descriptors a connection (the client's, and the relay's socket
+  // pair), and room for rings and dataset files.
   return static_cast<uint32_t>(
-      std::min<rlim_t>(limit.rlim_cur / 2, uint32_t{1} << 20));
+      std::min<rlim_t>(limit.rlim_cur / 4, uint32_t{1} << 20));
 }
 
 }  // namespace
@@ -237,15 +238,10 @@ absl::Status Daemon::StartServer(const DaemonOptions& options) {
   // the server, so that each one's peer credentials are known.
   builder.RegisterService(service_.get());
   builder.SetMaxReceiveMessageSize(kMaxRequestBytes);
-  // A request's metadata is a few hundred bytes. And what gRPC holds for
-  // all connections is bounded: a header block that never ends
-  // (CVE-2023-33953, which gRPC 1.51 does not bound itself) is cut off
-  // when gRPC's memory passes the quota, at least when it is made of
-  // small fields; see docs/security.md for what remains.
+  // A request's metadata is a few hundred bytes. (A header block that
+  // never ends, which gRPC 1.51 would buffer without bound, is cut off
+  // before gRPC by the listener's relay: relay.h.)
   builder.AddChannelArgument(GRPC_ARG_MAX_METADATA_SIZE, kMaxMetadataBytes);
-  grpc::ResourceQuota quota("stokerd");
-  quota.Resize(kGrpcMemoryQuota);
-  builder.SetResourceQuota(quota);
   const int keepalive_ms =
       static_cast<int>(absl::ToInt64Milliseconds(options.keepalive));
   if (keepalive_ms > 0) {

@@ -14,6 +14,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/log.h"
+#include "common/status_macros.h"
 #include "daemon/api/ring_requests.h"
 
 namespace stoker {
@@ -78,10 +79,12 @@ absl::StatusOr<std::unique_ptr<Listener>> Listener::Open(
           ": the socket unit must listen on exactly those two (and --socket "
           "name the first)"));
     }
-    return std::unique_ptr<Listener>(new Listener(
+    std::unique_ptr<Listener> listener(new Listener(
         socket_path, ring_path, UniqueFd(grpc_it->second),
         UniqueFd(ring_it->second), std::move(wake_read), std::move(wake_write),
         /*owns_paths=*/false));
+    STOKER_ASSIGN_OR_RETURN(listener->relay_, ConnectionRelay::Start());
+    return listener;
   }
   auto grpc_fd = ListenUnix(socket_path, mode, group);
   if (!grpc_fd.ok()) return grpc_fd.status();
@@ -90,9 +93,11 @@ absl::StatusOr<std::unique_ptr<Listener>> Listener::Open(
     ::unlink(socket_path.c_str());  // *grpc_fd closes with it
     return ring_fd.status();
   }
-  return std::unique_ptr<Listener>(new Listener(
+  std::unique_ptr<Listener> listener(new Listener(
       socket_path, ring_path, *std::move(grpc_fd), *std::move(ring_fd),
       std::move(wake_read), std::move(wake_write), /*owns_paths=*/true));
+  STOKER_ASSIGN_OR_RETURN(listener->relay_, ConnectionRelay::Start());
+  return listener;
 }
 
 Listener::Listener(std::string socket_path, std::string ring_path,
@@ -178,16 +183,26 @@ void Listener::AcceptGrpc(grpc::Server* server, PeerTable* peers) {
     spdlog::warn("dropping a connection: {}", credentials.status().message());
     return;
   }
-  absl::Status admitted =
-      peers->Admit(fd.get(), *credentials, RingRequestsOf(credentials->uid));
+  // gRPC gets one end of a socket pair; the relay copies between the other
+  // and the client (see relay.h). The table knows the connection by gRPC's
+  // end.
+  auto pair = ConnectionRelay::Pair();
+  if (!pair.ok()) {
+    spdlog::warn("dropping a connection: {}", pair.status().message());
+    return;
+  }
+  auto& [relay_end, grpc_end] = *pair;
+  absl::Status admitted = peers->Admit(grpc_end.get(), *credentials,
+                                       RingRequestsOf(credentials->uid));
   if (!admitted.ok()) {
     // Closed unanswered: the client's channel sees the connection drop.
     spdlog::debug("refusing a connection of pid {}: {}", credentials->pid,
                   admitted.message());
     return;
   }
-  // gRPC owns the connection from here on.
-  grpc::AddInsecureChannelFromFd(server, fd.release());
+  relay_->Add(std::move(fd), std::move(relay_end), credentials->pid);
+  // gRPC owns its end from here on.
+  grpc::AddInsecureChannelFromFd(server, grpc_end.release());
 }
 
 uint32_t Listener::RingRequestsOf(uid_t uid) const {
@@ -240,6 +255,8 @@ void Listener::Stop() {
     thread_.join();
   }
   ring_requests_.clear();
+  // The relay goes on (it ends with the listener): the connections gRPC
+  // still serves say goodbye through it.
   grpc_fd_.reset();
   ring_fd_.reset();
   wake_read_.reset();

@@ -38,6 +38,7 @@
 #include "absl/time/time.h"
 #include "common/unique_fd.h"
 #include "daemon/api/peer.h"
+#include "daemon/api/relay.h"
 #include "daemon/api/ring_requests.h"
 
 namespace stoker {
@@ -94,6 +95,8 @@ class Listener {
   UniqueFd wake_read_;
   UniqueFd wake_write_;
   const bool owns_paths_;  // false: systemd's sockets, left in place
+  // Every gRPC connection goes through it (header blocks bounded).
+  std::unique_ptr<ConnectionRelay> relay_;
   std::thread thread_;
   bool stopped_ = false;
   std::vector<RingRequest> ring_requests_;  // the listener thread's own

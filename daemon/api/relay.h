@@ -1,0 +1,97 @@
+// Sits between each client connection and gRPC: copies the bytes both
+// ways, reading the HTTP/2 frame headers the client sends, and ends a
+// connection whose header block (a HEADERS frame and its CONTINUATION
+// frames) passes kMaxHeaderBlockBytes. gRPC 1.51 buffers a header block
+// without bound while its CONTINUATION frames keep coming (CVE-2023-33953):
+// one connection could make stokerd hold gigabytes.
+//
+// One thread serves every connection (epoll); the traffic is small, since
+// batches travel through shared memory. Each direction buffers at most
+// kRelayBufferBytes; past that the relay stops reading that side, and TCP-
+// like backpressure reaches the writer.
+#ifndef STOKER_DAEMON_API_RELAY_H_
+#define STOKER_DAEMON_API_RELAY_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <thread>
+#include <utility>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "common/unique_fd.h"
+
+namespace stoker {
+
+inline constexpr size_t kMaxHeaderBlockBytes = size_t{64} << 10;
+inline constexpr size_t kRelayBufferBytes = size_t{256} << 10;
+
+// Reads a client's side of an HTTP/2 connection (after the 24-byte
+// preface) frame header by frame header; false once a header block passes
+// kMaxHeaderBlockBytes.
+class Http2HeaderScanner {
+ public:
+  bool Feed(const uint8_t* data, size_t size);
+  uint64_t largest_block() const { return largest_block_; }
+
+ private:
+  void OnFrameHeader();
+
+  size_t preface_left_ = 24;
+  uint8_t header_[9] = {};
+  size_t header_have_ = 0;
+  uint64_t payload_left_ = 0;
+  bool in_block_ = false;
+  uint64_t block_bytes_ = 0;
+  uint64_t largest_block_ = 0;
+};
+
+class ConnectionRelay {
+ public:
+  static absl::StatusOr<std::unique_ptr<ConnectionRelay>> Start();
+  ~ConnectionRelay();  // ends every connection
+  ConnectionRelay(const ConnectionRelay&) = delete;
+  ConnectionRelay& operator=(const ConnectionRelay&) = delete;
+
+  // A connected socket pair: the relay's end, and gRPC's.
+  static absl::StatusOr<std::pair<UniqueFd, UniqueFd>> Pair();
+  // Relays between `client` and `inner` (the relay's end of a Pair) from
+  // now on; `pid` names the client in the log.
+  void Add(UniqueFd client, UniqueFd inner, pid_t pid);
+  // Connections ended for a header block past the bound, since start.
+  uint64_t cut_off() const;
+
+ private:
+  struct Connection;
+  ConnectionRelay(UniqueFd epoll, UniqueFd wake);
+  void Run();
+  void TakeNew();
+  // Handles `events` on one side; false when the connection is done.
+  bool Serve(Connection& c, bool client_side, uint32_t events);
+  // Reads what a side sent (while its bytes have room to go, or all of it
+  // when `drain`); false if the connection must end.
+  bool ReadFrom(Connection& c, bool client_side, bool drain);
+  void Flush(Connection& c, bool to_client);
+  void Watch(Connection& c);
+  void Close(int client_fd);
+
+  const UniqueFd epoll_;
+  const UniqueFd wake_;  // an eventfd: new connections, or stop
+  std::thread thread_;
+  mutable absl::Mutex mu_;
+  std::deque<std::unique_ptr<Connection>> incoming_ ABSL_GUARDED_BY(mu_);
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  uint64_t cut_off_ ABSL_GUARDED_BY(mu_) = 0;
+  // Owned by the relay's thread: connections by their client descriptor
+  // (the inner one maps to the same entry).
+  std::map<int, std::unique_ptr<Connection>> connections_;
+  std::map<int, int> client_of_inner_;
+};
+
+}  // namespace stoker
+
+#endif  // STOKER_DAEMON_API_RELAY_H_

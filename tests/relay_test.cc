@@ -1,0 +1,153 @@
+// The connection relay in front of gRPC: bytes pass both ways unchanged and
+// in order, half-closes travel, and a header block past the bound ends the
+// connection; the frame scanner on frames cut at every byte.
+#include "daemon/api/relay.h"
+
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <random>
+#include <string>
+#include <thread>
+
+#include "gtest/gtest.h"
+
+namespace stoker {
+namespace {
+
+std::string Frame(uint8_t type, uint8_t flags, const std::string& payload) {
+  const size_t n = payload.size();
+  std::string out = {char(n >> 16),
+                     char(n >> 8),
+                     char(n),
+                     char(type),
+                     char(flags),
+                     0,
+                     0,
+                     0,
+                     1};
+  return out + payload;
+}
+
+const std::string kPreface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
+TEST(Http2HeaderScanner, CountsEachHeaderBlockAcrossAnySplit) {
+  // A block of HEADERS + 3 CONTINUATION of 16,000 bytes passes; a fifth
+  // CONTINUATION takes it past 64 KiB. DATA frames in between count
+  // nothing, and END_HEADERS starts the count again.
+  std::string ok = kPreface + Frame(0x4, 0, "");
+  ok += Frame(0x1, 0, std::string(16000, 'h'));
+  for (int i = 0; i < 2; ++i) ok += Frame(0x9, 0, std::string(16000, 'c'));
+  ok += Frame(0x9, 0x4, std::string(16000, 'c'));  // END_HEADERS
+  ok += Frame(0x0, 0, std::string(200000, 'd'));
+  ok += Frame(0x1, 0x4, std::string(60000, 'h'));
+  for (size_t step : {size_t{1}, size_t{7}, size_t{9}, ok.size()}) {
+    Http2HeaderScanner scanner;
+    for (size_t at = 0; at < ok.size(); at += step) {
+      const size_t n = std::min(step, ok.size() - at);
+      ASSERT_TRUE(
+          scanner.Feed(reinterpret_cast<const uint8_t*>(ok.data() + at), n))
+          << "step " << step << " at " << at;
+    }
+    EXPECT_EQ(scanner.largest_block(), 64000u);
+  }
+  std::string flood = kPreface + Frame(0x1, 0, std::string(100, 'h'));
+  for (int i = 0; i < 5; ++i) flood += Frame(0x9, 0, std::string(16000, 'c'));
+  Http2HeaderScanner scanner;
+  EXPECT_FALSE(scanner.Feed(reinterpret_cast<const uint8_t*>(flood.data()),
+                            flood.size()));
+}
+
+struct Pair {
+  int a = -1, b = -1;
+  Pair() {
+    int fds[2];
+    EXPECT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds), 0);
+    a = fds[0];
+    b = fds[1];
+  }
+};
+
+// Reads until EOF; the bytes.
+std::string ReadAll(int fd) {
+  std::string out;
+  char buffer[65536];
+  for (;;) {
+    const ssize_t n = ::read(fd, buffer, sizeof(buffer));
+    if (n <= 0) return out;
+    out.append(buffer, size_t(n));
+  }
+}
+
+TEST(ConnectionRelay, CopiesBothWaysInOrderAndPassesHalfCloses) {
+  auto relay = ConnectionRelay::Start();
+  ASSERT_TRUE(relay.ok()) << relay.status();
+  Pair client;  // client.a: the trainer; client.b: what stokerd accepted
+  auto inner = ConnectionRelay::Pair();
+  ASSERT_TRUE(inner.ok());
+  const int grpc_end = inner->second.release();
+  ::fcntl(grpc_end, F_SETFL, 0);  // blocking, for the test's plain reads
+  (*relay)->Add(UniqueFd(client.b), std::move(inner->first), 42);
+  // 6 MB each way, well past the relay's buffers, at the same time.
+  std::mt19937 random(7);
+  std::string up = kPreface, down;
+  while (up.size() < 6000000)
+    up += Frame(0x0, 0, std::string(9000, char(random())));
+  for (int i = 0; i < 6000000; ++i) down += char(random());
+  std::string got_up, got_down;
+  std::thread server([&] {
+    std::thread writer([&] {
+      ASSERT_EQ(::write(grpc_end, down.data(), down.size()),
+                ssize_t(down.size()));
+      ::shutdown(grpc_end, SHUT_WR);
+    });
+    got_up = ReadAll(grpc_end);
+    writer.join();
+    ::close(grpc_end);
+  });
+  std::thread writer([&] {
+    size_t at = 0;
+    while (at < up.size()) {
+      const ssize_t n = ::write(client.a, up.data() + at, up.size() - at);
+      ASSERT_GT(n, 0);
+      at += size_t(n);
+    }
+    ::shutdown(client.a, SHUT_WR);  // gRPC must see the end
+  });
+  got_down = ReadAll(client.a);
+  writer.join();
+  server.join();
+  ::close(client.a);
+  EXPECT_TRUE(got_up == up)
+      << got_up.size() << " of " << up.size() << ", first difference at "
+      << std::mismatch(got_up.begin(), got_up.end(), up.begin()).first -
+             got_up.begin();
+  EXPECT_TRUE(got_down == down) << got_down.size() << " of " << down.size();
+  EXPECT_EQ((*relay)->cut_off(), 0u);
+}
+
+TEST(ConnectionRelay, AHeaderBlockPastTheBoundEndsTheConnection) {
+  auto relay = ConnectionRelay::Start();
+  ASSERT_TRUE(relay.ok()) << relay.status();
+  Pair client;
+  auto inner = ConnectionRelay::Pair();
+  ASSERT_TRUE(inner.ok());
+  UniqueFd grpc_end = std::move(inner->second);
+  ::fcntl(grpc_end.get(), F_SETFL, 0);
+  (*relay)->Add(UniqueFd(client.b), std::move(inner->first), 42);
+  std::string flood = kPreface + Frame(0x1, 0, std::string(100, 'h'));
+  for (int i = 0; i < 8; ++i) flood += Frame(0x9, 0, std::string(16000, 'c'));
+  ASSERT_EQ(::write(client.a, flood.data(), flood.size()),
+            ssize_t(flood.size()));
+  // Both ends see the connection end; gRPC never got the whole block.
+  const std::string seen = ReadAll(grpc_end.get());
+  EXPECT_LT(seen.size(), kMaxHeaderBlockBytes + 16000 + 200);
+  EXPECT_EQ(ReadAll(client.a), "");
+  ::close(client.a);
+  EXPECT_EQ((*relay)->cut_off(), 1u);
+}
+
+}  // namespace
+}  // namespace stoker
