@@ -19,6 +19,7 @@
 #include "daemon/api/ring_requests.h"
 #include "daemon/api/stats.h"
 #include "daemon/os/byte_size.h"
+#include "daemon/os/group.h"
 #include "daemon/os/sd_notify.h"
 #include "daemon/preflight.h"
 #include "daemon/settings.h"

@@ -9,8 +9,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/naming.h"
-#include "daemon/api/peer.h"
 #include "daemon/os/byte_size.h"
+#include "daemon/os/group.h"
 #include "daemon/os/path_policy.h"
 
 namespace stoker {

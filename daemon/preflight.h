@@ -7,7 +7,7 @@
 #include <string>
 
 #include "absl/status/status.h"
-#include "daemon/daemon.h"
+#include "daemon/options.h"
 
 namespace stoker {
 

@@ -10,6 +10,7 @@
 #include "daemon/api/proto_convert.h"
 #include "daemon/api/stats.h"
 #include "daemon/jobs/dataset_sources.h"
+#include "daemon/os/group.h"
 #include "daemon/spec/job_spec.h"
 
 namespace stoker {

@@ -103,9 +103,6 @@ bool MayAccess(const JobAccess& access, const Peer& peer);
 absl::Status CheckAccess(const JobAccess& access, const Peer& peer,
                          std::string_view job_id);
 
-// A group name (or a number) -> gid; INVALID_ARGUMENT if unknown.
-absl::StatusOr<gid_t> ResolveGroup(std::string_view name);
-
 }  // namespace stoker
 
 #endif  // STOKER_DAEMON_API_PEER_H_
