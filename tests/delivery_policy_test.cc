@@ -16,6 +16,7 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "daemon/jobs/make_delivery_policy.h"
 #include "gtest/gtest.h"
 
 namespace stoker {
@@ -60,13 +61,13 @@ class DeliveryPolicyTest : public ::testing::Test {
   void Make(SharingConfig sharing, uint64_t start_seq = 0,
             uint64_t total = kTotal,
             absl::Duration lag_grace = absl::ZeroDuration()) {
-    policy_ = DeliveryPolicy::Create({.job_id = "job-1",
-                                      .sharing = sharing,
-                                      .slots = kSlots,
-                                      .batches_per_epoch = kPerEpoch,
-                                      .start_seq = start_seq,
-                                      .total_batches = total,
-                                      .lag_grace = lag_grace});
+    policy_ = MakeDeliveryPolicy({.job_id = "job-1",
+                                  .sharing = sharing,
+                                  .slots = kSlots,
+                                  .batches_per_epoch = kPerEpoch,
+                                  .start_seq = start_seq,
+                                  .total_batches = total,
+                                  .lag_grace = lag_grace});
     free_.clear();
     for (uint32_t s = 0; s < kSlots; ++s) free_.insert(s);
     next_fill_ = start_seq;

@@ -4,8 +4,6 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "daemon/jobs/broadcast_policy.h"
-#include "daemon/jobs/queue_policy.h"
 
 namespace stoker {
 namespace {
@@ -19,13 +17,6 @@ uint32_t AddCapped(uint32_t credits, uint32_t more) {
 }
 
 }  // namespace
-
-std::unique_ptr<DeliveryPolicy> DeliveryPolicy::Create(const Params& params) {
-  if (params.sharing.mode == ConsumerMode::kBroadcast) {
-    return std::make_unique<BroadcastPolicy>(params);
-  }
-  return std::make_unique<QueuePolicy>(params);
-}
 
 DeliveryPolicy::DeliveryPolicy(const Params& params)
     : params_(params), next_start_(params.start_seq) {}

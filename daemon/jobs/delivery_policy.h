@@ -89,7 +89,6 @@ class DeliveryPolicy {
     // Broadcast: how long a consumer may stay behind before on_lag applies.
     absl::Duration lag_grace = absl::ZeroDuration();
   };
-  static std::unique_ptr<DeliveryPolicy> Create(const Params& params);
   virtual ~DeliveryPolicy() = default;
 
   // The ring's side: batch `seq` began filling (in seq order), and is now

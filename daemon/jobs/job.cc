@@ -8,6 +8,7 @@
 #include "common/batch_wire.h"
 #include "common/log.h"
 #include "common/status_macros.h"
+#include "daemon/jobs/make_delivery_policy.h"
 
 namespace stoker {
 namespace {
@@ -84,14 +85,14 @@ Job::Job(std::string id, JobConfig config,
       on_work_(std::move(on_work)),
       ring_(std::move(ring)),
       index_(std::move(index)),
-      policy_(DeliveryPolicy::Create(
-          {.job_id = id_,
-           .sharing = config_.sharing,
-           .slots = config_.slots,
-           .batches_per_epoch = plan_.batches_per_epoch(),
-           .start_seq = start_seq_,
-           .total_batches = total_batches_,
-           .lag_grace = kLagGrace})),
+      policy_(
+          MakeDeliveryPolicy({.job_id = id_,
+                              .sharing = config_.sharing,
+                              .slots = config_.slots,
+                              .batches_per_epoch = plan_.batches_per_epoch(),
+                              .start_seq = start_seq_,
+                              .total_batches = total_batches_,
+                              .lag_grace = kLagGrace})),
       // A resumed job starts where its predecessor's consumer stopped.
       next_fill_seq_(start_seq_) {}
 
