@@ -1,6 +1,7 @@
 #include "daemon/image/augment_ops.h"
 
 #include <array>
+#include <cmath>
 #include <cstring>
 
 #include "daemon/image/color_jitter.h"

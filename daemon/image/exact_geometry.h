@@ -12,7 +12,7 @@
 
 #include <optional>
 
-#include "daemon/image/jpeg_decoder.h"
+#include "daemon/image/decode_types.h"
 #include "daemon/image/pillow_resample.h"
 #include "daemon/image/pipeline.h"
 

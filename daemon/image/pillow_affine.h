@@ -12,7 +12,7 @@
 #include <array>
 #include <cstdint>
 
-#include "daemon/image/jpeg_decoder.h"  // ImageSize
+#include "daemon/image/decode_types.h"  // ImageSize
 #include "stoker/vocabulary.h"          // Interpolation
 
 namespace stoker {

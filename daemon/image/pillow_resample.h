@@ -24,7 +24,7 @@
 #include <optional>
 #include <vector>
 
-#include "daemon/image/jpeg_decoder.h"
+#include "daemon/image/decode_types.h"
 
 namespace stoker {
 

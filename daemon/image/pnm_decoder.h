@@ -22,7 +22,7 @@
 
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
-#include "daemon/image/jpeg_decoder.h"
+#include "daemon/image/decode_types.h"
 
 namespace stoker {
 

@@ -13,7 +13,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "daemon/image/jpeg_decoder.h"  // ImageSize, Region
+#include "daemon/image/decode_types.h"  // ImageSize, Region
 
 namespace stoker {
 

@@ -10,7 +10,7 @@
 #include <array>
 #include <cstdint>
 
-#include "daemon/image/jpeg_decoder.h"  // ImageSize, Region
+#include "daemon/image/decode_types.h"  // ImageSize, Region
 #include "stoker/vocabulary.h"          // DType, Layout
 
 namespace stoker {
