@@ -77,7 +77,8 @@ for file in usr/sbin/stokerd usr/bin/stokerctl lib/systemd/system/stokerd.servic
     lib/systemd/system/stokerd.socket usr/lib/sysusers.d/stoker.conf \
     usr/lib/tmpfiles.d/stoker.conf etc/stoker/stokerd.conf \
     usr/share/man/man8/stokerd.8.gz usr/share/man/man1/stokerctl.1.gz \
-    usr/share/doc/stokerd/README.md var/lib/stoker/datasets/; do
+    usr/share/doc/stokerd/README.md usr/share/doc/stokerd/docs/operations.md \
+    usr/share/doc/stokerd/docs/design-notes.md var/lib/stoker/datasets/; do
   in_package "$daemon_deb" "$file"
 done
 in_package "$python_deb" usr/lib/python3/dist-packages/stoker/loader.py

@@ -6,7 +6,7 @@
                                device="cuda")
 
 See DataLoader, MixUp, CutMix, RandomChoice (batch_transform=), Client,
-and the README of the project.
+and the project's docs/python.md.
 """
 from stoker.errors import (Aborted, DataLoss, DeadlineExceeded,
                            FailedPrecondition,

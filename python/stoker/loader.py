@@ -127,7 +127,7 @@ class DataLoader:
         1/k of the distinct samples. At most 16.
     fast_resample: resample approximately (a DCT-scaled JPEG decode, an
         area average) instead of exactly as Pillow: less daemon CPU, but
-        pixels that differ from torchvision's (see the README's numbers).
+        pixels that differ from torchvision's (numbers: docs/transforms.md).
     reconnect_timeout: seconds to keep reconnecting when the daemon restarts
         or the connection drops; the loader re-creates its job at the batch
         after the last one it yielded.

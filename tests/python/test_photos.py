@@ -93,7 +93,7 @@ def test_float32_is_torchvisions_to_tensor_normalize(daemon, scratch, mode):
 @pytest.mark.parametrize("mode", ["bilinear", "bicubic"])
 def test_fast_resample_is_close_not_exact(daemon, scratch, mode):
     """fast_resample=True trades exactness for CPU: the same shapes and
-    labels, values near torchvision's (README: "The fast path")."""
+    labels, values near torchvision's (docs/transforms.md: "The fast path")."""
     root = photo_folder(os.path.join(scratch, "photos"))
     transform = transform_for("eval", mode)
     import stoker

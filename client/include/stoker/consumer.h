@@ -24,7 +24,7 @@
 // CheckIntact() confirms the batch, after which it is this consumer's for
 // good, or says why it was taken back; Next() never returns a void batch
 // and never a clean end after one. Confirm after reading a batch and
-// before committing its effect (see the README, "Exactly once").
+// before committing its effect (see docs/trainers.md, "Exactly once").
 //
 // Thread-safety: Next() from one thread at a time. Batches may be released
 // from any thread, also after their Consumer is gone (then it is a no-op).
