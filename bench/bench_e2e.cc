@@ -310,7 +310,7 @@ int main(int argc, char** argv) {
   std::printf(
       "machine: %d cores; stokerd workers: %d; %zu images -> %dx%d, "
       "batch %u\n",
-      cores, workers, (*dataset)->size(), size, size,
+      cores, workers, static_cast<size_t>((*dataset)->size()), size, size,
       absl::GetFlag(FLAGS_batch_size));
   std::printf("bare decode+resize loop, 1 thread : %8.0f images/s\n", bare);
   std::printf("stokerd + client, end to end      : %8.0f images/s\n",

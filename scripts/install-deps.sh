@@ -4,7 +4,7 @@
 set -euo pipefail
 
 packages=(
-  cmake ninja-build pkg-config g++
+  cmake ninja-build pkg-config g++ gcc
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libboost-dev libspdlog-dev
   libjpeg62-turbo-dev libturbojpeg0-dev libyuv-dev libspng-dev

@@ -2,6 +2,7 @@
 // handle closed twice, used after close or passed as another kind gets an
 // error code, never undefined behaviour; timeouts saturate.
 #include <cstdint>
+#include <cstring>
 #include <string>
 
 #include "gtest/gtest.h"
@@ -55,22 +56,23 @@ TEST_F(CAbiTest, ClosedAndMistypedHandlesGetAnErrorCode) {
   ASSERT_EQ(stoker_attach(client, id.c_str(), nullptr, &consumer), 0)
       << stoker_last_error();
   stoker_batch* batch = nullptr;
-  stoker_batch_info info;
+  stoker_batch_info info{};
+  info.struct_size = sizeof(info);
   ASSERT_EQ(stoker_next(consumer, 10000, &batch, &info), 0)
       << stoker_last_error();
 
   // A handle of another kind, as a careless binding might pass it.
   char* out = nullptr;
   EXPECT_EQ(stoker_list_jobs(reinterpret_cast<stoker_client*>(consumer), &out),
-            3);
+            STOKER_STATUS_INVALID_ARGUMENT);
   EXPECT_NE(std::string(stoker_last_error()).find("not a live stoker_client"),
             std::string::npos)
       << stoker_last_error();
   EXPECT_EQ(
       stoker_next(reinterpret_cast<stoker_consumer*>(batch), 0, &batch, &info),
-      3);
+      STOKER_STATUS_INVALID_ARGUMENT);
   EXPECT_EQ(stoker_cuda_drain(reinterpret_cast<stoker_cuda_copier*>(client)),
-            3);
+            STOKER_STATUS_INVALID_ARGUMENT);
   EXPECT_EQ(stoker_cuda_copier_pinned(
                 reinterpret_cast<stoker_cuda_copier*>(consumer)),
             0);
@@ -82,7 +84,7 @@ TEST_F(CAbiTest, ClosedAndMistypedHandlesGetAnErrorCode) {
   // Released twice, used after release.
   stoker_batch_release(batch);
   stoker_batch_release(batch);
-  EXPECT_EQ(stoker_batch_check_intact(batch), 3);
+  EXPECT_EQ(stoker_batch_check_intact(batch), STOKER_STATUS_INVALID_ARGUMENT);
   EXPECT_NE(std::string(stoker_last_error()).find("closed already"),
             std::string::npos);
 
@@ -90,16 +92,77 @@ TEST_F(CAbiTest, ClosedAndMistypedHandlesGetAnErrorCode) {
   stoker_consumer_close(consumer);
   stoker_consumer_close(consumer);
   uint64_t epoch = 0, index = 0;
-  EXPECT_EQ(stoker_consumer_position(consumer, &epoch, &index), 3);
-  EXPECT_EQ(stoker_next(consumer, 0, &batch, &info), 3);
+  EXPECT_EQ(stoker_consumer_position(consumer, &epoch, &index),
+            STOKER_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(stoker_next(consumer, 0, &batch, &info),
+            STOKER_STATUS_INVALID_ARGUMENT);
   EXPECT_EQ(stoker_delete_job(client, id.c_str()), 0) << stoker_last_error();
   stoker_client_close(client);
   stoker_client_close(client);
-  EXPECT_EQ(stoker_get_stats(client, &out), 3);
-  EXPECT_EQ(stoker_delete_job(client, id.c_str()), 3);
-  EXPECT_EQ(stoker_list_jobs(nullptr, &out), 3);
+  EXPECT_EQ(stoker_get_stats(client, &out), STOKER_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(stoker_delete_job(client, id.c_str()),
+            STOKER_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(stoker_list_jobs(nullptr, &out), STOKER_STATUS_INVALID_ARGUMENT);
   EXPECT_NE(std::string(stoker_last_error()).find("is NULL"),
             std::string::npos);
+}
+
+// Every struct's struct_size is checked: too small (a caller that left it
+// 0) is INVALID_ARGUMENT naming the field, and a larger struct (a caller
+// built against a later header) gets only the bytes this library knows.
+TEST_F(CAbiTest, StructSizesAreCheckedAndBoundWhatIsWritten) {
+  stoker_client* client = nullptr;
+  ASSERT_EQ(stoker_connect(daemon_.target().c_str(), 5000, &client),
+            STOKER_STATUS_OK);
+  char* job = nullptr;
+  ASSERT_EQ(stoker_create_job(client, JobJson().c_str(), &job),
+            STOKER_STATUS_OK)
+      << stoker_last_error();
+  const std::string id = IdOf(job);
+  stoker_free(job);
+  stoker_consumer_options options{};
+  stoker_consumer* consumer = nullptr;
+  EXPECT_EQ(stoker_attach(client, id.c_str(), &options, &consumer),
+            STOKER_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(stoker_last_error())
+                .find("stoker_consumer_options.struct_size is 0"),
+            std::string::npos)
+      << stoker_last_error();
+  options.struct_size = sizeof(options);
+  options.name = "sized";
+  ASSERT_EQ(stoker_attach(client, id.c_str(), &options, &consumer),
+            STOKER_STATUS_OK)
+      << stoker_last_error();
+
+  struct {
+    stoker_batch_info info;
+    unsigned char later[16];
+  } grown;
+  std::memset(&grown, 0xAB, sizeof(grown));
+  grown.info.struct_size = sizeof(grown);
+  stoker_batch* batch = nullptr;
+  stoker_batch_info small{};
+  small.struct_size = sizeof(small) - 8;
+  EXPECT_EQ(stoker_next(consumer, 10000, &batch, &small),
+            STOKER_STATUS_INVALID_ARGUMENT);
+  ASSERT_EQ(stoker_next(consumer, 10000, &batch, &grown.info), STOKER_STATUS_OK)
+      << stoker_last_error();
+  EXPECT_EQ(grown.info.struct_size, sizeof(grown));
+  EXPECT_EQ(grown.info.size, 4u);
+  EXPECT_EQ(grown.info.dtype, STOKER_DTYPE_UINT8);
+  EXPECT_EQ(grown.info.layout, STOKER_LAYOUT_NHWC);
+  for (unsigned char byte : grown.later) EXPECT_EQ(byte, 0xAB);
+  stoker_batch_release(batch);
+
+  stoker_input_stats stats{};
+  EXPECT_EQ(stoker_consumer_input_stats(consumer, &stats),
+            STOKER_STATUS_INVALID_ARGUMENT);
+  stats.struct_size = sizeof(stats);
+  EXPECT_EQ(stoker_consumer_input_stats(consumer, &stats), STOKER_STATUS_OK);
+  EXPECT_EQ(stats.batches, 1u);
+  stoker_consumer_close(consumer);
+  EXPECT_EQ(stoker_delete_job(client, id.c_str()), STOKER_STATUS_OK);
+  stoker_client_close(client);
 }
 
 }  // namespace

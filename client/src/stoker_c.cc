@@ -1,9 +1,9 @@
 // The C ABI (stoker/stoker_c.h) over the C++ SDK.
 #include "stoker/stoker_c.h"
 
-#include <google/protobuf/util/json_util.h>
-
+#include <algorithm>
 #include <chrono>
+#include <cstddef>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -12,6 +12,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "client/src/c_handles.h"
+#include "client/src/c_results.h"
 #include "client/src/client_impl.h"
 #include "client/src/convert.h"
 #include "common/version.h"
@@ -35,22 +36,17 @@ struct stoker_cuda_copier {
 
 namespace {
 
-thread_local std::string last_error;
-
-int Fail(const absl::Status& status) {
-  last_error = std::string(status.message());
-  return static_cast<int>(status.code());
-}
-
-int Check(const absl::Status& status) { return status.ok() ? 0 : Fail(status); }
-
-int NullArgument(const char* what) {
-  return Fail(absl::InvalidArgumentError(absl::StrCat(what, " is NULL")));
-}
-
+using stoker::internal::Check;
+using stoker::internal::CheckStructSize;
 using stoker::internal::Close;
+using stoker::internal::Fail;
+using stoker::internal::Guard;
 using stoker::internal::HandleKind;
+using stoker::internal::NullArgument;
 using stoker::internal::Track;
+using stoker::internal::WriteJson;
+using stoker::internal::WriteOut;
+using stoker::internal::WriteResult;
 
 // 0 when `handle` is a live handle of `kind`, else the error code.
 int Live(const void* handle, HandleKind kind, const char* what) {
@@ -63,59 +59,27 @@ std::chrono::milliseconds ConnectTimeout(int64_t timeout_ms) {
   return std::chrono::milliseconds(timeout_ms < 0 ? 5000 : timeout_ms);
 }
 
-// Runs `body`, turning an escaping C++ exception (a thread that cannot be
-// started, memory exhausted) into INTERNAL: none may cross the C ABI.
-template <typename Body>
-int Guard(Body body) noexcept {
-  try {
-    return body();
-  } catch (const std::exception& e) {
-    return Fail(absl::InternalError(absl::StrCat("libstoker: ", e.what())));
-  } catch (...) {
-    return Fail(absl::InternalError("libstoker: unknown exception"));
-  }
-}
-
-char* CopyOut(const std::string& text) {
-  char* out = static_cast<char*>(std::malloc(text.size() + 1));
-  if (out != nullptr) std::memcpy(out, text.c_str(), text.size() + 1);
-  return out;
-}
-
-int WriteJson(const google::protobuf::Message& message, char** out) {
-  google::protobuf::util::JsonPrintOptions options;
-  options.preserve_proto_field_names = true;
-  options.always_print_primitive_fields = true;
-  std::string json;
-  const auto status =
-      google::protobuf::util::MessageToJsonString(message, &json, options);
-  if (!status.ok()) {
-    return Fail(absl::InternalError(
-        absl::StrCat("cannot write JSON: ", std::string(status.message()))));
-  }
-  *out = CopyOut(json);
-  return *out != nullptr ? 0
-                         : Fail(absl::ResourceExhaustedError("out of memory"));
-}
-
-// A call's wire message as JSON in *out, or its error.
-template <typename Message>
-int WriteResult(const absl::StatusOr<Message>& result, char** out) {
-  if (!result.ok()) return Fail(result.status());
-  return WriteJson(*result, out);
-}
-
 int32_t DTypeCode(stoker::DType dtype) {
   switch (dtype) {
     case stoker::DType::kUInt8:
-      return 0;
+      return STOKER_DTYPE_UINT8;
     case stoker::DType::kFloat32:
-      return 1;
+      return STOKER_DTYPE_FLOAT32;
     case stoker::DType::kFloat16:
-      return 2;
+      return STOKER_DTYPE_FLOAT16;
   }
   return -1;
 }
+
+// The smallest struct_size each struct accepts: its size in C ABI version 2,
+// the first with the field, up to the end of that version's last member
+// (fields added later lie past it and keep these numbers).
+constexpr size_t kConsumerOptionsV2 =
+    offsetof(stoker_consumer_options, copy_on_write) + sizeof(int);
+constexpr size_t kInputStatsV2 =
+    offsetof(stoker_input_stats, recent_input_bound_percent) + sizeof(double);
+constexpr size_t kBatchInfoV2 =
+    offsetof(stoker_batch_info, index) + sizeof(uint64_t);
 
 }  // namespace
 
@@ -123,7 +87,9 @@ extern "C" {
 
 int stoker_abi_version(void) { return STOKER_C_ABI_VERSION; }
 const char* stoker_version(void) { return stoker::kVersion; }
-const char* stoker_last_error(void) { return last_error.c_str(); }
+const char* stoker_last_error(void) {
+  return stoker::internal::LastError().c_str();
+}
 void stoker_free(char* text) { std::free(text); }
 
 int stoker_connect(const char* target, int64_t timeout_ms,
@@ -135,7 +101,7 @@ int stoker_connect(const char* target, int64_t timeout_ms,
     auto client = stoker::Client::Connect(where, ConnectTimeout(timeout_ms));
     if (!client.ok()) return Fail(client.status());
     *out = Track(new stoker_client{*std::move(client)}, HandleKind::kClient);
-    return 0;
+    return STOKER_STATUS_OK;
   });
 }
 
@@ -208,6 +174,10 @@ int stoker_attach(stoker_client* client, const char* job_id,
     }
     stoker::ConsumerOptions consumer_options;
     if (options != nullptr) {
+      if (int bad = CheckStructSize(options->struct_size, kConsumerOptionsV2,
+                                    "stoker_consumer_options")) {
+        return bad;
+      }
       if (options->prefetch > 0) consumer_options.prefetch = options->prefetch;
       if (options->name != nullptr) consumer_options.name = options->name;
       if (options->reconnect_timeout_ms >= 0) {
@@ -220,7 +190,7 @@ int stoker_attach(stoker_client* client, const char* job_id,
     if (!consumer.ok()) return Fail(consumer.status());
     *out =
         Track(new stoker_consumer{*std::move(consumer)}, HandleKind::kConsumer);
-    return 0;
+    return STOKER_STATUS_OK;
   });
 }
 
@@ -264,7 +234,7 @@ int stoker_consumer_position(stoker_consumer* consumer, uint64_t* epoch,
   const stoker::Position position = consumer->consumer->position();
   *epoch = position.epoch;
   *batch = position.batch;
-  return 0;
+  return STOKER_STATUS_OK;
 }
 
 int stoker_consumer_input_stats(stoker_consumer* consumer,
@@ -274,10 +244,16 @@ int stoker_consumer_input_stats(stoker_consumer* consumer,
       return bad;
     }
     if (out == nullptr) return NullArgument("out");
+    if (int bad = CheckStructSize(out->struct_size, kInputStatsV2,
+                                  "stoker_input_stats")) {
+      return bad;
+    }
     const stoker::InputStats stats = consumer->consumer->input_stats();
-    *out = {stats.batches, stats.wait_seconds, stats.step_seconds,
-            stats.input_bound_percent, stats.recent_input_bound_percent};
-    return 0;
+    WriteOut(out,
+             stoker_input_stats{0, stats.batches, stats.wait_seconds,
+                                stats.step_seconds, stats.input_bound_percent,
+                                stats.recent_input_bound_percent});
+    return STOKER_STATUS_OK;
   });
 }
 
@@ -290,32 +266,38 @@ int stoker_next(stoker_consumer* consumer, int64_t timeout_ms,
     if (out == nullptr || info == nullptr) {
       return NullArgument("out or info");
     }
+    if (int bad = CheckStructSize(info->struct_size, kBatchInfoV2,
+                                  "stoker_batch_info")) {
+      return bad;
+    }
     absl::StatusOr<stoker::Batch> batch =
         timeout_ms < 0
             ? consumer->consumer->Next()
             : consumer->consumer->Next(std::chrono::milliseconds(timeout_ms));
     if (!batch.ok()) {
       if (stoker::IsNextTimeout(batch.status())) {
-        last_error = "no batch arrived in time";
-        return STOKER_NEXT_TIMED_OUT;
+        stoker::internal::LastError() = "no batch arrived in time";
+        return STOKER_STATUS_NEXT_TIMED_OUT;
       }
       return Fail(batch.status());
     }
     const stoker::Batch::ImageTensor images = batch->image_tensor();
-    *info = {};
-    info->images = const_cast<void*>(images.data);
-    info->dtype = DTypeCode(images.dtype);
-    info->layout = images.layout == stoker::Layout::kNHWC ? 0 : 1;
-    for (int i = 0; i < 4; ++i) info->shape[i] = images.shape[i];
-    info->image_bytes = images.bytes;
-    info->labels = batch->labels().data();
-    info->indices = batch->indices().data();
-    info->size = batch->size();
-    info->slot = batch->slot();
-    info->epoch = batch->epoch();
-    info->index = batch->index();
+    stoker_batch_info full{};
+    full.images = const_cast<void*>(images.data);
+    full.dtype = DTypeCode(images.dtype);
+    full.layout = images.layout == stoker::Layout::kNHWC ? STOKER_LAYOUT_NHWC
+                                                         : STOKER_LAYOUT_NCHW;
+    for (int i = 0; i < 4; ++i) full.shape[i] = images.shape[i];
+    full.image_bytes = images.bytes;
+    full.labels = batch->labels().data();
+    full.indices = batch->indices().data();
+    full.size = batch->size();
+    full.slot = batch->slot();
+    full.epoch = batch->epoch();
+    full.index = batch->index();
+    WriteOut(info, full);
     *out = Track(new stoker_batch{*std::move(batch)}, HandleKind::kBatch);
-    return 0;
+    return STOKER_STATUS_OK;
   });
 }
 
@@ -348,7 +330,7 @@ int stoker_cuda_copier_create(stoker_consumer* consumer, int device,
     if (!copier.ok()) return Fail(copier.status());
     *out =
         Track(new stoker_cuda_copier{*std::move(copier)}, HandleKind::kCopier);
-    return 0;
+    return STOKER_STATUS_OK;
   });
 }
 

@@ -16,12 +16,32 @@ from typing import Any, Optional
 
 from stoker import errors
 
-ABI_VERSION = 1
+ABI_VERSION = 2
 _SONAME = "libstoker.so.0"
 
+# The header's stoker_status codes this package names (the rest are the
+# gRPC codes of errors.CODE_NAMES), stoker_dtype and stoker_layout. A test
+# (tests/python/test_abi_layout.py) compares them, and the structures
+# below, with what a C compiler makes of stoker_c.h.
+STATUS_OK = 0
+STATUS_NEXT_TIMED_OUT = 100
+DTYPE_UINT8 = 0
+DTYPE_FLOAT32 = 1
+DTYPE_FLOAT16 = 2
+LAYOUT_NHWC = 0
+LAYOUT_NCHW = 1
 
-class ConsumerOptions(ctypes.Structure):
+
+class _Sized(ctypes.Structure):
+    """A structure whose first field, struct_size, is set to its size."""
+
+    def __init__(self, **fields):
+        super().__init__(struct_size=ctypes.sizeof(self), **fields)
+
+
+class ConsumerOptions(_Sized):
     _fields_ = [
+        ("struct_size", ctypes.c_uint32),
         ("prefetch", ctypes.c_uint32),
         ("name", ctypes.c_char_p),
         ("reconnect_timeout_ms", ctypes.c_int64),
@@ -29,8 +49,9 @@ class ConsumerOptions(ctypes.Structure):
     ]
 
 
-class InputStats(ctypes.Structure):
+class InputStats(_Sized):
     _fields_ = [
+        ("struct_size", ctypes.c_uint32),
         ("batches", ctypes.c_uint64),
         ("wait_seconds", ctypes.c_double),
         ("step_seconds", ctypes.c_double),
@@ -39,8 +60,9 @@ class InputStats(ctypes.Structure):
     ]
 
 
-class BatchInfo(ctypes.Structure):
+class BatchInfo(_Sized):
     _fields_ = [
+        ("struct_size", ctypes.c_uint32),
         ("images", ctypes.c_void_p),
         ("dtype", ctypes.c_int32),
         ("layout", ctypes.c_int32),
@@ -140,7 +162,7 @@ def library() -> ctypes.CDLL:
 
 def check(code: int) -> None:
     """Raises the StokerError subclass for a nonzero status code."""
-    if code != 0:
+    if code != STATUS_OK:
         message = library().stoker_last_error().decode("utf-8", "replace")
         raise errors.from_code(code, message)
 

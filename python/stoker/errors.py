@@ -87,6 +87,11 @@ class Unimplemented(StokerError, NotImplementedError):
     code = 12
 
 
+class Internal(StokerError):
+    """The daemon or the SDK broke one of its own promises (a bug)."""
+    code = 13
+
+
 class Unavailable(StokerError, ConnectionError):
     """The daemon is not running, not reachable, or stopping."""
     code = 14
@@ -101,7 +106,7 @@ class DataLoss(StokerError):
 _BY_CODE = {cls.code: cls for cls in (
     InvalidArgument, DeadlineExceeded, NotFound, PermissionDenied,
     ResourceExhausted, FailedPrecondition, Aborted, OutOfRange, Unimplemented,
-    Unavailable, DataLoss)}
+    Internal, Unavailable, DataLoss)}
 
 
 def from_code(code: int, message: str) -> StokerError:

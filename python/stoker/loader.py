@@ -187,7 +187,7 @@ class DataLoader:
         if self.device.type == "cuda":
             if not torch.cuda.is_available():
                 raise errors.FailedPrecondition(
-                    f"device={device!r}, but torch sees no CUDA device", 9)
+                    f"device={device!r}, but torch sees no CUDA device")
             self._cuda_device = (self.device.index if self.device.index
                                  is not None else torch.cuda.current_device())
         self._spec = {
@@ -291,7 +291,7 @@ class DataLoader:
         if self._shared and int(epoch) != self._next[0]:
             raise errors.FailedPrecondition(
                 f"set_epoch({epoch}): a shared job's stream is at epoch "
-                f"{self._next[0]} and cannot be moved", 9)
+                f"{self._next[0]} and cannot be moved")
         if not self._shared:
             self._epoch_set = int(epoch)
 
@@ -345,7 +345,7 @@ class DataLoader:
         if self._shared:
             raise errors.FailedPrecondition(
                 "a shared job's stream cannot be moved: load_state_dict is "
-                "for exclusive jobs", 9)
+                "for exclusive jobs")
         if state.get("version") != 1:
             raise errors.InvalidArgument(
                 f"not a stoker DataLoader state (version {state.get('version')!r})")
@@ -433,9 +433,9 @@ class DataLoader:
             raise
         if (epoch, index) != self._next:
             self._stream_in_step = False
-            raise errors.StokerError(
+            raise errors.Internal(
                 f"expected batch {self._next[1]} of epoch {self._next[0]}, "
-                f"the daemon sent batch {index} of epoch {epoch}", 13)
+                f"the daemon sent batch {index} of epoch {epoch}")
         self._next = self._after(epoch, index)
         return images, labels, epoch, index
 
@@ -465,9 +465,9 @@ class DataLoader:
             self._next = max(self._next, self._after(epoch, index))
             return batch
         if (epoch, index) < self._next:
-            raise errors.StokerError(
+            raise errors.Internal(
                 f"the daemon sent batch {index} of epoch {epoch} after batch "
-                f"{self._next[1]} of epoch {self._next[0]}", 13)
+                f"{self._next[1]} of epoch {self._next[0]}")
         if epoch > iterator.epoch:
             if iterator.yielded == 0:  # joined later: this is its epoch
                 iterator.epoch = epoch

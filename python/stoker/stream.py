@@ -16,8 +16,9 @@ from stoker import _native, errors
 from stoker.client import Client
 
 _POLL_MS = 100  # how often a wait for a batch returns to check for Ctrl-C
-_NEXT_TIMED_OUT = 100  # STOKER_NEXT_TIMED_OUT: no batch within _POLL_MS
-_TORCH_DTYPES = {0: torch.uint8, 1: torch.float32, 2: torch.float16}
+_TORCH_DTYPES = {_native.DTYPE_UINT8: torch.uint8,
+                 _native.DTYPE_FLOAT32: torch.float32,
+                 _native.DTYPE_FLOAT16: torch.float16}
 # device="cuda": copy each batch on the loader's own stream, which the
 # trainer's current stream then waits for, so that the copy of batch i+1
 # runs while the trainer's step i still computes (on the trainer's stream
@@ -161,13 +162,13 @@ class Stream:
                 raise errors.ResourceExhausted(
                     f"all {slots} slots of the ring are held by batch tensors "
                     "still alive; keep copies (tensor.clone()) of what you "
-                    "keep across steps, or raise slots=", 8)
+                    "keep across steps, or raise slots=")
             with self._lock:
                 if self._consumer is None:
                     raise ValueError("the DataLoader is closed")
                 code = lib.stoker_next(self._consumer, _POLL_MS,
                                        ctypes.byref(handle), ctypes.byref(info))
-            if code != _NEXT_TIMED_OUT:
+            if code != _native.STATUS_NEXT_TIMED_OUT:  # none within _POLL_MS
                 break  # back in Python between waits: Ctrl-C is seen here
         _native.check(code)
         owned = False  # until a lease or the copier owns the handle

@@ -3,12 +3,16 @@
  * libstoker.so.0 serves every interpreter version.
  *
  * Conventions:
- *  - A function that can fail returns a status code: 0 for OK, otherwise
- *    the gRPC/absl code (3 INVALID_ARGUMENT, 4 DEADLINE_EXCEEDED, 5
- *    NOT_FOUND, 7 PERMISSION_DENIED, 8 RESOURCE_EXHAUSTED, 9
- *    FAILED_PRECONDITION, 11 OUT_OF_RANGE, 14 UNAVAILABLE, 15 DATA_LOSS,
- *    ...). stoker_last_error() then gives the daemon's or the SDK's sentence,
+ *  - A function that can fail returns a status code (stoker_status below):
+ *    STOKER_STATUS_OK, otherwise the gRPC/absl code under its name.
+ *    stoker_last_error() then gives the daemon's or the SDK's sentence,
  *    valid on the calling thread until its next stoker_ call.
+ *  - Every struct starts with `struct_size`, which the caller sets to
+ *    sizeof the struct it was compiled with, so that a struct can grow at
+ *    its end without breaking older callers: the library reads an options
+ *    struct's fields only within struct_size (the rest take their defaults)
+ *    and writes only the first struct_size bytes of an out struct. A size
+ *    smaller than this ABI version's struct is INVALID_ARGUMENT.
  *  - Structured values (job specs in, jobs and stats out) are JSON: the
  *    protobuf JSON mapping of the stoker.v1 messages in
  *    proto/stoker/v1/loader.proto (JobSpec, Job, ListJobsResponse, Stats),
@@ -21,9 +25,9 @@
  *    another thread is in one of its calls. No C++ exception crosses this
  *    interface (an unexpected one is INTERNAL).
  *  - Handles are checked: a handle closed already, or one of another kind,
- *    gets 3 (INVALID_ARGUMENT) saying so, and closing or releasing one twice
- *    does nothing the second time. (An address the allocator has given to a
- *    new handle of the same kind is that handle.)
+ *    gets STOKER_STATUS_INVALID_ARGUMENT saying so, and closing or releasing
+ * one twice does nothing the second time. (An address the allocator has given
+ * to a new handle of the same kind is that handle.)
  *  - No function holds a lock of the caller's; blocking ones
  *    (stoker_connect, stoker_next, stoker_cuda_drain) only wait on sockets
  *    and condition variables.
@@ -45,8 +49,47 @@ typedef struct stoker_consumer stoker_consumer;
 typedef struct stoker_batch stoker_batch;
 typedef struct stoker_cuda_copier stoker_cuda_copier;
 
-/* Bumped when a function or struct of this header changes incompatibly. */
-#define STOKER_C_ABI_VERSION 1
+/* Bumped when a function or struct of this header changes incompatibly
+ * (2: the struct_size fields). */
+#define STOKER_C_ABI_VERSION 2
+
+/* Status codes: the gRPC/absl codes, plus STOKER_STATUS_NEXT_TIMED_OUT.
+ * Functions return them as int. */
+typedef enum stoker_status {
+  STOKER_STATUS_OK = 0,
+  STOKER_STATUS_CANCELLED = 1,
+  STOKER_STATUS_UNKNOWN = 2,
+  STOKER_STATUS_INVALID_ARGUMENT = 3,
+  STOKER_STATUS_DEADLINE_EXCEEDED = 4,
+  STOKER_STATUS_NOT_FOUND = 5,
+  STOKER_STATUS_ALREADY_EXISTS = 6,
+  STOKER_STATUS_PERMISSION_DENIED = 7,
+  STOKER_STATUS_RESOURCE_EXHAUSTED = 8,
+  STOKER_STATUS_FAILED_PRECONDITION = 9,
+  STOKER_STATUS_ABORTED = 10,
+  STOKER_STATUS_OUT_OF_RANGE = 11,
+  STOKER_STATUS_UNIMPLEMENTED = 12,
+  STOKER_STATUS_INTERNAL = 13,
+  STOKER_STATUS_UNAVAILABLE = 14,
+  STOKER_STATUS_DATA_LOSS = 15,
+  STOKER_STATUS_UNAUTHENTICATED = 16,
+  /* stoker_next only: no batch came within its timeout (not a gRPC code:
+   * a DEADLINE_EXCEEDED from stoker_next is the daemon ending the consumer
+   * for holding a batch past its lease timeout, and final). */
+  STOKER_STATUS_NEXT_TIMED_OUT = 100
+} stoker_status;
+
+/* The element type and layout of a batch's images (stoker_batch_info). */
+typedef enum stoker_dtype {
+  STOKER_DTYPE_UINT8 = 0,
+  STOKER_DTYPE_FLOAT32 = 1,
+  STOKER_DTYPE_FLOAT16 = 2
+} stoker_dtype;
+
+typedef enum stoker_layout {
+  STOKER_LAYOUT_NHWC = 0,
+  STOKER_LAYOUT_NCHW = 1
+} stoker_layout;
 
 STOKER_API int stoker_abi_version(void);
 STOKER_API const char* stoker_version(void);
@@ -72,6 +115,7 @@ STOKER_API int stoker_get_stats(stoker_client* client, char** stats_json);
 
 /* Consumer: an attachment to a job (see stoker::ConsumerOptions). */
 typedef struct stoker_consumer_options {
+  uint32_t struct_size;         /* sizeof(stoker_consumer_options) */
   uint32_t prefetch;            /* 0: the SDK's default */
   const char* name;             /* may be NULL */
   int64_t reconnect_timeout_ms; /* < 0: the SDK's default; 0: none */
@@ -88,6 +132,7 @@ STOKER_API int stoker_consumer_position(stoker_consumer* consumer,
                                         uint64_t* epoch, uint64_t* batch);
 
 typedef struct stoker_input_stats {
+  uint32_t struct_size; /* set by the caller: sizeof(stoker_input_stats) */
   uint64_t batches;
   double wait_seconds;
   double step_seconds;
@@ -98,12 +143,12 @@ typedef struct stoker_input_stats {
 STOKER_API int stoker_consumer_input_stats(stoker_consumer* consumer,
                                            stoker_input_stats* out);
 
-/* One batch: where its tensors are and what they hold. dtype: 0 uint8,
- * 1 float32, 2 float16; layout: 0 NHWC, 1 NCHW. */
+/* One batch: where its tensors are and what they hold. */
 typedef struct stoker_batch_info {
+  uint32_t struct_size; /* set by the caller: sizeof(stoker_batch_info) */
   void* images;
-  int32_t dtype;
-  int32_t layout;
+  int32_t dtype;  /* a stoker_dtype */
+  int32_t layout; /* a stoker_layout */
   int64_t shape[4];
   uint64_t image_bytes;
   const int64_t* labels;  /* [size] */
@@ -114,20 +159,18 @@ typedef struct stoker_batch_info {
   uint64_t index; /* batch index within the epoch */
 } stoker_batch_info;
 
-/* Returned by stoker_next when no batch came within its timeout (not a
- * gRPC code: a DEADLINE_EXCEEDED from stoker_next is the daemon ending the
- * consumer for holding a batch past its lease timeout, and final). */
-#define STOKER_NEXT_TIMED_OUT 100
+/* The name of STOKER_STATUS_NEXT_TIMED_OUT in ABI version 1. */
+#define STOKER_NEXT_TIMED_OUT STOKER_STATUS_NEXT_TIMED_OUT
 
 /* The next batch, waiting at most timeout_ms (< 0: no limit):
- * STOKER_NEXT_TIMED_OUT when none came in time (call again; nothing is
- * lost), OUT_OF_RANGE after the job's last batch. `images` is writable only for
- * a copy_on_write consumer. */
+ * STOKER_STATUS_NEXT_TIMED_OUT when none came in time (call again; nothing is
+ * lost), STOKER_STATUS_OUT_OF_RANGE after the job's last batch. `images` is
+ * writable only for a copy_on_write consumer. */
 STOKER_API int stoker_next(stoker_consumer* consumer, int64_t timeout_ms,
                            stoker_batch** out, stoker_batch_info* info);
-/* Confirms the batch (Batch::CheckIntact): 0 if it is this consumer's for
- * good; otherwise the daemon took it back, it must not be used, and
- * stoker_last_error() says why. */
+/* Confirms the batch (Batch::CheckIntact): STOKER_STATUS_OK if it is this
+ * consumer's for good; otherwise the daemon took it back, it must not be used,
+ * and stoker_last_error() says why. */
 STOKER_API int stoker_batch_check_intact(const stoker_batch* batch);
 /* Gives the slot back and frees the handle; from any thread. */
 STOKER_API void stoker_batch_release(stoker_batch* batch);
