@@ -1,11 +1,11 @@
 // bench_file_identity: what opening a sample with the job owner's
-// permissions costs (daemon/os/file_identity.h). Times ReadFile() of one
-// small JPEG-sized file as the daemon itself and as another user (uid and
-// gid 65534, the switch stokerd makes for every client but its own user),
-// and prints nanoseconds per read for each and the difference, and reads
-// as that user with the identity held across reads (what a worker does
-// while it takes one user's samples in a row). Needs root
-// (or CAP_SETUID and CAP_SETGID) for the second figure.
+// permissions costs (daemon/os/file_identity.h). Times ReadFile()
+// (daemon/datasets/) of one small JPEG-sized file as the daemon itself and as
+// another user (uid and gid 65534, the switch stokerd makes for every client
+// but its own user), and prints nanoseconds per read for each and the
+// difference, and reads as that user with the identity held across reads (what
+// a worker does while it takes one user's samples in a row). Needs root (or
+// CAP_SETUID and CAP_SETGID) for the second figure.
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "bench/support/process.h"
-#include "daemon/image/sample_decoder.h"
+#include "daemon/datasets/sample_file.h"
 #include "daemon/os/file_identity.h"
 
 namespace {

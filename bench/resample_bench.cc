@@ -12,6 +12,7 @@
 
 #include "bench/support/dataset_gen.h"
 #include "bench/support/process.h"
+#include "daemon/datasets/sample_file.h"
 #include "daemon/image/jpeg_decoder.h"
 #include "daemon/image/sample_decoder.h"
 #include "libyuv/planar_functions.h"

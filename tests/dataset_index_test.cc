@@ -9,12 +9,12 @@
 
 #include "bench/support/process.h"
 #include "common/unique_fd.h"
-#include "daemon/jobs/brace_expand.h"
-#include "daemon/jobs/dataset_cache.h"
-#include "daemon/jobs/image_folder.h"
-#include "daemon/jobs/manifest.h"
-#include "daemon/jobs/manifest_lines.h"
-#include "daemon/jobs/manifest_rows.h"
+#include "daemon/datasets/brace_expand.h"
+#include "daemon/datasets/dataset_cache.h"
+#include "daemon/datasets/image_folder.h"
+#include "daemon/datasets/manifest.h"
+#include "daemon/datasets/manifest_lines.h"
+#include "daemon/datasets/manifest_rows.h"
 #include "daemon/os/file_identity.h"
 #include "gtest/gtest.h"
 

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "daemon/datasets/sample_file.h"
 #include "daemon/image/exact_geometry.h"
 #include "daemon/image/jpeg_decoder.h"
 #include "daemon/image/pillow_resample.h"
@@ -56,22 +57,31 @@ class DecoderTest : public ::testing::Test {
 };
 
 TEST_F(DecoderTest, BuffersAboveTheScratchBoundAreFreedAfterTheSample) {
-  // A 1600x1200 JPEG of about 1.1 MB: its file buffer alone passes 512 KiB.
-  const std::string big = WriteJpeg("big.jpg", 1600, 1200);
-  const std::string small = WriteJpeg("small.jpg", 64, 48);
+  // A 1600x1200 JPEG of about 1.1 MB: decoded at 1/8 scale its region alone
+  // passes 64 KiB; and its file, held by the caller, passes 512 KiB.
+  const std::vector<uint8_t> big =
+      testing::FileBytes(WriteJpeg("big.jpg", 1600, 1200));
+  const std::vector<uint8_t> small =
+      testing::FileBytes(WriteJpeg("small.jpg", 64, 48));
   std::vector<uint8_t> out(32 * 32 * 3);
-  SampleDecoder bounded(DecodeLimits{.max_scratch_bytes = 512 << 10});
+  SampleDecoder bounded(DecodeLimits{.max_scratch_bytes = 64 << 10});
   ASSERT_TRUE(bounded.DecodeTo(big, {32, 32}, out.data()).ok());
   EXPECT_EQ(bounded.scratch_bytes(), 0u);
   // Under the bound, buffers stay for the next image (no allocation).
   ASSERT_TRUE(bounded.DecodeTo(small, {32, 32}, out.data()).ok());
   const size_t kept = bounded.scratch_bytes();
   EXPECT_GT(kept, 0u);
-  EXPECT_LE(kept, size_t{512} << 10);
+  EXPECT_LE(kept, size_t{64} << 10);
+  // The caller's file buffer counts with them: over the bound together,
+  // everything is freed, and the caller is told to free its own.
+  EXPECT_FALSE(bounded.TrimScratch(0));
+  EXPECT_TRUE(bounded.TrimScratch(big.size()));
+  EXPECT_EQ(bounded.scratch_bytes(), 0u);
   // The default bound (64 MiB) keeps the big image's buffers.
   SampleDecoder roomy(DecodeLimits{});
   ASSERT_TRUE(roomy.DecodeTo(big, {32, 32}, out.data()).ok());
-  EXPECT_GT(roomy.scratch_bytes(), size_t{512} << 10);
+  EXPECT_GT(roomy.scratch_bytes(), size_t{64} << 10);
+  EXPECT_FALSE(roomy.TrimScratch(big.size()));
 }
 
 TEST_F(DecoderTest, RgbMatchesTheTurboJpegReferenceExactly) {
@@ -147,7 +157,8 @@ TEST_F(DecoderTest, SameSizeOutputIsTheExactDecode) {
   const std::string path = WriteJpeg("same.jpg", 48, 40);
   SampleDecoder decoder({});
   std::vector<uint8_t> out(48 * 40 * 3);
-  ASSERT_TRUE(decoder.DecodeTo(path, {48, 40}, out.data()).ok());
+  ASSERT_TRUE(
+      decoder.DecodeTo(testing::FileBytes(path), {48, 40}, out.data()).ok());
   EXPECT_EQ(out, ReferenceDecode(path).pixels);
 }
 
@@ -156,7 +167,8 @@ TEST_F(DecoderTest, ResizedOutputIsCloseToAnAreaAverageReference) {
       WriteJpeg("big.jpg", 500, 375, /*grayscale=*/false, /*smooth=*/true);
   SampleDecoder decoder({});
   std::vector<uint8_t> out(224 * 168 * 3);
-  ASSERT_TRUE(decoder.DecodeTo(path, {224, 168}, out.data()).ok());
+  ASSERT_TRUE(
+      decoder.DecodeTo(testing::FileBytes(path), {224, 168}, out.data()).ok());
   const testing::RgbImage expected =
       testing::ReferenceResize(ReferenceDecode(path), 224, 168);
   const double mae =
@@ -188,7 +200,9 @@ TEST_F(DecoderTest, ExactPathEqualsThePillowResampleOfTheFullDecode) {
   std::vector<uint8_t> ours(224 * 224 * 3), theirs(224 * 224 * 3);
   for (const Pipeline* p : {&rrc, &eval}) {
     for (uint64_t key = 0; key < 12; ++key) {
-      ASSERT_TRUE(decoder.Process(path, *p, key, ours.data()).ok());
+      ASSERT_TRUE(
+          decoder.ProcessBytes(testing::FileBytes(path), *p, key, ours.data())
+              .ok());
       const SampleParams params = DrawSampleParams(*p, size, key);
       const std::optional<ExactGeometry> g =
           PlanExactGeometry(*p, size, params, &scratch);
@@ -213,7 +227,8 @@ TEST_F(DecoderTest, EnlargingIsCloseToTheSource) {
   const std::string path = WriteJpeg("small.jpg", 50, 40);
   SampleDecoder decoder({});
   std::vector<uint8_t> out(100 * 80 * 3);
-  ASSERT_TRUE(decoder.DecodeTo(path, {100, 80}, out.data()).ok());
+  ASSERT_TRUE(
+      decoder.DecodeTo(testing::FileBytes(path), {100, 80}, out.data()).ok());
   // Shrinking the enlargement back must give the source again, roughly.
   testing::RgbImage enlarged{100, 80, out};
   const testing::RgbImage back = testing::ReferenceResize(enlarged, 50, 40);
@@ -259,7 +274,8 @@ TEST_F(DecoderTest, ProgressiveJpegDecodesExactlyAlsoByRegion) {
   const testing::RgbImage full = ReferenceDecode(path);
   SampleDecoder decoder({});
   std::vector<uint8_t> out(120 * 90 * 3);
-  ASSERT_TRUE(decoder.DecodeTo(path, {120, 90}, out.data()).ok());
+  ASSERT_TRUE(
+      decoder.DecodeTo(testing::FileBytes(path), {120, 90}, out.data()).ok());
   EXPECT_EQ(out, full.pixels);
   JpegDecoder jpeg_decoder({});
   std::vector<uint8_t> buffer;
@@ -332,7 +348,8 @@ TEST_F(DecoderTest, DctScaledResultStaysCloseToAFullDecodeResize) {
       WriteJpeg("close.jpg", 640, 480, /*grayscale=*/false, /*smooth=*/true);
   SampleDecoder decoder({});
   std::vector<uint8_t> out(80 * 60 * 3);
-  ASSERT_TRUE(decoder.DecodeTo(path, {80, 60}, out.data()).ok());  // 1/8 DCT
+  ASSERT_TRUE(decoder.DecodeTo(testing::FileBytes(path), {80, 60}, out.data())
+                  .ok());  // 1/8 DCT
   const testing::RgbImage expected =
       testing::ReferenceResize(ReferenceDecode(path), 80, 60);
   EXPECT_LT(

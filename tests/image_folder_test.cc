@@ -1,4 +1,4 @@
-#include "daemon/jobs/image_folder.h"
+#include "daemon/datasets/image_folder.h"
 
 #include <sys/stat.h>
 

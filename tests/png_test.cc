@@ -152,11 +152,13 @@ TEST(Png, ThePipelineTellsPngFromJpegByContent) {
           .ok());
   SampleDecoder decoder({});
   std::vector<uint8_t> out(kW * kH * 3);
-  ASSERT_TRUE(decoder.DecodeTo(path, {kW, kH}, out.data()).ok());
+  ASSERT_TRUE(
+      decoder.DecodeTo(testing::FileBytes(path), {kW, kH}, out.data()).ok());
   EXPECT_EQ(out, rgb);
   const std::string text = dir.path() + "/text.png";
   ASSERT_TRUE(testdata::WriteFile(text, {'h', 'e', 'l', 'l', 'o'}).ok());
-  EXPECT_EQ(decoder.DecodeTo(text, {kW, kH}, out.data()).message(),
+  EXPECT_EQ(decoder.DecodeTo(testing::FileBytes(text), {kW, kH}, out.data())
+                .message(),
             "not a JPEG, PNG, WebP, TIFF, BMP or PPM/PGM file");
 }
 

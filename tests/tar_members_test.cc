@@ -1,4 +1,4 @@
-#include "daemon/jobs/tar_members.h"
+#include "daemon/datasets/tar_members.h"
 
 #include <fcntl.h>
 #include <unistd.h>

@@ -12,6 +12,7 @@
 #include <sstream>
 #include <thread>
 
+#include "daemon/datasets/sample_file.h"
 #include "daemon/shm/shm_segment.h"
 #include "gtest/gtest.h"
 
@@ -195,6 +196,12 @@ ProbeLog ReadProbeLog(const std::string& path) {
     }
   }
   return log;
+}
+
+std::vector<uint8_t> FileBytes(const std::string& path) {
+  std::vector<uint8_t> bytes;
+  if (!ReadFile(path, &bytes).ok()) bytes.clear();
+  return bytes;
 }
 
 }  // namespace stoker::testing

@@ -89,6 +89,9 @@ RgbImage ReferenceResize(const RgbImage& image, int width, int height);
 
 double MeanAbsDiff(const uint8_t* a, const uint8_t* b, size_t n);
 
+// The bytes of the file at `path` (empty if it cannot be read).
+std::vector<uint8_t> FileBytes(const std::string& path);
+
 // What a command printed and how it ended.
 struct CommandRun {
   int exit_code = -1;  // -1: killed by a signal

@@ -73,7 +73,10 @@ void CompareWithTorchvision(bool fast, double max_mean_abs_error) {
     ASSERT_EQ(pipeline.output.height, f.height) << f.file;
     ASSERT_EQ(pipeline.output.width, f.width) << f.file;
     std::vector<uint8_t> ours(pipeline.BytesPerImage());
-    ASSERT_TRUE(decoder.Process(dir + jpeg, pipeline, 0, ours.data()).ok());
+    ASSERT_TRUE(decoder
+                    .ProcessBytes(testing::FileBytes(dir + jpeg), pipeline, 0,
+                                  ours.data())
+                    .ok());
     const std::string theirs = testdata::ReadTextFile(dir + f.file);
     ASSERT_EQ(theirs.size(), ours.size()) << f.file;
     const double mae = testing::MeanAbsDiff(

@@ -1,89 +1,14 @@
 #include "daemon/image/sample_decoder.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
-#include <cstdio>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
-#include "common/unique_fd.h"
-#include "daemon/os/read_at.h"
 #include "libyuv/planar_functions.h"
 #include "libyuv/scale.h"
 
 namespace stoker {
-namespace {
-
-// Why a sample file could not be opened, with the code that says whose
-// problem it is.
-absl::Status OpenError(int err) {
-  const std::string text = absl::StrCat("cannot open: ", std::strerror(err));
-  switch (err) {
-    case EACCES:
-    case EPERM:
-      return absl::PermissionDeniedError(text);
-    case EMFILE:
-    case ENFILE:
-    case ENOMEM:
-      return absl::ResourceExhaustedError(
-          absl::StrCat(text, " (stokerd itself is short of it)"));
-    default:
-      return absl::NotFoundError(text);
-  }
-}
-
-}  // namespace
-
-absl::StatusOr<UniqueFd> OpenSample(const std::string& path,
-                                    const PathPolicy* policy, struct stat* st) {
-  // Look before opening for reading: an O_PATH descriptor opens nothing (a
-  // FIFO would block open(); a device could act on being opened), and the
-  // file it names is the one checked, then opened through /proc.
-  const UniqueFd where(::open(path.c_str(), O_PATH | O_CLOEXEC));
-  if (!where) return OpenError(errno);
-  if (policy != nullptr) {
-    if (absl::Status allowed = policy->CheckOpen(where.get()); !allowed.ok()) {
-      return allowed;
-    }
-  }
-  if (::fstat(where.get(), st) != 0 || !S_ISREG(st->st_mode)) {
-    return absl::InvalidArgumentError("not a regular file");
-  }
-  char reopen[64];
-  std::snprintf(reopen, sizeof(reopen), "/proc/self/fd/%d", where.get());
-  UniqueFd fd(::open(reopen, O_RDONLY | O_CLOEXEC | O_NOCTTY));
-  if (!fd) return OpenError(errno);
-  return fd;
-}
-
-absl::Status ReadFile(const std::string& path, std::vector<uint8_t>* buffer,
-                      const PathPolicy* policy) {
-  struct stat st;
-  absl::StatusOr<UniqueFd> opened = OpenSample(path, policy, &st);
-  if (!opened.ok()) return opened.status();
-  const UniqueFd& fd = *opened;
-  if (static_cast<uint64_t>(st.st_size) > kMaxFileBytes) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "file is ", st.st_size, " bytes, above the limit of ", kMaxFileBytes));
-  }
-  buffer->resize(static_cast<size_t>(st.st_size));
-  return ReadBytes(fd.get(), 0, buffer);
-}
-
-absl::Status ReadBytes(int fd, uint64_t offset, std::vector<uint8_t>* buffer) {
-  if (ReadAt(fd, buffer->data(), buffer->size(), offset)) {
-    return absl::OkStatus();
-  }
-  const int err = errno;
-  return absl::DataLossError(
-      err ? absl::StrCat("read failed: ", std::strerror(err))
-          : "file shrank while being read");
-}
 
 uint8_t* ResampleToPlanes(const uint8_t* src, int stride, ImageSize src_size,
                           ImageSize dst_size, Interpolation interpolation,
@@ -145,34 +70,8 @@ void BuildValueTable(const Pipeline& pipeline, ValueTable* table) {
   }
 }
 
-absl::Status SampleDecoder::Process(const std::string& path,
-                                    const Pipeline& pipeline, uint64_t key,
-                                    uint8_t* out) {
-  absl::Status status = ReadFile(path, &file_, policy_);
-  if (status.ok()) status = ProcessBytes(file_, pipeline, key, out);
-  TrimScratch();
-  return status;
-}
-
-absl::Status SampleDecoder::ProcessRange(int fd, uint64_t offset, uint64_t size,
-                                         const Pipeline& pipeline, uint64_t key,
-                                         uint8_t* out) {
-  absl::Status status;
-  if (size > kMaxFileBytes) {
-    status = absl::InvalidArgumentError(absl::StrCat(
-        "member is ", size, " bytes, above the limit of ", kMaxFileBytes));
-  } else {
-    file_.resize(static_cast<size_t>(size));
-    status = ReadBytes(fd, offset, &file_);
-  }
-  if (status.ok()) status = ProcessBytes(file_, pipeline, key, out);
-  TrimScratch();
-  return status;
-}
-
-void SampleDecoder::TrimScratch() {
-  if (scratch_bytes() <= max_scratch_bytes_) return;
-  std::vector<uint8_t>().swap(file_);
+bool SampleDecoder::TrimScratch(size_t held_elsewhere) {
+  if (scratch_bytes() + held_elsewhere <= max_scratch_bytes_) return false;
   std::vector<uint8_t>().swap(region_);
   std::vector<uint8_t>().swap(planes_);
   std::vector<uint8_t>().swap(packed_);
@@ -181,6 +80,7 @@ void SampleDecoder::TrimScratch() {
   std::vector<uint8_t>().swap(crop_);
   std::vector<float>().swap(blur_);
   augmix_ = AugMixScratch();
+  return true;
 }
 
 absl::Status SampleDecoder::ProcessBytes(std::span<const uint8_t> file,
@@ -339,11 +239,13 @@ void SampleDecoder::WriteOutput(const uint8_t* planes, const Pipeline& p,
   }
 }
 
-absl::Status SampleDecoder::DecodeTo(const std::string& path,
+absl::Status SampleDecoder::DecodeTo(std::span<const uint8_t> file,
                                      ImageSize out_size, uint8_t* out) {
   Pipeline resize;
   resize.output = resize.resized = out_size;
-  return Process(path, resize, 0, out);
+  absl::Status status = ProcessBytes(file, resize, 0, out);
+  TrimScratch();
+  return status;
 }
 
 }  // namespace stoker

@@ -1,6 +1,7 @@
-// SampleDecoder: the per-sample work of a worker thread. Reads one file
-// (JPEG, PNG, WebP, TIFF, BMP or PPM/PGM, told apart by their first bytes:
-// see ImageDecoder), decodes the part of it the
+// SampleDecoder: the per-sample work of a worker thread. Takes one file's
+// bytes (JPEG, PNG, WebP, TIFF, BMP or PPM/PGM, told apart by their first
+// bytes: see ImageDecoder; daemon/datasets/ reads them), decodes the part
+// of it the
 // sample's crop needs, resamples it to the pipeline's output size exactly
 // as Pillow would (or, with Pipeline::fast_resample, approximately), flips
 // it if drawn, and writes it straight into its row of a ring slot in the
@@ -8,12 +9,11 @@
 //
 // One per worker thread; owns reusable buffers, so the hot path allocates
 // only when an image is larger than any before it; buffers above
-// DecodeLimits::max_scratch_bytes in all are freed after the sample that
-// needed them (one huge image does not pin its memory). Not thread-safe.
+// DecodeLimits::max_scratch_bytes in all (with the caller's file buffer)
+// are freed after the sample that needed them (TrimScratch: one huge image
+// does not pin its memory). Not thread-safe.
 #ifndef STOKER_DAEMON_IMAGE_SAMPLE_DECODER_H_
 #define STOKER_DAEMON_IMAGE_SAMPLE_DECODER_H_
-
-#include <sys/stat.h>
 
 #include <array>
 #include <cstdint>
@@ -24,36 +24,12 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "common/unique_fd.h"
 #include "daemon/image/exact_geometry.h"
 #include "daemon/image/image_decoder.h"
 #include "daemon/image/pillow_resample.h"
 #include "daemon/image/pipeline.h"
-#include "daemon/os/path_policy.h"
 
 namespace stoker {
-
-// Largest file a worker reads; larger ones are refused as corrupt input.
-inline constexpr uint64_t kMaxFileBytes = uint64_t{256} << 20;
-
-// Opens `path` for reading if it is a regular file (after symlinks) inside
-// `policy`'s roots (nullptr: anywhere), filling *st. It looks through an
-// O_PATH descriptor first, which opens nothing: a FIFO or a device is
-// refused without being opened. Errors say what was wrong, not which file.
-absl::StatusOr<UniqueFd> OpenSample(const std::string& path,
-                                    const PathPolicy* policy, struct stat* st);
-
-// Reads the whole of `path` into *buffer (resized to the file's size),
-// with the calling thread's file identity (a worker holds its job owner's:
-// see HeldIdentity). Only a regular file is opened for reading. With a
-// `policy`, a file that turns out to lie outside its roots (say, a symlink
-// to /etc) is PERMISSION_DENIED.
-absl::Status ReadFile(const std::string& path, std::vector<uint8_t>* buffer,
-                      const PathPolicy* policy = nullptr);
-
-// Fills *buffer (its size is how many bytes) from `offset` of `fd`;
-// DATA_LOSS when the file ends first or the read fails.
-absl::Status ReadBytes(int fd, uint64_t offset, std::vector<uint8_t>* buffer);
 
 // The fast path: resamples packed RGB pixels (`stride` bytes per row) to
 // three planes of dst_size (R, G, B), each plane area-averaged when shrinking
@@ -75,45 +51,34 @@ uint16_t FloatToHalf(float value);
 
 class SampleDecoder {
  public:
-  explicit SampleDecoder(DecodeLimits limits,
-                         const PathPolicy* policy = nullptr)
-      : decoder_(limits),
-        max_scratch_bytes_(limits.max_scratch_bytes),
-        policy_(policy) {}
+  explicit SampleDecoder(DecodeLimits limits)
+      : decoder_(limits), max_scratch_bytes_(limits.max_scratch_bytes) {}
 
-  // Decodes `path` through `pipeline` with the random parameters of `key`
-  // (see SampleKey), writing pipeline.BytesPerImage() bytes to `out`.
-  // Errors say what was wrong with the file (not which file).
-  absl::Status Process(const std::string& path, const Pipeline& pipeline,
-                       uint64_t key, uint8_t* out);
-
-  // The same for `size` bytes at `offset` of the file open at `fd` (a tar
-  // shard's member).
-  absl::Status ProcessRange(int fd, uint64_t offset, uint64_t size,
-                            const Pipeline& pipeline, uint64_t key,
-                            uint8_t* out);
-
-  // The same for the bytes of a file already in memory.
+  // Decodes the bytes of one image file through `pipeline` with the random
+  // parameters of `key` (see SampleKey), writing pipeline.BytesPerImage()
+  // bytes to `out`. Errors say what was wrong with the file (not which).
   absl::Status ProcessBytes(std::span<const uint8_t> file,
                             const Pipeline& pipeline, uint64_t key,
                             uint8_t* out);
 
-  // Shorthand: `path` resized to out_size, RGB uint8 NHWC.
-  absl::Status DecodeTo(const std::string& path, ImageSize out_size,
+  // Shorthand: `file` resized to out_size, RGB uint8 NHWC, then
+  // TrimScratch().
+  absl::Status DecodeTo(std::span<const uint8_t> file, ImageSize out_size,
                         uint8_t* out);
+
+  // Frees the buffers if they and `held_elsewhere` bytes (the caller's file
+  // buffer) pass DecodeLimits::max_scratch_bytes; whether it did, so that
+  // the caller frees its own too.
+  bool TrimScratch(size_t held_elsewhere = 0);
 
   // Bytes held by the reusable buffers between samples.
   size_t scratch_bytes() const {
-    return file_.capacity() + region_.capacity() + planes_.capacity() +
-           packed_.capacity() + resample_.pass.capacity() +
-           augment_.capacity() + crop_.capacity() +
+    return region_.capacity() + planes_.capacity() + packed_.capacity() +
+           resample_.pass.capacity() + augment_.capacity() + crop_.capacity() +
            blur_.capacity() * sizeof(float) + augmix_.bytes();
   }
 
  private:
-  // Frees the buffers if they hold more than max_scratch_bytes_.
-  void TrimScratch();
-
   void WriteOutput(const uint8_t* planes, const Pipeline& pipeline,
                    uint8_t* out);
   // The ops on the resampled planes: flips, warp, jitter, grayscale, blur,
@@ -136,7 +101,6 @@ class SampleDecoder {
 
   ImageDecoder decoder_;
   SampleParams params_;
-  std::vector<uint8_t> file_;
   std::vector<uint8_t> region_;
   std::vector<uint8_t> planes_;
   std::vector<uint8_t> packed_;   // the exact resample's RGB output
@@ -153,7 +117,6 @@ class SampleDecoder {
   std::array<float, 3> table_mean_ = {};
   std::array<float, 3> table_std_ = {};
   const uint64_t max_scratch_bytes_;
-  const PathPolicy* const policy_;
 };
 
 }  // namespace stoker

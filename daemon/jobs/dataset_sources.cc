@@ -2,9 +2,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "daemon/jobs/image_folder.h"
-#include "daemon/jobs/manifest.h"
-#include "daemon/jobs/shard_index.h"
+#include "daemon/datasets/image_folder.h"
+#include "daemon/datasets/manifest.h"
+#include "daemon/datasets/shard_index.h"
 
 namespace stoker {
 

@@ -7,8 +7,8 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "daemon/jobs/dataset_index.h"
-#include "daemon/jobs/scan_limits.h"
+#include "daemon/datasets/dataset_index.h"
+#include "daemon/datasets/scan_limits.h"
 #include "daemon/spec/job_config.h"
 
 namespace stoker {

@@ -33,7 +33,7 @@
 #include "absl/time/time.h"
 #include "common/lease_table.h"
 #include "common/unique_fd.h"
-#include "daemon/jobs/dataset_index.h"
+#include "daemon/datasets/dataset_index.h"
 #include "daemon/jobs/delivery.h"
 #include "daemon/jobs/delivery_policy.h"
 #include "daemon/jobs/epoch_order.h"

@@ -37,9 +37,9 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "daemon/jobs/dataset_cache.h"
+#include "daemon/datasets/dataset_cache.h"
+#include "daemon/datasets/scan_limits.h"
 #include "daemon/jobs/job.h"
-#include "daemon/jobs/scan_limits.h"
 #include "daemon/jobs/worker_pool.h"
 #include "daemon/os/path_policy.h"
 

@@ -135,7 +135,7 @@ void WorkerPool::Charge(const Job* job, uint64_t ns) {
 }
 
 void WorkerPool::Run() {
-  SampleReader reader(limits_, policy_);
+  SampleWorker samples(limits_, policy_);
   // Samples are opened with their job owner's permissions; a worker keeps
   // that identity while it takes the same user's samples in a row.
   HeldIdentity identity;
@@ -148,14 +148,14 @@ void WorkerPool::Run() {
         if (stop_) return;
         const uint64_t seen = notifications_;
         if (NextTask(&job, &task)) break;
-        reader.CloseShards();  // nothing to do: hold no file open
+        samples.CloseShards();  // nothing to do: hold no file open
         while (!stop_ && notifications_ == seen) wake_.Wait(&mu_);
       }
     }
     // CPU time, not wall time: a worker preempted mid-sample does not
     // charge its job for the time it did not run.
     const uint64_t start = ThreadCpuNanos();
-    Process(*job, task, reader, identity);
+    Process(*job, task, samples, identity);
     const uint64_t ns = ThreadCpuNanos() - start;
     busy_ns_.fetch_add(ns, std::memory_order_relaxed);
     job->AddWorkerTime(ns);
@@ -181,8 +181,8 @@ double WorkerPool::decoded_per_second() const {
   return decoded_rate_.PerSecond();
 }
 
-void WorkerPool::Process(Job& job, const SampleTask& task, SampleReader& reader,
-                         HeldIdentity& identity) {
+void WorkerPool::Process(Job& job, const SampleTask& task,
+                         SampleWorker& samples, HeldIdentity& identity) {
   const DatasetIndex& dataset = *task.dataset;
   const JobConfig& config = job.config();
   uint32_t sample = task.sample;
@@ -190,7 +190,7 @@ void WorkerPool::Process(Job& job, const SampleTask& task, SampleReader& reader,
   for (int attempt = 0;; ++attempt) {
     status = identity.Use(config.owner_files);
     if (status.ok()) {
-      status = reader.Decode(
+      status = samples.Decode(
           job.serial(), dataset, sample, config.pipeline,
           CopyKey(SampleKey(config.seed, task.epoch, sample), task.copy),
           task.image);

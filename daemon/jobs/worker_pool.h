@@ -34,7 +34,7 @@
 #include "daemon/image/sample_decoder.h"
 #include "daemon/jobs/job.h"
 #include "daemon/jobs/rate_meter.h"
-#include "daemon/jobs/sample_reader.h"
+#include "daemon/jobs/sample_worker.h"
 
 namespace stoker {
 
@@ -82,7 +82,7 @@ class WorkerPool {
   bool NextTask(std::shared_ptr<Job>* job, SampleTask* task)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Charge(const Job* job, uint64_t ns);
-  void Process(Job& job, const SampleTask& task, SampleReader& reader,
+  void Process(Job& job, const SampleTask& task, SampleWorker& samples,
                HeldIdentity& identity);
 
   const DecodeLimits limits_;

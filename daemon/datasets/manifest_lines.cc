@@ -1,4 +1,4 @@
-#include "daemon/jobs/manifest_lines.h"
+#include "daemon/datasets/manifest_lines.h"
 
 #include <unistd.h>
 

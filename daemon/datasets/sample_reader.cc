@@ -1,10 +1,12 @@
-#include "daemon/jobs/sample_reader.h"
+#include "daemon/datasets/sample_reader.h"
 
 #include <sys/stat.h>
 
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "daemon/datasets/sample_file.h"
 
 namespace stoker {
 
@@ -34,12 +36,11 @@ absl::StatusOr<int> SampleReader::Shard(uint64_t job_serial,
   return open_.back().fd.get();
 }
 
-absl::Status SampleReader::Decode(uint64_t job_serial,
-                                  const DatasetIndex& index, uint32_t sample,
-                                  const Pipeline& pipeline, uint64_t key,
-                                  uint8_t* out) {
+absl::StatusOr<std::span<const uint8_t>> SampleReader::Read(
+    uint64_t job_serial, const DatasetIndex& index, uint32_t sample) {
   if (!index.in_shards()) {
-    return decoder_.Process(index.Path(sample), pipeline, key, out);
+    STOKER_RETURN_IF_ERROR(ReadFile(index.Path(sample), &buffer_, policy_));
+    return std::span<const uint8_t>(buffer_);
   }
   const MemberRange range = index.Range(sample);
   absl::StatusOr<int> fd = Shard(job_serial, index, range.shard);
@@ -53,8 +54,14 @@ absl::Status SampleReader::Decode(uint64_t job_serial,
         "the shard changed after the job was created (its index no longer "
         "describes it): create the job again");
   }
-  return decoder_.ProcessRange(*fd, range.offset, range.size, pipeline, key,
-                               out);
+  if (range.size > kMaxFileBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("member is ", range.size, " bytes, above the limit of ",
+                     kMaxFileBytes));
+  }
+  buffer_.resize(static_cast<size_t>(range.size));
+  STOKER_RETURN_IF_ERROR(ReadBytes(*fd, range.offset, &buffer_));
+  return std::span<const uint8_t>(buffer_);
 }
 
 }  // namespace stoker

@@ -1,11 +1,11 @@
-#include "daemon/jobs/shard_index.h"
+#include "daemon/datasets/shard_index.h"
 
 #include <sys/stat.h>
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
-#include "daemon/image/sample_decoder.h"  // kMaxFileBytes
-#include "daemon/jobs/brace_expand.h"
+#include "daemon/datasets/brace_expand.h"
+#include "daemon/datasets/sample_file.h"
 
 namespace stoker {
 namespace {

@@ -20,8 +20,8 @@
 // caller ends it with an error that says which. An unreadable directory is
 // an error naming it, never a silent gap (stricter than torchvision, whose
 // os.walk skips an unreadable sub-directory of a class without a word).
-#ifndef STOKER_DAEMON_JOBS_IMAGE_FOLDER_H_
-#define STOKER_DAEMON_JOBS_IMAGE_FOLDER_H_
+#ifndef STOKER_DAEMON_DATASETS_IMAGE_FOLDER_H_
+#define STOKER_DAEMON_DATASETS_IMAGE_FOLDER_H_
 
 #include <cstdint>
 #include <functional>
@@ -31,8 +31,8 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "daemon/jobs/dataset_index.h"
-#include "daemon/jobs/scan_limits.h"
+#include "daemon/datasets/dataset_index.h"
+#include "daemon/datasets/scan_limits.h"
 #include "daemon/os/path_policy.h"
 
 namespace stoker {
@@ -59,4 +59,4 @@ absl::StatusOr<std::shared_ptr<const DatasetIndex>> ScanImageFolder(
 
 }  // namespace stoker
 
-#endif  // STOKER_DAEMON_JOBS_IMAGE_FOLDER_H_
+#endif  // STOKER_DAEMON_DATASETS_IMAGE_FOLDER_H_

@@ -1,4 +1,4 @@
-#include "daemon/jobs/dataset_index.h"
+#include "daemon/datasets/dataset_index.h"
 
 #include <sys/stat.h>
 
@@ -8,7 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
-#include "daemon/image/sample_decoder.h"  // OpenSample
+#include "daemon/datasets/sample_file.h"
 
 namespace stoker {
 namespace {

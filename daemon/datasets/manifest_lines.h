@@ -1,7 +1,7 @@
 // The lines of a manifest, read a piece at a time (a manifest is never held
 // whole: the index it becomes is what stokerd keeps), each bounded.
-#ifndef STOKER_DAEMON_JOBS_MANIFEST_LINES_H_
-#define STOKER_DAEMON_JOBS_MANIFEST_LINES_H_
+#ifndef STOKER_DAEMON_DATASETS_MANIFEST_LINES_H_
+#define STOKER_DAEMON_DATASETS_MANIFEST_LINES_H_
 
 #include <cstdint>
 #include <memory>
@@ -45,4 +45,4 @@ std::unique_ptr<ManifestLines> LinesOfFile(int fd, const std::string& manifest);
 
 }  // namespace stoker
 
-#endif  // STOKER_DAEMON_JOBS_MANIFEST_LINES_H_
+#endif  // STOKER_DAEMON_DATASETS_MANIFEST_LINES_H_

@@ -3,17 +3,17 @@
 // headers and label members alone (tar_members.h, webdataset.h); no image
 // byte is read. Samples are numbered shard by shard, in archive order, as
 // webdataset's own pipeline yields them with its shard list unshuffled.
-#ifndef STOKER_DAEMON_JOBS_SHARD_INDEX_H_
-#define STOKER_DAEMON_JOBS_SHARD_INDEX_H_
+#ifndef STOKER_DAEMON_DATASETS_SHARD_INDEX_H_
+#define STOKER_DAEMON_DATASETS_SHARD_INDEX_H_
 
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "daemon/jobs/dataset_index.h"
-#include "daemon/jobs/scan_limits.h"
-#include "daemon/jobs/webdataset.h"
+#include "daemon/datasets/dataset_index.h"
+#include "daemon/datasets/scan_limits.h"
+#include "daemon/datasets/webdataset.h"
 
 namespace stoker {
 
@@ -33,4 +33,4 @@ absl::StatusOr<std::shared_ptr<const DatasetIndex>> IndexTarShards(
 
 }  // namespace stoker
 
-#endif  // STOKER_DAEMON_JOBS_SHARD_INDEX_H_
+#endif  // STOKER_DAEMON_DATASETS_SHARD_INDEX_H_

@@ -1,6 +1,6 @@
 // Parsing a manifest's text into rows (see manifest.h for the formats).
-#ifndef STOKER_DAEMON_JOBS_MANIFEST_ROWS_H_
-#define STOKER_DAEMON_JOBS_MANIFEST_ROWS_H_
+#ifndef STOKER_DAEMON_DATASETS_MANIFEST_ROWS_H_
+#define STOKER_DAEMON_DATASETS_MANIFEST_ROWS_H_
 
 #include <cstdint>
 #include <functional>
@@ -9,7 +9,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
-#include "daemon/jobs/manifest_lines.h"
+#include "daemon/datasets/manifest_lines.h"
 
 namespace stoker {
 
@@ -39,4 +39,4 @@ absl::Status ParseJsonLinesManifest(absl::string_view text,
 
 }  // namespace stoker
 
-#endif  // STOKER_DAEMON_JOBS_MANIFEST_ROWS_H_
+#endif  // STOKER_DAEMON_DATASETS_MANIFEST_ROWS_H_

@@ -1,4 +1,4 @@
-#include "daemon/jobs/brace_expand.h"
+#include "daemon/datasets/brace_expand.h"
 
 #include <algorithm>
 #include <cstdint>

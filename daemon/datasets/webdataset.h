@@ -4,15 +4,15 @@
 // group_by_keys forms them; its image is the member whose extension (what
 // follows that dot, lower-cased) is an image one, its label the integer
 // in its "cls" member or in a field of its "json" member.
-#ifndef STOKER_DAEMON_JOBS_WEBDATASET_H_
-#define STOKER_DAEMON_JOBS_WEBDATASET_H_
+#ifndef STOKER_DAEMON_DATASETS_WEBDATASET_H_
+#define STOKER_DAEMON_DATASETS_WEBDATASET_H_
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "daemon/jobs/tar_members.h"
+#include "daemon/datasets/tar_members.h"
 
 namespace stoker {
 
@@ -49,4 +49,4 @@ absl::StatusOr<std::vector<ShardSample>> GroupShardSamples(
 
 }  // namespace stoker
 
-#endif  // STOKER_DAEMON_JOBS_WEBDATASET_H_
+#endif  // STOKER_DAEMON_DATASETS_WEBDATASET_H_

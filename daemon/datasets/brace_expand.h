@@ -5,8 +5,8 @@
 // A range is padded to its longer endpoint when either endpoint starts with
 // a zero (as braceexpand); a descending range counts down; braces may nest.
 // "{x}" (one item, no range) and unmatched braces stay as written.
-#ifndef STOKER_DAEMON_JOBS_BRACE_EXPAND_H_
-#define STOKER_DAEMON_JOBS_BRACE_EXPAND_H_
+#ifndef STOKER_DAEMON_DATASETS_BRACE_EXPAND_H_
+#define STOKER_DAEMON_DATASETS_BRACE_EXPAND_H_
 
 #include <cstddef>
 #include <string>
@@ -25,4 +25,4 @@ absl::Status ExpandBraces(const std::string& pattern, size_t max_paths,
 
 }  // namespace stoker
 
-#endif  // STOKER_DAEMON_JOBS_BRACE_EXPAND_H_
+#endif  // STOKER_DAEMON_DATASETS_BRACE_EXPAND_H_

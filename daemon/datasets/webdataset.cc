@@ -1,4 +1,4 @@
-#include "daemon/jobs/webdataset.h"
+#include "daemon/datasets/webdataset.h"
 
 #include <array>
 

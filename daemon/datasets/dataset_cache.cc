@@ -1,4 +1,4 @@
-#include "daemon/jobs/dataset_cache.h"
+#include "daemon/datasets/dataset_cache.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -7,7 +7,7 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "common/unique_fd.h"
-#include "daemon/image/sample_decoder.h"  // OpenSample
+#include "daemon/datasets/sample_file.h"
 
 namespace stoker {
 

@@ -10,8 +10,8 @@
 // (with its name prefix), GNU long names ('L') and pax extended headers
 // ('x': path and size); every header's checksum is verified and every size
 // is checked against the file before it is trusted.
-#ifndef STOKER_DAEMON_JOBS_TAR_MEMBERS_H_
-#define STOKER_DAEMON_JOBS_TAR_MEMBERS_H_
+#ifndef STOKER_DAEMON_DATASETS_TAR_MEMBERS_H_
+#define STOKER_DAEMON_DATASETS_TAR_MEMBERS_H_
 
 #include <cstdint>
 #include <string>
@@ -55,4 +55,4 @@ absl::StatusOr<std::vector<TarMember>> ReadTarMembers(
 
 }  // namespace stoker
 
-#endif  // STOKER_DAEMON_JOBS_TAR_MEMBERS_H_
+#endif  // STOKER_DAEMON_DATASETS_TAR_MEMBERS_H_

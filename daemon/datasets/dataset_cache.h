@@ -15,8 +15,8 @@
 // only one stays in memory.
 //
 // Thread-safety: thread-safe.
-#ifndef STOKER_DAEMON_JOBS_DATASET_CACHE_H_
-#define STOKER_DAEMON_JOBS_DATASET_CACHE_H_
+#ifndef STOKER_DAEMON_DATASETS_DATASET_CACHE_H_
+#define STOKER_DAEMON_DATASETS_DATASET_CACHE_H_
 
 #include <cstdint>
 #include <memory>
@@ -25,7 +25,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
-#include "daemon/jobs/dataset_index.h"
+#include "daemon/datasets/dataset_index.h"
 #include "daemon/os/path_policy.h"
 
 namespace stoker {
@@ -58,4 +58,4 @@ bool StampsHold(const DatasetIndex& index, const PathPolicy& policy);
 
 }  // namespace stoker
 
-#endif  // STOKER_DAEMON_JOBS_DATASET_CACHE_H_
+#endif  // STOKER_DAEMON_DATASETS_DATASET_CACHE_H_

@@ -1,8 +1,8 @@
 // The bounds of one dataset scan (an ImageFolder walk, tar headers, a
 // manifest's rows): a dataset is somebody else's input to a shared daemon,
 // so building its index must end, and end with a reason.
-#ifndef STOKER_DAEMON_JOBS_SCAN_LIMITS_H_
-#define STOKER_DAEMON_JOBS_SCAN_LIMITS_H_
+#ifndef STOKER_DAEMON_DATASETS_SCAN_LIMITS_H_
+#define STOKER_DAEMON_DATASETS_SCAN_LIMITS_H_
 
 #include <cstdint>
 #include <functional>
@@ -63,4 +63,4 @@ inline absl::Status ScanClock::Check(const std::string& where) const {
 
 }  // namespace stoker
 
-#endif  // STOKER_DAEMON_JOBS_SCAN_LIMITS_H_
+#endif  // STOKER_DAEMON_DATASETS_SCAN_LIMITS_H_

@@ -1,4 +1,4 @@
-#include "daemon/jobs/manifest.h"
+#include "daemon/datasets/manifest.h"
 
 #include <sys/stat.h>
 
@@ -14,7 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "common/unique_fd.h"
-#include "daemon/jobs/manifest_rows.h"
+#include "daemon/datasets/manifest_rows.h"
 
 namespace stoker {
 namespace {

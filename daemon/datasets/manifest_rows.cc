@@ -1,4 +1,4 @@
-#include "daemon/jobs/manifest_rows.h"
+#include "daemon/datasets/manifest_rows.h"
 
 #include <vector>
 

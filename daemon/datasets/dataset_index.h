@@ -13,8 +13,8 @@
 // The paths a sample is read from are rebuilt when it is read.
 //
 // Thread-safety: a built index is immutable; Builder is not thread-safe.
-#ifndef STOKER_DAEMON_JOBS_DATASET_INDEX_H_
-#define STOKER_DAEMON_JOBS_DATASET_INDEX_H_
+#ifndef STOKER_DAEMON_DATASETS_DATASET_INDEX_H_
+#define STOKER_DAEMON_DATASETS_DATASET_INDEX_H_
 
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -156,4 +156,4 @@ class DatasetIndex::Builder {
 
 }  // namespace stoker
 
-#endif  // STOKER_DAEMON_JOBS_DATASET_INDEX_H_
+#endif  // STOKER_DAEMON_DATASETS_DATASET_INDEX_H_

@@ -13,16 +13,16 @@
 // inside the dataset roots; each row's file must exist. Rows naming the
 // same label must give it the same class name; class names need labels in
 // [0, kMaxManifestClasses).
-#ifndef STOKER_DAEMON_JOBS_MANIFEST_H_
-#define STOKER_DAEMON_JOBS_MANIFEST_H_
+#ifndef STOKER_DAEMON_DATASETS_MANIFEST_H_
+#define STOKER_DAEMON_DATASETS_MANIFEST_H_
 
 #include <cstdint>
 #include <memory>
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "daemon/jobs/dataset_index.h"
-#include "daemon/jobs/scan_limits.h"
+#include "daemon/datasets/dataset_index.h"
+#include "daemon/datasets/scan_limits.h"
 
 namespace stoker {
 
@@ -44,4 +44,4 @@ absl::StatusOr<std::shared_ptr<const DatasetIndex>> IndexManifest(
 
 }  // namespace stoker
 
-#endif  // STOKER_DAEMON_JOBS_MANIFEST_H_
+#endif  // STOKER_DAEMON_DATASETS_MANIFEST_H_
