@@ -12,77 +12,27 @@ The loader creates one job on the daemon and consumes it as a stream that
 runs on from epoch to epoch. A new iteration, set_epoch() to another epoch,
 or load_state_dict() starts a new job at the wanted position (same seed,
 same bytes).
+
+Its arguments become the job's spec in stoker.spec (the transform's
+pipeline in stoker.transforms); the place in the stream, its moves and its
+reconnecting are the cursor's (stoker.cursor: ExclusiveCursor, or
+SharedCursor for a broadcast, partition or attached job); the stream itself
+is stoker.stream's. This module is torch's DataLoader surface over them,
+and the batch_transform.
 """
 from __future__ import annotations
 
-import importlib
 import os
 import threading
-import time
 import weakref
 from typing import Any, Dict, Iterator, Optional, Sequence, Tuple, Union
 
 import torch
 
-from stoker import batch_transforms, datasets, errors, recipe, transforms
+from stoker import batch_transforms, datasets, recipe, spec as job_spec
 from stoker.client import Client, default_socket
+from stoker.cursor import Cursor, ExclusiveCursor, SharedCursor
 from stoker.stream import Resources, Stream
-
-_SHARING = {"exclusive": "CONSUMER_MODE_EXCLUSIVE",
-            "broadcast": "CONSUMER_MODE_BROADCAST",
-            "partition": "CONSUMER_MODE_PARTITION"}
-_ON_LAG = {"detach": "LAG_POLICY_DETACH", "skip": "LAG_POLICY_SKIP"}
-_ON_ERROR = {"replace": "ON_ERROR_REPLACE", "fail": "ON_ERROR_FAIL"}
-# What a saved state must agree on to resume the same stream.
-_STREAM_FIELDS = ("dataset", "batch_size", "output", "seed", "shuffle",
-                  "drop_last", "pipeline", "rank", "world_size",
-                  "shard_drop_last")
-
-
-def _reference_versions() -> Dict[str, str]:
-    """This process's Pillow and numpy, whose output torchvision's depends
-    on in a few corners (JobSpec.reference): the daemon matches them. One
-    not installed is left out (the daemon then takes the newest)."""
-    versions = {}
-    for key, module in (("pillow", "PIL"), ("numpy", "numpy")):
-        try:
-            versions[key] = str(importlib.import_module(module).__version__)
-        except ImportError:
-            pass
-    return versions
-
-
-def _distributed_rank() -> Tuple[int, int]:
-    """(rank, world_size): torch.distributed if initialised, else RANK and
-    WORLD_SIZE from the environment, else (0, 1)."""
-    dist = torch.distributed
-    if dist.is_available() and dist.is_initialized():
-        return dist.get_rank(), dist.get_world_size()
-    return int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1))
-
-
-def _dataset_spec(root, shards, manifest, label_field) -> Dict[str, Any]:
-    """The job spec's dataset: exactly one of root, shards and manifest,
-    with paths made absolute from this process's directory."""
-    named = [name for name, value in (("root", root), ("shards", shards),
-                                      ("manifest", manifest))
-             if value is not None]
-    if len(named) != 1:
-        raise errors.InvalidArgument(
-            "name one dataset: root (an ImageFolder), shards or manifest"
-            + (f", not {' and '.join(named)}" if named else ""))
-    if label_field and shards is None:
-        raise errors.InvalidArgument("label_field applies to shards only")
-    if root is not None:
-        return {"path": os.path.abspath(os.path.expanduser(os.fspath(root)))}
-    if manifest is not None:
-        return {"manifest": os.path.abspath(os.fspath(manifest))}
-    if isinstance(shards, (str, os.PathLike)):
-        shards = [shards]
-    spec = {"shards": [os.path.abspath(os.fspath(s)) for s in shards]}
-    if label_field:
-        spec["label_field"] = label_field
-    return spec
 
 
 class DataLoader:
@@ -161,83 +111,43 @@ class DataLoader:
                  batch_transform: Any = None, sampler: Any = None,
                  generator: Optional[torch.Generator] = None,
                  collate_fn: Any = None, **ignored: Any):
-        root, transform, self._folder = datasets.unpack_root(root, transform)
-        recipe.refuse_collate_fn(collate_fn)
-        order = recipe.order_options(sampler, generator, shuffle, seed, rank,
-                                     world_size, shard_drop_last)
-        recipe.log_ignored(ignored)
-        self._sampler_epoch = recipe.SamplerEpoch(sampler)
-        # Attached to another's job, its pipeline applies.
-        pipeline, output = (transforms.translate(transform) if job_id is None
-                            else ([], {}))
-        dist_rank, dist_world = _distributed_rank()
-        self.rank = dist_rank if order["rank"] is None else int(order["rank"])
-        self.world_size = (dist_world if order["world_size"] is None
-                           else int(order["world_size"]))
-        for value, table, what in ((sharing, _SHARING, "sharing"),
-                                   (on_lag, _ON_LAG, "on_lag"),
-                                   (on_error, _ON_ERROR, "on_error")):
-            if value not in table:
-                raise errors.InvalidArgument(
-                    f"{what}={value!r}: one of {', '.join(table)}")
-        self.device = torch.device(device)
-        if self.device.type not in ("cpu", "cuda"):
-            raise errors.InvalidArgument(f"device {device!r}: cpu or cuda")
-        self._cuda_device = None
-        if self.device.type == "cuda":
-            if not torch.cuda.is_available():
-                raise errors.FailedPrecondition(
-                    f"device={device!r}, but torch sees no CUDA device")
-            self._cuda_device = (self.device.index if self.device.index
-                                 is not None else torch.cuda.current_device())
-        self._spec = {
-            "dataset": _dataset_spec(root, shards, manifest, label_field),
-            "batch_size": int(batch_size), "slots": int(slots),
-            "output": output, "seed": int(order["seed"]),
-            "shuffle": order["shuffle"],
-            "drop_last": bool(drop_last), "epochs": 0,
-            "on_error": _ON_ERROR[on_error], "name": name,
-            "pipeline": pipeline, "rank": self.rank,
-            "world_size": self.world_size,
-            "shard_drop_last": order["shard_drop_last"],
-            "sharing": {"mode": _SHARING[sharing]},
-            "weight": int(weight), "access_group": access_group,
-            "fast_resample": bool(fast_resample),
-            "repeated_augmentations": int(repeated_augmentations),
-            "reference": _reference_versions(),
-        }
-        if (sharing == "broadcast" or max_lag != 0 or on_lag != "detach" or
-                min_consumers != 1):  # the daemon refuses them otherwise
-            self._spec["sharing"].update(max_lag=int(max_lag),
-                                         on_lag=_ON_LAG[on_lag],
-                                         min_consumers=int(min_consumers))
+        plan = job_spec.build(
+            root=root, transform=transform, shards=shards, manifest=manifest,
+            label_field=label_field, batch_size=batch_size, shuffle=shuffle,
+            drop_last=drop_last, seed=seed, rank=rank, world_size=world_size,
+            shard_drop_last=shard_drop_last, device=device, slots=slots,
+            weight=weight, on_error=on_error, sharing=sharing,
+            max_lag=max_lag, on_lag=on_lag, min_consumers=min_consumers,
+            access_group=access_group, name=name, job_id=job_id,
+            fast_resample=fast_resample,
+            repeated_augmentations=repeated_augmentations, sampler=sampler,
+            generator=generator, collate_fn=collate_fn, ignored=ignored)
+        self._spec = plan.spec
+        self.rank, self.world_size = self._spec["rank"], self._spec["world_size"]
+        self.device, self._cuda_device = plan.device, plan.cuda_device
+        self._sampler_epoch = plan.sampler_epoch
+        self._root, self._transform = plan.root, plan.transform
+        self._dataset: Any = plan.folder
         self._held = None  # the batch under the last one transformed
         self._batch_transform = batch_transform
         self._with_generator = batch_transforms.accepts_generator(
             batch_transform) if batch_transform is not None else False
         self._check_batch_transform(0)
-        self._name = name
-        self._job_id = job_id
-        self._shared = job_id is not None or sharing != "exclusive"
-        self._stash = None  # shared: a batch of the next epoch, taken early
-        self._prefetch = int(prefetch)
-        self._reconnect_timeout = float(reconnect_timeout)
+        stream_args = (name, int(prefetch), self._cuda_device)
+        reconnect_timeout = float(reconnect_timeout)
         # iter() and next() from several threads take turns: a stream one
         # thread opens is never replaced (and its job lost) by another's.
         self._guard = threading.RLock()
         self._resources = Resources(Client(socket or default_socket()))
         self._finalizer = weakref.finalize(self, self._resources.close)
         self._iterating: Optional["_EpochIterator"] = None
-        # The next batch this loader would yield; the stream's next batch
-        # is that one while _stream_in_step.
-        self._next = (0, 0)
-        self._epoch_set: Optional[int] = None
-        self._resume: Optional[Tuple[int, int]] = None
-        self._root, self._transform = root, transform
-        self._dataset: Any = self._folder
-        self._open_stream((0, 0))  # checks everything now; gives len()
+        self._cursor: Cursor = (
+            SharedCursor(self._resources, self._spec, *stream_args, job_id)
+            if plan.shared else
+            ExclusiveCursor(self._resources, self._spec, *stream_args,
+                            reconnect_timeout))
         try:
-            self._check_batch_transform(len(self._classes))
+            self._check_batch_transform(len(self._cursor.classes))
         except BaseException:
             self.close()
             raise
@@ -246,7 +156,7 @@ class DataLoader:
 
     def __len__(self) -> int:
         """Batches per epoch for this rank."""
-        return self._batches_per_epoch
+        return self._cursor.batches_per_epoch
 
     @property
     def batch_size(self) -> int:
@@ -259,12 +169,12 @@ class DataLoader:
     @property
     def num_samples(self) -> int:
         """Samples in the dataset (all ranks)."""
-        return self._num_samples
+        return self._cursor.num_samples
 
     @property
     def classes(self) -> list:
         """Class names; label i is classes[i] (ImageFolder's classes)."""
-        return list(self._classes)
+        return list(self._cursor.classes)
 
     @property
     def dataset(self) -> Any:
@@ -275,7 +185,7 @@ class DataLoader:
             if isinstance(root, str):
                 root = os.path.expanduser(root)
             self._dataset = datasets.LoaderDataset(
-                self._num_samples, self._classes, root, self._transform)
+                self.num_samples, self._cursor.classes, root, self._transform)
         return self._dataset
 
     @property
@@ -288,81 +198,31 @@ class DataLoader:
         """The epoch the next iteration serves (its order depends on seed
         and epoch only), as DistributedSampler.set_epoch. A shared loader
         only accepts the epoch its stream is at."""
-        if self._shared and int(epoch) != self._next[0]:
-            raise errors.FailedPrecondition(
-                f"set_epoch({epoch}): a shared job's stream is at epoch "
-                f"{self._next[0]} and cannot be moved")
-        if not self._shared:
-            self._epoch_set = int(epoch)
-
-    def _start(self) -> Tuple[int, int]:
-        """Where the next iteration begins."""
-        if self._resume is not None and self._epoch_set in (None, self._resume[0]):
-            start = self._resume
-        elif self._epoch_set is not None:
-            start = (self._epoch_set, 0)
-        elif self._next[1] == 0:
-            start = self._next
-        else:  # the last iteration stopped early: a new epoch begins
-            start = (self._next[0] + 1, 0)
-        if start[1] >= self._batches_per_epoch:
-            start = (start[0] + 1, 0)
-        return start
+        self._cursor.set_epoch(epoch)
 
     def __iter__(self) -> Iterator[Tuple[torch.Tensor, torch.Tensor]]:
         with self._guard:
-            return self._iter()
-
-    def _iter(self) -> "_EpochIterator":
-        epoch = self._sampler_epoch.changed()
-        if epoch is not None:  # the sampler= given was set_epoch()ed
-            self.set_epoch(epoch)
-        if not self._shared:  # a shared stream goes on where it is
-            start = self._start()
-            if not self._stream_in_step or start != self._next:
-                self._open_stream(start)
-            self._resume = None
-            self._epoch_set = None
-        self._iterating = _EpochIterator(self, self._next[0])
-        return self._iterating
+            epoch = self._sampler_epoch.changed()
+            if epoch is not None:  # the sampler= given was set_epoch()ed
+                self.set_epoch(epoch)
+            self._cursor.begin()  # a shared stream goes on where it is
+            self._iterating = _EpochIterator(self, self._cursor.next[0])
+            return self._iterating
 
     def state_dict(self) -> Dict[str, Any]:
         """Where to resume: the batch after the last one yielded (what was
         yielded counts as trained on; a loop left early resumes where it
         stopped), unless set_epoch() or load_state_dict() was called since
         the last iteration began; and the job spec."""
-        if self._resume is not None or self._epoch_set is not None:
-            epoch, batch = self._start()
-        else:
-            epoch, batch = self._next
+        epoch, batch = self._cursor.position()
         return {"version": 1, "epoch": epoch, "batch": batch,
-                "batches_per_epoch": self._batches_per_epoch,
+                "batches_per_epoch": self._cursor.batches_per_epoch,
                 "spec": dict(self._spec)}
 
     def load_state_dict(self, state: Dict[str, Any]) -> None:
         """Resumes at the saved position on the next iteration, with the same
         bytes an uninterrupted run would have had."""
-        if self._shared:
-            raise errors.FailedPrecondition(
-                "a shared job's stream cannot be moved: load_state_dict is "
-                "for exclusive jobs")
-        if state.get("version") != 1:
-            raise errors.InvalidArgument(
-                f"not a stoker DataLoader state (version {state.get('version')!r})")
-        saved = state["spec"]
-        differ = [f for f in _STREAM_FIELDS if saved.get(f) != self._spec.get(f)]
-        if state.get("batches_per_epoch") != self._batches_per_epoch:
-            differ.append("batches_per_epoch (the dataset changed: saved "
-                          f"{state.get('batches_per_epoch')}, now "
-                          f"{self._batches_per_epoch})")
-        if differ:
-            raise errors.InvalidArgument(
-                "the saved state is of another stream; these differ: " +
-                ", ".join(f if f.startswith("batches_per_epoch") else
-                          f"{f} (saved {saved.get(f)!r}, now "
-                          f"{self._spec.get(f)!r})" for f in differ))
-        self._resume = (int(state["epoch"]), int(state["batch"]))
-        self._epoch_set = None
+        self._cursor.load_state(state)
 
     # -- stoker's own ----------------------------------------------------------
 
@@ -402,81 +262,7 @@ class DataLoader:
 
     @property
     def _stream(self) -> Stream:
-        if self._resources.stream is None:
-            raise ValueError("the DataLoader is closed")
-        return self._resources.stream
-
-    def _open_stream(self, start: Tuple[int, int]) -> None:
-        self._stream_in_step = False  # until the new one is open
-        self._resources.close_stream()
-        spec = dict(self._spec, start_epoch=start[0], start_batch=start[1])
-        self._resources.stream = Stream(
-            self._resources.client, spec, self._name, self._prefetch,
-            self._cuda_device, self._job_id)
-        job = self._stream.job
-        self._batches_per_epoch = int(job["batches_per_epoch"])
-        self._num_samples = int(job["num_samples"])
-        self._classes = job.get("class_names", [])
-        self._next = start
-        self._stream_in_step = True
-
-    def _take(self, iterator: "_EpochIterator"):
-        if iterator is not self._iterating:
-            raise RuntimeError("this iterator was replaced by a newer "
-                               "iter(loader); stoker serves one at a time")
-        if self._shared:
-            return self._take_shared(iterator)
-        try:
-            images, labels, epoch, index = self._next_batch()
-        except BaseException:
-            self._stream_in_step = False  # the next iteration opens afresh
-            raise
-        if (epoch, index) != self._next:
-            self._stream_in_step = False
-            raise errors.Internal(
-                f"expected batch {self._next[1]} of epoch {self._next[0]}, "
-                f"the daemon sent batch {index} of epoch {epoch}")
-        self._next = self._after(epoch, index)
-        return images, labels, epoch, index
-
-    @property
-    def _partition(self) -> bool:
-        """A partition job: its epochs end when the daemon says so (a batch
-        taken back from another consumer may come after the last one)."""
-        sharing = self._stream.job.get("spec", {}).get("sharing", {})
-        return sharing.get("mode") == _SHARING["partition"]
-
-    def _after(self, epoch: int, index: int) -> Tuple[int, int]:
-        """The place of the batch that follows batch `index` of `epoch`."""
-        if index + 1 < self._batches_per_epoch:
-            return epoch, index + 1
-        return epoch + 1, 0
-
-    def _take_shared(self, iterator: "_EpochIterator"):
-        if self._stash is not None:
-            batch, self._stash = self._stash, None
-        else:
-            batch = self._stream.next()
-        images, labels, epoch, index = batch
-        # A partition job sends a batch taken back from another consumer
-        # (it went away, or was stopped past the lease timeout) again, after
-        # later ones: it belongs to the epoch being iterated.
-        if self._partition and epoch <= iterator.epoch:
-            self._next = max(self._next, self._after(epoch, index))
-            return batch
-        if (epoch, index) < self._next:
-            raise errors.Internal(
-                f"the daemon sent batch {index} of epoch {epoch} after batch "
-                f"{self._next[1]} of epoch {self._next[0]}")
-        if epoch > iterator.epoch:
-            if iterator.yielded == 0:  # joined later: this is its epoch
-                iterator.epoch = epoch
-            else:  # this epoch is over for this consumer
-                self._stash = batch
-                self._next = (epoch, 0)
-                raise StopIteration
-        self._next = self._after(epoch, index)
-        return batch
+        return self._cursor.stream
 
     def _check_batch_transform(self, classes: int) -> None:
         if self._batch_transform is not None:
@@ -499,31 +285,6 @@ class DataLoader:
             self._batch_transform, images, labels, generator,
             self._with_generator)
 
-    def _next_batch(self):
-        """The stream's next batch; when the daemon went away (restart, lost
-        connection), a new job at the batch after the last one yielded."""
-        deadline = None
-        while True:
-            try:
-                if not self._stream_in_step:
-                    self._open_stream(self._next)
-                return self._stream.next()
-            except errors.Unavailable:
-                if self._shared:
-                    raise
-                now = time.monotonic()
-                if deadline is None:
-                    deadline = now + self._reconnect_timeout
-                if now >= deadline:
-                    raise
-                self._stream_in_step = False
-                try:
-                    # Returns as soon as the daemon listens again; in
-                    # slices, so that Ctrl-C is seen.
-                    self._resources.reconnect(min(0.5, deadline - now))
-                except errors.Unavailable:
-                    time.sleep(0.05)  # not listening yet
-
 
 class _EpochIterator:
     """One epoch of a DataLoader."""
@@ -542,9 +303,12 @@ class _EpochIterator:
     def __next__(self) -> Tuple[torch.Tensor, torch.Tensor]:
         loader = self._loader
         with loader._guard:
-            if loader._next[0] != self.epoch and not (
-                    loader._shared and (self.yielded == 0 or loader._partition)):
+            cursor = loader._cursor
+            if not cursor.in_epoch(self):
                 raise StopIteration
-            images, labels, epoch, index = loader._take(self)
+            if self is not loader._iterating:
+                raise RuntimeError("this iterator was replaced by a newer "
+                                   "iter(loader); stoker serves one at a time")
+            images, labels, epoch, index = cursor.take(self)
             self.yielded += 1
             return loader._transformed(images, labels, epoch, index)

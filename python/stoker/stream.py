@@ -111,7 +111,9 @@ class Stream:
         try:
             options = _native.ConsumerOptions(
                 prefetch=prefetch, name=name.encode(),
-                reconnect_timeout_ms=0,  # the loader reconnects itself
+                # The SDK's Reconnector is off: stoker.cursor's
+                # ExclusiveCursor reconnects (the only place that does).
+                reconnect_timeout_ms=0,
                 copy_on_write=int(cuda_device is None))
             consumer = ctypes.c_void_p()
             _native.check(lib.stoker_attach(client.handle,
@@ -262,9 +264,10 @@ class Resources:
         self.client.close()
 
     def reconnect(self, timeout: float) -> None:
-        """A new connection, made as soon as the daemon answers. (Calls on
-        the old one would notice a restarted daemon only when gRPC next
-        polls its idle connection, up to 5 s later.)"""
+        """A new connection, made as soon as the daemon answers (for
+        ExclusiveCursor's reconnect loop). (Calls on the old one would
+        notice a restarted daemon only when gRPC next polls its idle
+        connection, up to 5 s later.)"""
         self.close_stream()
         fresh = Client(self.client.socket, timeout=timeout)
         self.client.close()
