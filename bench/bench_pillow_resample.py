@@ -55,5 +55,6 @@ def main():
         print(f"{name:30} {theirs:10.1f} {ours[name]:10.1f} "
               f"{theirs / ours[name]:8.2f}x")
 
+
 if __name__ == "__main__":
     main()

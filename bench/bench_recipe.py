@@ -18,7 +18,6 @@ import sys
 import tempfile
 import time
 
-import numpy as np
 import torch
 from PIL import Image
 from torchvision import datasets

@@ -34,5 +34,6 @@ def main():
     print(f"input_bound_percent {loader.input_stats()['input_bound_percent']:.1f}")
     loader.close()
 
+
 if __name__ == "__main__":
     main()

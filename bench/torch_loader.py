@@ -67,5 +67,6 @@ def main():
         persistent_workers=True)
     measure(loader, args.epochs, args.step_ms)
 
+
 if __name__ == "__main__":
     main()

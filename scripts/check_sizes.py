@@ -1,30 +1,36 @@
 #!/usr/bin/env python3
-"""Checks two house rules on the size of the C++ sources:
+"""Checks two house rules on the size of the C++ and Python sources:
 
-  1. no source file (*.h, *.cc) is longer than 400 lines;
+  1. no source file (*.h, *.cc, *.py) is longer than 400 lines;
   2. no function is longer than 60 lines, from the first line of its
-     declaration (a `template <...>` line included) to its closing brace.
+     declaration (a `template <...>` line or a decorator included) to its
+     closing brace or its last line.
 
 Short files and functions are easier to read, review and test.
 
-Functions are found by a heuristic, not a compiler: comments, literals and
-preprocessor lines are blanked out, then braces are tracked. A `{` at
+C++ functions are found by a heuristic, not a compiler: comments, literals
+and preprocessor lines are blanked out, then braces are tracked. A `{` at
 namespace, class or extern "C" scope opens a function body when it follows a
 parameter list, possibly followed by qualifiers (const, noexcept, override,
 ...), a trailing return type or a constructor's member-initializer list.
 Lambdas and local classes count towards their enclosing function.
 
+Python functions are found with the ast module: the functions of a module
+and the methods of its classes (Class.method), a nested function or class
+counting towards the function it is in.
+
 Exits 1 if a limit is exceeded, 0 otherwise.
 """
 
 import argparse
+import ast
 import os
 import re
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DEFAULT_PATHS = ["daemon", "client", "common"]
-EXTENSIONS = (".h", ".cc")
+DEFAULT_PATHS = ["daemon", "client", "common", os.path.join("python", "stoker")]
+EXTENSIONS = (".h", ".cc", ".py")
 
 CONTROL = {"if", "for", "while", "switch", "catch", "do", "else", "try",
            "return", "sizeof", "alignof", "decltype", "static_assert"}
@@ -201,15 +207,40 @@ def find_functions(text):
     return functions
 
 
+def find_python_functions(text):
+    """Returns (name, first_line, last_line) for each function in the
+    Python source `text`: module-level functions and methods (Class.name,
+    Outer.Inner.name for a nested class). Raises SyntaxError."""
+    functions = []
+
+    def visit(body, prefix):
+        for node in body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                first = min([node.lineno] + [d.lineno for d in
+                                             node.decorator_list])
+                functions.append((prefix + node.name, first, node.end_lineno))
+            elif isinstance(node, ast.ClassDef):
+                visit(node.body, prefix + node.name + ".")
+            elif isinstance(node, (ast.If, ast.Try)):  # if TYPE_CHECKING: ...
+                for block in (node.body, node.orelse,
+                              getattr(node, "finalbody", []),
+                              *[h.body for h in getattr(node, "handlers", [])]):
+                    visit(block, prefix)
+
+    visit(ast.parse(text).body, "")
+    return sorted(functions, key=lambda f: f[1])
+
+
 def source_files(paths):
-    """The *.h and *.cc files under `paths`, skipping build and tests folders."""
+    """The *.h, *.cc and *.py files under `paths`, skipping build and tests
+    folders."""
     for path in paths:
         if os.path.isfile(path):
             yield path
             continue
         for dirpath, dirnames, filenames in os.walk(path):
             dirnames[:] = sorted(d for d in dirnames
-                                 if d not in ("build", "tests")
+                                 if d not in ("build", "tests", "__pycache__")
                                  and not d.startswith("."))
             for f in sorted(filenames):
                 if f.endswith(EXTENSIONS):
@@ -224,14 +255,15 @@ def display(path):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(
-        description="Checks the length of C++ source files and functions.")
+        description="Checks the length of C++ and Python source files and "
+        "functions.")
     parser.add_argument("--max-file-lines", type=int, default=400, metavar="N")
     parser.add_argument("--max-function-lines", type=int, default=60,
                         metavar="N")
     parser.add_argument("--list", type=int, metavar="N", default=0,
                         help="also print the N longest functions")
     parser.add_argument("paths", nargs="*", help="files or folders "
-                        "(default: daemon client common)")
+                        "(default: daemon client common python/stoker)")
     args = parser.parse_args(argv)
     paths = args.paths or [os.path.join(ROOT, p) for p in DEFAULT_PATHS]
     paths = [p if os.path.exists(p) else os.path.join(ROOT, p) for p in paths]
@@ -249,7 +281,14 @@ def main(argv=None):
         if nlines > args.max_file_lines:
             print(f"{name}: {nlines} lines (limit {args.max_file_lines})")
             violations += 1
-        for func, first, last in find_functions(text):
+        try:
+            found = (find_python_functions(text) if path.endswith(".py")
+                     else find_functions(text))
+        except SyntaxError as error:
+            print(f"{name}:{error.lineno}: cannot parse: {error.msg}")
+            violations += 1
+            continue
+        for func, first, last in found:
             length = last - first + 1
             all_functions.append((length, name, first, func))
             if length > args.max_function_lines:

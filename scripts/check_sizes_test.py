@@ -233,12 +233,66 @@ class FindFunctionsTest(unittest.TestCase):
             """), [("Counted", 5, 6)])
 
 
+def python_functions(code):
+    """(name, first_line, length) of each function found in Python `code`."""
+    return [(name, first, last - first + 1) for name, first, last
+            in check_sizes.find_python_functions(
+                textwrap.dedent(code).lstrip("\n"))]
+
+
+class FindPythonFunctionsTest(unittest.TestCase):
+
+    def test_functions_methods_and_nested_definitions(self):
+        self.assertEqual(python_functions("""
+            import functools
+
+
+            def plain(a, b):
+                return a + b
+
+
+            class Loader:
+                \"\"\"A class.\"\"\"
+
+                @property
+                def size(self):
+                    return 1
+
+                async def fetch(self):
+                    def helper():
+                        return 2
+                    return helper()
+
+                class Inner:
+                    def deep(self):
+                        pass
+
+
+            @functools.lru_cache(
+                maxsize=None)
+            def cached():
+                text = \"\"\"def fake():
+                pass\"\"\"
+                return text
+
+            if True:
+                def conditional():
+                    pass
+            """), [("plain", 4, 2), ("Loader.size", 11, 3),
+                   ("Loader.fetch", 15, 4), ("Loader.Inner.deep", 21, 2),
+                   ("cached", 25, 6), ("conditional", 33, 2)])
+
+    def test_syntax_error_is_raised(self):
+        with self.assertRaises(SyntaxError):
+            python_functions("def broken(:\n    pass\n")
+
+
 class MainTest(unittest.TestCase):
 
-    def run_main(self, code, *flags):
+    def run_main(self, code, *flags, file="a.cc"):
         with tempfile.TemporaryDirectory() as tmp:
             os.mkdir(os.path.join(tmp, "build"))
-            for sub in ("a.cc", os.path.join("build", "skipped.cc")):
+            for sub in (file, os.path.join("build", "skipped.cc")):
                 with open(os.path.join(tmp, sub), "w") as f:
                     f.write(textwrap.dedent(code).lstrip("\n"))
             out = io.StringIO()
@@ -261,6 +315,24 @@ class MainTest(unittest.TestCase):
         self.assertIn("a.cc:1: function F is 7 lines (limit 6)\n", out)
         self.assertIn("2 violation(s) in 1 files", out)
         self.assertIn("    7  a.cc:1: F", out)
+
+    def test_python_violations(self):
+        code = ("class C:\n    def f(self):\n" + "        x()\n" * 6 +
+                "\n\ndef g():\n    pass\n")
+        rc, out = self.run_main(code, "--max-function-lines", "6",
+                                "--max-file-lines", "5", "--list", "1",
+                                file="a.py")
+        self.assertEqual(rc, 1)
+        self.assertIn("a.py: 12 lines (limit 5)\n", out)
+        self.assertIn("a.py:2: function C.f is 7 lines (limit 6)\n", out)
+        self.assertIn("2 violation(s) in 1 files (2 functions)", out)
+        self.assertIn("    7  a.py:2: C.f", out)
+
+    def test_python_syntax_error_is_a_violation(self):
+        rc, out = self.run_main("def broken(:\n", file="a.py")
+        self.assertEqual(rc, 1)
+        self.assertIn("a.py:1: cannot parse: ", out)
+        self.assertIn("1 violation(s) in 1 files", out)
 
 
 if __name__ == "__main__":

@@ -17,9 +17,10 @@ packages=(
   # Packaging: cpack's dependency scan needs `file` and dpkg-shlibdeps
   # (dpkg-dev); help2man makes the man pages; lintian checks the packages.
   dpkg-dev file help2man lintian
-  # The Python package's tests: Debian's torch and torchvision, pytest, and
-  # venv for the offline pip install.
+  # The Python package's tests: Debian's torch and torchvision, pytest,
+  # venv for the offline pip install, and flake8 (Style.PythonLint).
   python3 python3-torch python3-torchvision python3-pytest python3-venv
+  python3-flake8
   # The GPU benchmark (bench/gpu): patchelf makes its bundle, psutil samples
   # CPU and memory in its runs (ctest runs it small, on the CPU).
   patchelf python3-psutil

@@ -40,8 +40,9 @@ def __getattr__(name):
     raise AttributeError(f"module 'stoker' has no attribute {name!r}")
 
 
-__all__ = ["DataLoader", "MixUp", "CutMix", "RandomChoice", "Client", "default_socket", "translate_transform",
-           "library_version", "StokerError", "Aborted", "DataLoss",
+__all__ = ["DataLoader", "MixUp", "CutMix", "RandomChoice", "Client",
+           "default_socket", "translate_transform", "library_version",
+           "StokerError", "Aborted", "DataLoss",
            "DeadlineExceeded", "FailedPrecondition", "InvalidArgument",
            "LibraryNotFound", "NotFound", "OutOfRange", "PermissionDenied",
            "ResourceExhausted", "Unavailable", "Unimplemented",

@@ -3,21 +3,24 @@
 translate() turns a torchvision Compose (or one transform) into the job's
 pipeline (a list of stoker.v1.Op messages in their JSON form) and its output
 (dtype and layout). What the daemon cannot run exactly is refused with
-UnsupportedTransform naming it; nothing is dropped.
+UnsupportedTransform naming it; nothing is dropped. This module orders the
+steps and converts the tensor; each image op's fields come from image_ops
+(crops, resizes, flips, jitter, blur, warps) or augment_ops (the automatic
+augmentations, RandomErasing).
 """
 from __future__ import annotations
 
-import math
 from typing import Any, Dict, List, Optional, Tuple
 
-from stoker import augment_ops
+from stoker import augment_ops, image_ops
 from stoker.errors import UnsupportedTransform
 
 SUPPORTED = (
     "RandomResizedCrop(size, scale, ratio, interpolation=BILINEAR|BICUBIC|NEAREST), "
     "Resize(size, interpolation=BILINEAR|BICUBIC|NEAREST, max_size=None), "
     "CenterCrop(size), RandomCrop(size, padding, pad_if_needed, fill, "
-    "padding_mode), Pad(padding, fill, padding_mode), RandomHorizontalFlip(p), RandomVerticalFlip(p), "
+    "padding_mode), Pad(padding, fill, padding_mode), RandomHorizontalFlip(p), "
+    "RandomVerticalFlip(p), "
     "ColorJitter(brightness, contrast, saturation, hue), RandomGrayscale(p), "
     "Grayscale(3), GaussianBlur(kernel_size, sigma), RandomRotation, "
     "RandomAffine (each of these, or a flip, also alone in RandomApply([...], p), "
@@ -112,169 +115,13 @@ def _v2_dtype(t: Any) -> Any:
     return dtype
 
 
-def _size(transform: Any, value: Any) -> Tuple[int, int]:
-    if isinstance(value, int):
-        return value, value
-    values = list(value)
-    if len(values) == 1:
-        return int(values[0]), int(values[0])
-    if len(values) == 2:
-        return int(values[0]), int(values[1])
-    raise _refuse(repr(transform), f"size {value!r} is not (height, width)")
-
-
-def _interpolation(transform: Any) -> str:
-    mode = getattr(transform, "interpolation", None)
-    name = getattr(mode, "name", None)  # InterpolationMode
-    if name is None:  # a PIL constant in old torchvision
-        name = {0: "NEAREST", 2: "BILINEAR", 3: "BICUBIC"}.get(mode, str(mode))
-    if name in ("BILINEAR", "NEAREST", "BICUBIC"):
-        return "INTERPOLATION_" + name
-    raise _refuse(repr(transform), f"interpolation {name} is not supported")
-
-
-def _jitter_factor(transform: Any, name: str) -> float:
-    value = getattr(transform, name, None)
-    if value is None:
-        return 0.0
-    if isinstance(value, (int, float)):
-        return float(value)
-    lo, hi = float(value[0]), float(value[1])
-    factor = hi - 1.0
-    if factor < 0 or not math.isclose(lo, max(0.0, 1.0 - factor), abs_tol=1e-6):
-        raise _refuse(repr(transform),
-                      f"{name} range ({lo}, {hi}) is not centred on 1")
-    return factor
-
-
-def _hue_factor(transform: Any) -> float:
-    """h for a hue range [-h, h] (torchvision keeps ColorJitter(hue=h) as
-    that range, or None for 0)."""
-    value = getattr(transform, "hue", None)
-    if value is None:
-        return 0.0
-    if isinstance(value, (int, float)):
-        lo, hi = -abs(float(value)), abs(float(value))
-    else:
-        lo, hi = float(value[0]), float(value[1])
-    if not math.isclose(lo, -hi, abs_tol=1e-9) or not 0.0 <= hi <= 0.5:
-        raise _refuse(repr(transform),
-                      f"hue range ({lo}, {hi}) is not [-h, h] with h <= 0.5")
-    return hi
-
-
 def _op(transform: Any) -> Dict[str, Any]:
-    kind = _kind(transform)
-    if kind == "RandomResizedCrop":
-        height, width = _size(transform, transform.size)
-        scale, ratio = transform.scale, transform.ratio
-        return {"random_resized_crop": {
-            "height": height, "width": width,
-            "scale_min": float(scale[0]), "scale_max": float(scale[1]),
-            "ratio_min": float(ratio[0]), "ratio_max": float(ratio[1]),
-            "interpolation": _interpolation(transform)}}
-    if kind == "Resize":
-        if getattr(transform, "max_size", None) is not None:
-            raise _refuse(repr(transform), "max_size is not supported")
-        size = transform.size
-        resize: Dict[str, Any] = {"interpolation": _interpolation(transform)}
-        if isinstance(size, int) or len(list(size)) == 1:
-            resize["shorter_side"] = size if isinstance(size, int) else int(list(size)[0])
-        else:
-            resize["height"], resize["width"] = _size(transform, size)
-        return {"resize": resize}
-    if kind == "CenterCrop":
-        height, width = _size(transform, transform.size)
-        return {"center_crop": {"height": height, "width": width}}
-    if kind in ("Pad", "RandomCrop") and type(transform).__module__.startswith(
-            "torchvision.transforms.v2"):
-        # v2 keeps its padding in another order and pads in one step, not
-        # as v1 (whose bytes stokerd reproduces) does.
-        raise _refuse(repr(transform), "transforms.v2's Pad and RandomCrop "
-                      "are not supported: use torchvision.transforms' ones")
-    if kind == "Pad":
-        return {"pad": _padding(transform, transform.padding, "")}
-    if kind == "RandomCrop":
-        height, width = _size(transform, transform.size)
-        crop = {"height": height, "width": width,
-                "pad_if_needed": bool(transform.pad_if_needed)}
-        if transform.padding is not None:
-            crop.update(_padding(transform, transform.padding, "pad_"))
-        else:  # the fill and mode still serve pad_if_needed
-            crop.update(_padding(transform, 0, "pad_"))
-        return {"random_crop": crop}
-    if kind == "RandomHorizontalFlip":
-        return {"random_horizontal_flip": {"p": float(transform.p)}}
-    if kind == "RandomVerticalFlip":
-        return {"random_vertical_flip": {"p": float(transform.p)}}
-    if kind in ("Grayscale", "RandomGrayscale"):
-        if kind == "Grayscale" and transform.num_output_channels != 3:
-            raise _refuse(repr(transform), "stoker's images have 3 channels: "
-                          "use Grayscale(num_output_channels=3)")
-        p = 1.0 if kind == "Grayscale" else float(transform.p)
-        return {"random_grayscale": {"p": p}}
-    if kind in ("RandomRotation", "RandomAffine"):
-        return augment_ops.warp_op(transform, _refuse)
-    if kind == "RandomApply":
-        return _random_apply(transform)
-    if kind == "GaussianBlur":
-        kx, ky = (int(k) for k in transform.kernel_size)
-        lo, hi = (float(s) for s in transform.sigma)
-        return {"gaussian_blur": {"kernel_x": kx, "kernel_y": ky,
-                                  "sigma_min": lo, "sigma_max": hi}}
-    if kind == "ColorJitter":
-        return {"color_jitter": {
-            "brightness": _jitter_factor(transform, "brightness"),
-            "contrast": _jitter_factor(transform, "contrast"),
-            "saturation": _jitter_factor(transform, "saturation"),
-            "hue": _hue_factor(transform)}}
-    raise AssertionError(kind)
-
-
-# What RandomApply([one of these], p) becomes: the op with its own p, or
-# (for ops that already have one) the product of the two.
-_APPLIED = {"ColorJitter", "GaussianBlur", "RandomRotation", "RandomAffine",
-            "Grayscale", "RandomGrayscale", "RandomHorizontalFlip",
-            "RandomVerticalFlip"}
+    return image_ops.op(transform, _kind(transform), _refuse)
 
 
 def _inner(transform: Any) -> Any:
     """The one transform a RandomApply holds, if it is one stokerd runs."""
-    inner = list(transform.transforms)
-    if len(inner) != 1 or type(inner[0]).__name__ not in _APPLIED:
-        raise _refuse(repr(transform), "RandomApply is supported around one "
-                      "of " + ", ".join(sorted(_APPLIED)))
-    return inner[0]
-
-
-def _random_apply(transform: Any) -> Dict[str, Any]:
-    op = _op(_inner(transform))
-    fields = next(iter(op.values()))
-    fields["p"] = float(transform.p) * fields.get("p", 1.0)
-    return op
-
-
-def _padding(transform: Any, padding: Any, prefix: str) -> Dict[str, Any]:
-    """Pad's or RandomCrop's padding (an int, or 1, 2 or 4 values: left,
-    top, right, bottom), fill and padding_mode as the daemon's fields."""
-    values = [padding] if isinstance(padding, int) else list(padding)
-    if len(values) == 1:
-        values *= 4
-    elif len(values) == 2:
-        values *= 2
-    if len(values) != 4 or any(not isinstance(v, int) or v < 0
-                               for v in values):
-        raise _refuse(repr(transform), f"padding {padding!r} is not 1, 2 or 4 "
-                      "sizes >= 0")
-    mode = transform.padding_mode
-    if mode not in ("constant", "edge", "reflect", "symmetric"):
-        raise _refuse(repr(transform), f"padding_mode {mode!r} is unknown")
-    fill = augment_ops.fill(transform, _refuse) or [0]  # None is 0
-    out: Dict[str, Any] = {prefix + side: v for side, v in
-                           zip(("left", "top", "right", "bottom"), values)}
-    out["fill"] = fill
-    out["padding_mode"] = "PADDING_MODE_" + mode.upper()
-    return out
+    return image_ops.inner(transform, _refuse)
 
 
 def _dtype_name(dtype: Any) -> str:
@@ -437,6 +284,7 @@ def translate(transform: Any) -> Tuple[List[Dict[str, Any]], Dict[str, str]]:
     steps = _flatten(transform)
     for i, t in enumerate(steps):
         state.add(t, steps[i + 1:])
+
     # Geometry ops keep the order they were given (the daemon checks it);
     # the others go where the daemon applies them.
     def place(op: Dict[str, Any]) -> int:

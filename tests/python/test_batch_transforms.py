@@ -13,9 +13,10 @@ np = pytest.importorskip("numpy")
 T = pytest.importorskip("torchvision.transforms")
 F = pytest.importorskip("torchvision.transforms.functional")
 
-import stoker
-from conftest import Daemon, make_dataset
-from stoker.batch_transforms import batch_generator, call_batch_transform
+import stoker  # noqa: E402
+from conftest import Daemon, make_dataset  # noqa: E402
+from stoker.batch_transforms import (  # noqa: E402
+    batch_generator, call_batch_transform)
 
 
 # -- torchvision 0.14 references/classification/transforms.py, forward() of
@@ -30,7 +31,8 @@ class RandomMixup(torch.nn.Module):
         batch = batch.clone()
         target = target.clone()
         if target.ndim == 1:
-            target = torch.nn.functional.one_hot(target, num_classes=self.num_classes).to(dtype=batch.dtype)
+            target = torch.nn.functional.one_hot(
+                target, num_classes=self.num_classes).to(dtype=batch.dtype)
         if torch.rand(1).item() >= self.p:
             return batch, target
         batch_rolled = batch.roll(1, 0)
@@ -52,7 +54,8 @@ class RandomCutmix(torch.nn.Module):
         batch = batch.clone()
         target = target.clone()
         if target.ndim == 1:
-            target = torch.nn.functional.one_hot(target, num_classes=self.num_classes).to(dtype=batch.dtype)
+            target = torch.nn.functional.one_hot(
+                target, num_classes=self.num_classes).to(dtype=batch.dtype)
         if torch.rand(1).item() >= self.p:
             return batch, target
         batch_rolled = batch.roll(1, 0)
@@ -125,11 +128,11 @@ def test_cutmix_nhwc_pastes_the_same_box():
     for seed in range(10):
         torch.manual_seed(seed)
         ref_i, ref_l = RandomCutmix(5, p=1.0)(images, labels)
-        i, l = stoker.CutMix(num_classes=5, layout="NHWC")(
+        i, lab = stoker.CutMix(num_classes=5, layout="NHWC")(
             images.permute(0, 2, 3, 1), labels,
             generator=torch.Generator().manual_seed(seed))
         assert torch.equal(i, ref_i.permute(0, 2, 3, 1)), seed
-        assert torch.equal(l, ref_l), seed
+        assert torch.equal(lab, ref_l), seed
 
 
 def test_mixup_and_cutmix_with_fixed_draws_by_hand(monkeypatch):
@@ -230,7 +233,8 @@ def test_random_choice_picks_each_about_as_often_as_weighted():
     picked = set()
     for seed in range(12):
         g = torch.Generator().manual_seed(seed)
-        which = int(torch.multinomial(torch.tensor([1.0, 1.0], dtype=torch.float64), 1, generator=g))
+        which = int(torch.multinomial(
+            torch.tensor([1.0, 1.0], dtype=torch.float64), 1, generator=g))
         expected = (mix, cut)[which](images, labels, generator=g)
         got = choice(images, labels, generator=torch.Generator().manual_seed(seed))
         assert torch.equal(got[0], expected[0]) and torch.equal(got[1], expected[1])
@@ -240,7 +244,7 @@ def test_random_choice_picks_each_about_as_often_as_weighted():
 
 def test_any_callable_gets_a_generator_only_if_it_names_one():
     images, labels = random_batch()
-    plain = call_batch_transform(lambda i, l: (i * 2, l + 1), images, labels,
+    plain = call_batch_transform(lambda x, y: (x * 2, y + 1), images, labels,
                                  torch.Generator())
     assert torch.equal(plain[0], images * 2) and torch.equal(plain[1], labels + 1)
     spy = Spy("s")
@@ -252,7 +256,7 @@ def test_any_callable_gets_a_generator_only_if_it_names_one():
     out = call_batch_transform(RandomMixup(5, p=1.0), images, labels, g)
     assert out[1].shape == (6, 5)
     with pytest.raises(stoker.InvalidArgument, match="not \\(images, labels\\)"):
-        call_batch_transform(lambda i, l: i, images, labels, None)
+        call_batch_transform(lambda x, y: x, images, labels, None)
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
@@ -345,8 +349,8 @@ def test_any_callable_and_torchvisions_random_choice(daemon, dataset):
         return images, labels * 10
 
     loader = loader_for(daemon, dataset, batch_transform=with_generator)
-    labels = [l.clone() for _, l in loader]
-    assert all(set(l.tolist()) <= {0, 10, 20} for l in labels)
+    labels = [batch.clone() for _, batch in loader]
+    assert all(set(batch.tolist()) <= {0, 10, 20} for batch in labels)
     assert seen == [float(torch.rand(1, generator=batch_generator(7, 0, 0, i)))
                     for i in range(6)]
     loader.close()

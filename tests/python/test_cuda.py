@@ -6,9 +6,9 @@ import pytest
 torch = pytest.importorskip("torch")
 T = pytest.importorskip("torchvision.transforms")
 
-import stoker
-import stoker.stream
-from stoker import _native
+import stoker  # noqa: E402
+import stoker.stream  # noqa: E402
+from stoker import _native  # noqa: E402
 
 pytestmark = pytest.mark.skipif(
     not torch.cuda.is_available(), reason="no CUDA device visible to torch")

@@ -6,7 +6,7 @@ import re
 import pytest
 
 pytest.importorskip("torchvision")
-from conftest import run_python
+from conftest import run_python  # noqa: E402
 
 SOURCE = os.environ.get("STOKER_SOURCE_DIR", "")
 

@@ -15,8 +15,8 @@ torch = pytest.importorskip("torch")
 T = pytest.importorskip("torchvision.transforms")
 datasets = pytest.importorskip("torchvision.datasets")
 
-import stoker
-from conftest import Daemon, dump_batches, make_dataset
+import stoker  # noqa: E402
+from conftest import Daemon, dump_batches, make_dataset  # noqa: E402
 
 MEAN, STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
 
@@ -398,7 +398,8 @@ def test_broadcast_and_partition_jobs_shared_by_two_loaders(daemon, scratch):
     seen = {}
 
     def consume(name, loader):
-        seen[name] = [l for _, labels in loader for l in labels.tolist()]
+        seen[name] = [label for _, labels in loader
+                      for label in labels.tolist()]
 
     threads = [threading.Thread(target=consume, args=(n, l))
                for n, l in (("owner", owner), ("other", other))]
@@ -460,7 +461,7 @@ def test_a_batch_held_past_the_lease_timeout_is_void_and_says_why(scratch):
                             per_class=4)
         targets = sorted(datasets.ImageFolder(root).targets)
         owner = loader_for(d, root, T.Compose([T.Resize((16, 16)),
-                                                T.PILToTensor()]),
+                                               T.PILToTensor()]),
                            batch_size=2, sharing="partition")
         other = stoker.DataLoader(root, job_id=owner.job_id, socket=d.socket,
                                   prefetch=1)

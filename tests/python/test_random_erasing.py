@@ -105,7 +105,7 @@ def test_boxes_follow_torchvisions_distribution():
     for _ in range(count):
         if torch.rand(1) < erase.p:
             y, x, h, w, _ = erase.get_params(image, erase.scale, erase.ratio,
-                                              [0.0])
+                                             [0.0])
             theirs.append(None if (h, w) == (224, 224) else [x, y, w, h])
         else:
             theirs.append(None)

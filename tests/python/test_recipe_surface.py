@@ -14,12 +14,12 @@ import pytest
 torch = pytest.importorskip("torch")
 T = pytest.importorskip("torchvision.transforms")
 datasets = pytest.importorskip("torchvision.datasets")
-from torch.utils.data import (DistributedSampler, RandomSampler,
+from torch.utils.data import (DistributedSampler, RandomSampler,  # noqa: E402
                               SequentialSampler, SubsetRandomSampler,
                               WeightedRandomSampler)
 
-import stoker
-from conftest import make_dataset, photo_folder
+import stoker  # noqa: E402
+from conftest import make_dataset, photo_folder  # noqa: E402
 
 TRANSFORM = T.Compose([T.Resize(36), T.CenterCrop(32), T.ToTensor()])
 

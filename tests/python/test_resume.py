@@ -10,9 +10,9 @@ import sys
 import pytest
 
 torch = pytest.importorskip("torch")
-from torch.utils.data.distributed import DistributedSampler
+from torch.utils.data.distributed import DistributedSampler  # noqa: E402
 
-from conftest import make_dataset, run_python
+from conftest import make_dataset, run_python  # noqa: E402
 
 TRAINER = os.path.join(os.path.dirname(__file__), "trainer.py")
 
@@ -66,14 +66,14 @@ def test_two_ranks_under_torch_distributed_split_like_distributed_sampler(
         whole = json.load(f)["labels"]
     per_epoch = len(whole) // 2
     for epoch in range(2):
-        order = [l for b in whole[epoch * per_epoch:(epoch + 1) * per_epoch]
-                 for l in b]
+        order = [label for b in whole[epoch * per_epoch:(epoch + 1) * per_epoch]
+                 for label in b]
         shards = []
         for rank in range(2):
             with open(os.path.join(scratch, f"rank{rank}.json")) as f:
                 labels = json.load(f)["labels"]
-            shards.append([l for b in labels[epoch * 4:(epoch + 1) * 4]
-                           for l in b])
+            shards.append([label for b in labels[epoch * 4:(epoch + 1) * 4]
+                           for label in b])
             # DistributedSampler's split of the same epoch order.
             sampler = DistributedSampler(order, num_replicas=2, rank=rank,
                                          shuffle=False)

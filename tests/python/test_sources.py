@@ -349,7 +349,7 @@ def test_paths_outside_the_roots_are_refused(scratch, sources):
 
 
 def test_long_names_are_refused_with_a_message_that_arrives(daemon, scratch,
-                                                           sources):
+                                                            sources):
     """A 1 MiB path and a 5,000-byte path in a manifest, a 9,000-byte pax
     path in a shard: each is refused with INVALID_ARGUMENT naming the file
     and the line or the member's header, in a message that reaches the

@@ -5,8 +5,8 @@ import pytest
 torch = pytest.importorskip("torch")
 T = pytest.importorskip("torchvision.transforms")
 
-from stoker import UnsupportedTransform, translate_transform
-from stoker.errors import InvalidArgument
+from stoker import UnsupportedTransform, translate_transform  # noqa: E402
+from stoker.errors import InvalidArgument  # noqa: E402
 
 MEAN, STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
 
