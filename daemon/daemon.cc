@@ -21,8 +21,8 @@
 #include "daemon/os/byte_size.h"
 #include "daemon/os/group.h"
 #include "daemon/os/sd_notify.h"
-#include "daemon/preflight.h"
-#include "daemon/settings.h"
+#include "daemon/settings/preflight.h"
+#include "daemon/settings/settings.h"
 #include "daemon/shm/shm_segment.h"
 
 namespace stoker {

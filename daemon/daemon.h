@@ -37,10 +37,10 @@
 #include "daemon/api/peer.h"
 #include "daemon/jobs/job_registry.h"
 #include "daemon/jobs/worker_pool.h"
-#include "daemon/options.h"
 #include "daemon/os/instance_lock.h"
 #include "daemon/os/path_policy.h"
 #include "daemon/os/ticker.h"
+#include "daemon/settings/options.h"
 
 namespace stoker {
 

@@ -3,7 +3,7 @@
 #include "common/log.h"
 #include "daemon/daemon.h"
 #include "daemon/os/cgroup_memory.h"
-#include "daemon/settings.h"
+#include "daemon/settings/settings.h"
 
 namespace stoker {
 

@@ -11,14 +11,14 @@
 #include "common/cli.h"
 #include "common/log.h"
 #include "common/naming.h"
-#include "daemon/config.h"
 #include "daemon/daemon.h"
 #include "daemon/os/sd_listen.h"
-#include "daemon/preflight.h"
-#include "daemon/settings.h"
+#include "daemon/settings/config.h"
+#include "daemon/settings/preflight.h"
+#include "daemon/settings/settings.h"
 
 // The settings (--socket, --workers, ...) are not absl flags: they come
-// from the table in daemon/settings.cc, like the file's fields.
+// from the table in daemon/settings/settings.cc, like the file's fields.
 ABSL_FLAG(std::string, config, stoker::kDefaultConfigPath,
           "configuration file (protobuf text format, stoker.v1.DaemonConfig); "
           "each of its fields is the flag of the same name, and flags given on "

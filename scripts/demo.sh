@@ -6,7 +6,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
-scripts/build.sh
+# Only what the demo runs (the test command builds the rest).
+STOKER_TARGETS="stokerd example_trainer make_dataset" scripts/build.sh
 build=${STOKER_BUILD_DIR:-build}
 
 work=$(mktemp -d /tmp/stoker-demo.XXXXXX)

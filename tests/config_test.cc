@@ -1,12 +1,12 @@
 // The configuration file: parsing, errors naming file, line and field, and
 // flags overriding the file.
-#include "daemon/config.h"
+#include "daemon/settings/config.h"
 
 #include <fstream>
 
 #include "absl/time/time.h"
 #include "common/cli.h"
-#include "daemon/settings.h"
+#include "daemon/settings/settings.h"
 #include "gtest/gtest.h"
 #include "tests/test_util.h"
 

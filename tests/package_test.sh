@@ -86,7 +86,8 @@ in_package "$python_deb" usr/share/doc/python3-stoker/copyright
 in_package "$runtime_deb" "$multiarch/libstoker.so.0"
 in_package "$runtime_deb" "$multiarch/libstoker.so.$version"
 for file in "$multiarch/libstoker.so" usr/include/stoker/client.h \
-    usr/include/stoker/export.h "$multiarch/cmake/stoker/stokerConfig.cmake" \
+    usr/include/stoker/export.h usr/include/stoker/vocabulary.h \
+    "$multiarch/cmake/stoker/stokerConfig.cmake" \
     "$multiarch/pkgconfig/stoker.pc"; do
   in_package "$dev_deb" "$file"
 done

@@ -14,16 +14,6 @@ namespace {
 // gives up and fails the job (a dataset that is mostly unreadable).
 constexpr int kMaxReplacements = 16;
 
-// How far (in weighted worker nanoseconds) a job that comes back from idle
-// may be behind the others: enough for a prompt first batch, not enough to
-// starve them while it catches up.
-constexpr double kIdleCredit = 50e6;
-// How much a job whose consumer is waiting is preferred over one that only
-// prefetches: it goes first unless it already had this much more (weighted)
-// worker time, so waiting consumers are served promptly while the long-run
-// shares still follow the weights.
-constexpr double kWaitingBonus = 20e6;
-
 uint64_t ThreadCpuNanos() {
   timespec ts;
   ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
@@ -53,24 +43,19 @@ void WorkerPool::Stop() {
 
 void WorkerPool::Add(std::shared_ptr<Job> job) {
   absl::MutexLock lock(&mu_);
-  // A new user, and a new job, start level with the others: no debt, no
-  // banked credit.
-  auto [it, added] = users_.try_emplace(job->config().owner_uid);
-  User& user = it->second;
-  if (added) user.account = clock_;
-  ++user.jobs;
-  jobs_.push_back({std::move(job), user.job_clock});
+  scheduler_.Add(job->serial(), job->config().owner_uid, job->config().weight);
+  jobs_.push_back(std::move(job));
   ++notifications_;
   wake_.SignalAll();
 }
 
 void WorkerPool::Remove(const Job* job) {
   absl::MutexLock lock(&mu_);
-  auto it = std::find_if(jobs_.begin(), jobs_.end(),
-                         [job](const Entry& e) { return e.job.get() == job; });
+  auto it = std::find_if(
+      jobs_.begin(), jobs_.end(),
+      [job](const std::shared_ptr<Job>& j) { return j.get() == job; });
   if (it == jobs_.end()) return;
-  auto user = users_.find(job->config().owner_uid);
-  if (user != users_.end() && --user->second.jobs == 0) users_.erase(user);
+  scheduler_.Remove(job->serial());
   jobs_.erase(it);
 }
 
@@ -81,42 +66,22 @@ void WorkerPool::Notify() {
 }
 
 bool WorkerPool::NextTask(std::shared_ptr<Job>* job, SampleTask* task) {
-  // Rank the jobs that have work: by their user's account, then by their
-  // own; waiting consumers first at both levels.
-  struct Candidate {
-    double user_key;
-    uid_t uid;
-    double key;
-    Entry* entry;
-  };
-  std::map<uid_t, double> user_keys;
-  std::vector<Candidate> candidates;
-  candidates.reserve(jobs_.size());
-  for (Entry& e : jobs_) {
-    const Demand demand = e.job->demand();
+  std::vector<FairScheduler::Want> wants;
+  std::vector<const std::shared_ptr<Job>*> wanting;
+  wants.reserve(jobs_.size());
+  wanting.reserve(jobs_.size());
+  for (const std::shared_ptr<Job>& j : jobs_) {
+    const Demand demand = j->demand();
     if (demand == Demand::kNone) continue;
-    const uid_t uid = e.job->config().owner_uid;
-    User& user = users_[uid];
-    user.account = std::max(user.account, clock_ - kIdleCredit);
-    e.account = std::max(e.account, user.job_clock - kIdleCredit);
-    const double bonus = demand == Demand::kWaiting ? kWaitingBonus : 0;
-    auto [it, added] = user_keys.try_emplace(uid, user.account - bonus);
-    it->second = std::min(it->second, user.account - bonus);
-    candidates.push_back({0, uid, e.account - bonus, &e});
+    wants.push_back({j->serial(), demand == Demand::kWaiting});
+    wanting.push_back(&j);
   }
-  for (Candidate& c : candidates) c.user_key = user_keys[c.uid];
-  std::sort(candidates.begin(), candidates.end(),
-            [](const Candidate& a, const Candidate& b) {
-              if (a.user_key != b.user_key) return a.user_key < b.user_key;
-              if (a.uid != b.uid) return a.uid < b.uid;
-              return a.key < b.key;
-            });
-  for (const Candidate& c : candidates) {
-    if (c.entry->job->TakeTask(task)) {
-      *job = c.entry->job;
-      User& user = users_[c.uid];
-      clock_ = std::max(clock_, user.account);
-      user.job_clock = std::max(user.job_clock, c.entry->account);
+  // The best first; one whose ring filled up meanwhile gives way to the
+  // next.
+  for (size_t i : scheduler_.Rank(wants)) {
+    if ((*wanting[i])->TakeTask(task)) {
+      *job = *wanting[i];
+      scheduler_.Picked(wants[i].job);
       return true;
     }
   }
@@ -125,13 +90,7 @@ bool WorkerPool::NextTask(std::shared_ptr<Job>* job, SampleTask* task) {
 
 void WorkerPool::Charge(const Job* job, uint64_t ns) {
   absl::MutexLock lock(&mu_);
-  for (Entry& e : jobs_) {
-    if (e.job.get() == job) {
-      e.account += static_cast<double>(ns) / job->config().weight;
-      users_[job->config().owner_uid].account += static_cast<double>(ns);
-      return;
-    }
-  }
+  scheduler_.Charge(job->serial(), ns);
 }
 
 void WorkerPool::Run() {

@@ -3,17 +3,9 @@
 //
 // Each worker takes one sample at a time. A job offers work only while it has
 // a free slot (or a slot being filled), so memory stays bounded by the rings
-// (backpressure). Worker time is shared in two levels, as in hierarchical
-// fair queueing: first equally between the users (the jobs' owner uids) that
-// have work, then, within a user, by the jobs' weights. So the user with the
-// least worker time goes next, and of its jobs the one with the least
-// weighted worker time (decode time / weight); a weight can only move time
-// between one user's own jobs, never take it from another user. At each
-// level a job whose consumer waits with nothing to receive goes before one
-// that only prefetches (unless it is already kWaitingBonus ahead).
-// A user or job that had no work does not bank credit for the time it was
-// idle: its account is lifted to within kIdleCredit of the others when it
-// returns.
+// (backpressure). Which job a free worker serves is FairScheduler's choice
+// (two levels, users then weighted jobs; see fair_scheduler.h), charged
+// with the worker's CPU time for the sample.
 // Workers sleep when no job has work and are woken by Notify().
 //
 // Thread-safety: all methods are thread-safe. Lock order: mu_ before any
@@ -23,7 +15,6 @@
 
 #include <atomic>
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -32,6 +23,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "daemon/image/sample_decoder.h"
+#include "daemon/jobs/fair_scheduler.h"
 #include "daemon/jobs/job.h"
 #include "daemon/jobs/rate_meter.h"
 #include "daemon/jobs/sample_worker.h"
@@ -68,16 +60,6 @@ class WorkerPool {
   double decoded_per_second() const;
 
  private:
-  struct Entry {
-    std::shared_ptr<Job> job;
-    double account = 0;  // worker nanoseconds spent on it / weight
-  };
-  struct User {
-    double account = 0;    // worker nanoseconds spent on its jobs
-    double job_clock = 0;  // the account of its job last picked
-    int jobs = 0;
-  };
-
   void Run();
   bool NextTask(std::shared_ptr<Job>* job, SampleTask* task)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -94,11 +76,8 @@ class WorkerPool {
 
   absl::Mutex mu_;
   absl::CondVar wake_;
-  std::vector<Entry> jobs_ ABSL_GUARDED_BY(mu_);
-  std::map<uid_t, User> users_ ABSL_GUARDED_BY(mu_);
-  // The account of the user last picked: what an idle user is lifted
-  // towards (a job: towards its user's job_clock).
-  double clock_ ABSL_GUARDED_BY(mu_) = 0;
+  std::vector<std::shared_ptr<Job>> jobs_ ABSL_GUARDED_BY(mu_);
+  FairScheduler scheduler_ ABSL_GUARDED_BY(mu_);
   uint64_t notifications_ ABSL_GUARDED_BY(mu_) = 0;
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
 

@@ -1,4 +1,4 @@
-#include "daemon/preflight.h"
+#include "daemon/settings/preflight.h"
 
 #include <sys/stat.h>
 #include <sys/statvfs.h>

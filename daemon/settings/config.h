@@ -8,8 +8,8 @@
 //
 // Every error names where the bad value came from: "path:line:column" for
 // the file, "--flag" for the command line.
-#ifndef STOKER_DAEMON_CONFIG_H_
-#define STOKER_DAEMON_CONFIG_H_
+#ifndef STOKER_DAEMON_SETTINGS_CONFIG_H_
+#define STOKER_DAEMON_SETTINGS_CONFIG_H_
 
 #include <map>
 #include <string>
@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "daemon/options.h"
+#include "daemon/settings/options.h"
 #include "stoker/v1/config.pb.h"
 
 namespace stoker {
@@ -55,4 +55,4 @@ absl::StatusOr<DaemonOptions> ToDaemonOptions(const LoadedConfig& config);
 
 }  // namespace stoker
 
-#endif  // STOKER_DAEMON_CONFIG_H_
+#endif  // STOKER_DAEMON_SETTINGS_CONFIG_H_

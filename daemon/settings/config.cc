@@ -1,4 +1,4 @@
-#include "daemon/config.h"
+#include "daemon/settings/config.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -16,7 +16,7 @@
 #include "absl/time/time.h"
 #include "common/check.h"
 #include "common/naming.h"
-#include "daemon/settings.h"
+#include "daemon/settings/settings.h"
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/text_format.h"
 

@@ -1,7 +1,8 @@
 // DaemonOptions: every setting of a stokerd, as the daemon applies it (the
-// flags and the configuration file are read into it by daemon/config.h).
-#ifndef STOKER_DAEMON_OPTIONS_H_
-#define STOKER_DAEMON_OPTIONS_H_
+// flags and the configuration file are read into it by
+// daemon/settings/config.h).
+#ifndef STOKER_DAEMON_SETTINGS_OPTIONS_H_
+#define STOKER_DAEMON_SETTINGS_OPTIONS_H_
 
 #include <cstdint>
 #include <map>
@@ -71,4 +72,4 @@ struct DaemonOptions {
 
 }  // namespace stoker
 
-#endif  // STOKER_DAEMON_OPTIONS_H_
+#endif  // STOKER_DAEMON_SETTINGS_OPTIONS_H_

@@ -1,13 +1,13 @@
 // Preflight: what stokerd checks of its settings against the machine before
 // it starts, and what `stokerd --check_config` and a reload check too, so
 // that a configuration said to be valid also starts.
-#ifndef STOKER_DAEMON_PREFLIGHT_H_
-#define STOKER_DAEMON_PREFLIGHT_H_
+#ifndef STOKER_DAEMON_SETTINGS_PREFLIGHT_H_
+#define STOKER_DAEMON_SETTINGS_PREFLIGHT_H_
 
 #include <string>
 
 #include "absl/status/status.h"
-#include "daemon/options.h"
+#include "daemon/settings/options.h"
 
 namespace stoker {
 
@@ -26,4 +26,4 @@ absl::Status CheckAgainstMachine(const DaemonOptions& options,
 
 }  // namespace stoker
 
-#endif  // STOKER_DAEMON_PREFLIGHT_H_
+#endif  // STOKER_DAEMON_SETTINGS_PREFLIGHT_H_

@@ -7,8 +7,8 @@
 // (ToDaemonOptions in config.h), --check_config and reload
 // (Daemon::Reconfigure); a test checks that config.proto has exactly its
 // fields.
-#ifndef STOKER_DAEMON_SETTINGS_H_
-#define STOKER_DAEMON_SETTINGS_H_
+#ifndef STOKER_DAEMON_SETTINGS_SETTINGS_H_
+#define STOKER_DAEMON_SETTINGS_SETTINGS_H_
 
 #include <string>
 #include <string_view>
@@ -16,7 +16,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
-#include "daemon/options.h"
+#include "daemon/settings/options.h"
 
 namespace stoker {
 
@@ -45,4 +45,4 @@ std::string Describe(const Setting& setting, const DaemonOptions& options);
 
 }  // namespace stoker
 
-#endif  // STOKER_DAEMON_SETTINGS_H_
+#endif  // STOKER_DAEMON_SETTINGS_SETTINGS_H_

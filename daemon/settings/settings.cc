@@ -1,4 +1,4 @@
-#include "daemon/settings.h"
+#include "daemon/settings/settings.h"
 
 #include <array>
 #include <cstdint>

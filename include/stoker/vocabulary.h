@@ -1,6 +1,9 @@
 // The words the daemon and the SDK share for a job's settings, one type
-// each (the wire's enums of the same names are in loader.proto). The SDK's
-// types.h includes it; so does the daemon (daemon/spec/job_config.h).
+// each (the wire's enums of the same names are in loader.proto). A public
+// header of the SDK (installed beside client/include/stoker/, which
+// types.h and ops.h include it from) that the daemon includes too
+// (daemon/spec/job_config.h): it lives at the root's include/ so that
+// neither reaches into the other's folder.
 #ifndef STOKER_VOCABULARY_H_
 #define STOKER_VOCABULARY_H_
 
