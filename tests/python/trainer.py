@@ -3,6 +3,7 @@ and, after each batch, writes (atomically) the digests of every batch so far
 with the loader's state, as a checkpoint would. Options:
   --kill_at=N   SIGKILL itself after the N-th batch of this run
   --distributed gloo init through the file FILE (rank, world from env)
+  --shards      the dataset argument is a tar shard pattern, not a folder
 """
 import argparse
 import hashlib
@@ -22,6 +23,7 @@ parser.add_argument("checkpoint")
 parser.add_argument("--epochs", type=int, default=2)
 parser.add_argument("--kill_at", type=int, default=-1)
 parser.add_argument("--distributed", default="")
+parser.add_argument("--shards", action="store_true")
 args = parser.parse_args()
 
 if args.distributed:
@@ -31,8 +33,9 @@ if args.distributed:
     os.environ.pop("RANK")  # the loader must take them from torch.distributed
     os.environ.pop("WORLD_SIZE")
 
+source = {"shards": args.dataset} if args.shards else {"root": args.dataset}
 loader = stoker.DataLoader(
-    args.dataset, batch_size=4, shuffle=True, seed=11, socket=args.socket,
+    **source, batch_size=4, shuffle=True, seed=11, socket=args.socket,
     transform=T.Compose([T.RandomResizedCrop(48), T.RandomHorizontalFlip(),
                          T.ToTensor(), T.Normalize([0.5] * 3, [0.25] * 3)]))
 done = {"digests": [], "labels": [], "state": None}

@@ -1,0 +1,150 @@
+"""Several nodes, one stokerd each: two daemons (separate sockets and
+directories) stand for two nodes, and four trainer processes under
+torch.distributed (gloo), two per daemon, each create their own job with
+their rank. No daemon talks to another: the split of an epoch is a pure
+function of (seed, epoch, world_size). Every rank gets the same number of
+batches, their union is the epoch (DistributedSampler's split, padded the
+same way), also over tar shards of unequal sizes; a rank killed mid-run
+resumes exactly from its own state, on either node."""
+import json
+import os
+import subprocess
+import sys
+import tarfile
+
+import pytest
+
+torch = pytest.importorskip("torch")
+datasets = pytest.importorskip("torchvision.datasets")
+from torch.utils.data.distributed import DistributedSampler  # noqa: E402
+
+from conftest import Daemon, make_dataset, run_python  # noqa: E402
+from test_sources import add_member  # noqa: E402
+
+TRAINER = os.path.join(os.path.dirname(__file__), "trainer.py")
+WORLD = 4
+EPOCHS = 2
+
+
+@pytest.fixture
+def nodes(scratch):
+    pair = []
+    for name in ("node-a", "node-b"):
+        directory = os.path.join(scratch, name)
+        os.mkdir(directory)
+        pair.append(Daemon(directory))
+    yield pair
+    for daemon in pair:
+        daemon.stop()
+        assert daemon.process.returncode == 0, daemon.read_log()
+        assert daemon.segments() == [], "stokerd left segments in /dev/shm"
+
+
+def uneven_shards(folder, out_dir, sizes):
+    """The folder's samples in its order as shards of these sizes."""
+    samples = datasets.ImageFolder(folder).samples
+    assert sum(sizes) == len(samples)
+    os.mkdir(out_dir)
+    start = 0
+    for shard, size in enumerate(sizes):
+        with tarfile.open(os.path.join(out_dir, f"part-{shard}.tar"), "w") as tar:
+            for i in range(start, start + size):
+                file, label = samples[i]
+                with open(file, "rb") as f:
+                    add_member(tar, f"s{i:04d}.jpg", f.read())
+                add_member(tar, f"s{i:04d}.cls", str(label).encode())
+        start += size
+    return os.path.join(out_dir, f"part-{{0..{len(sizes) - 1}}}.tar")
+
+
+def run_world(nodes, dataset, scratch, flags):
+    """The four ranks, 0 and 1 on the first node, 2 and 3 on the second;
+    each rank's checkpoint (digests, labels) and its last line."""
+    store = os.path.join(scratch, "store")
+    processes = []
+    for rank in range(WORLD):
+        env = dict(os.environ, RANK=str(rank), WORLD_SIZE=str(WORLD))
+        processes.append(subprocess.Popen(
+            [sys.executable, TRAINER, nodes[rank // 2].socket, dataset,
+             os.path.join(scratch, f"rank{rank}.json"),
+             "--distributed=" + store, *flags],
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+    outputs = [p.communicate(timeout=300) for p in processes]
+    for p, (_, err) in zip(processes, outputs):
+        assert p.returncode == 0, err
+    infos = [json.loads(out.strip().splitlines()[-1]) for out, _ in outputs]
+    runs = []
+    for rank in range(WORLD):
+        with open(os.path.join(scratch, f"rank{rank}.json")) as f:
+            runs.append(json.load(f))
+    return infos, runs
+
+
+def check_split(infos, runs, order_of_epoch, samples):
+    assert [(i["rank"], i["world_size"]) for i in infos] == \
+        [(r, WORLD) for r in range(WORLD)]
+    # ceil(samples / WORLD) each, in batches of 4: the same for every rank.
+    per_rank = -(-samples // WORLD)
+    assert [i["length"] for i in infos] == [-(-per_rank // 4)] * WORLD
+    batches = infos[0]["length"]
+    for epoch in range(EPOCHS):
+        order = order_of_epoch(epoch)
+        assert sorted(order) == list(range(samples))
+        union = []
+        for rank, run in enumerate(runs):
+            got = [label for b in run["labels"][epoch * batches:
+                                                (epoch + 1) * batches]
+                   for label in b]
+            sampler = DistributedSampler(order, num_replicas=WORLD,
+                                         rank=rank, shuffle=False)
+            assert got == [order[i] for i in sampler], (epoch, rank)
+            union += got
+        # Every sample at least once; the padding repeats the first ones.
+        assert set(union) == set(range(samples))
+        assert len(union) == per_rank * WORLD
+
+
+def one_rank_order(nodes, dataset, scratch, flags):
+    """The epoch orders a single rank sees: labels are sample ids here."""
+    path = os.path.join(scratch, "one.json")
+    run = run_python(TRAINER, nodes[0].socket, dataset, path, *flags)
+    assert run.returncode == 0, run.stderr
+    with open(path) as f:
+        labels = json.load(f)["labels"]
+    per_epoch = len(labels) // EPOCHS
+    return lambda epoch: [label for b in labels[epoch * per_epoch:
+                                                (epoch + 1) * per_epoch]
+                          for label in b]
+
+
+@pytest.mark.parametrize("source", ["folder", "uneven_shards"])
+def test_four_ranks_on_two_daemons_split_every_epoch(nodes, scratch, source):
+    # 30 samples, one per class: a label names its sample.
+    folder = make_dataset(os.path.join(scratch, "data"), classes=30,
+                          per_class=1)
+    dataset, flags = folder, []
+    if source == "uneven_shards":
+        dataset = uneven_shards(folder, os.path.join(scratch, "shards"),
+                                [4, 17, 9])
+        flags = ["--shards"]
+    order_of_epoch = one_rank_order(nodes, dataset, scratch, flags)
+    infos, runs = run_world(nodes, dataset, scratch, flags)
+    check_split(infos, runs, order_of_epoch, 30)
+
+
+def test_a_killed_rank_resumes_exactly_on_either_node(nodes, scratch):
+    folder = make_dataset(os.path.join(scratch, "data"), classes=30,
+                          per_class=1)
+    _, runs = run_world(nodes, folder, scratch, [])
+    expected = runs[2]["digests"]  # rank 2, on the second node
+    assert len(expected) == EPOCHS * 2
+    env = dict(os.environ, RANK="2", WORLD_SIZE=str(WORLD))
+    checkpoint = os.path.join(scratch, "killed.json")
+    run = run_python(TRAINER, nodes[1].socket, folder, checkpoint,
+                     "--kill_at=3", env=env)
+    assert run.returncode == -9, run.stderr
+    # Resumed on the other node: the stream depends on nothing else.
+    run = run_python(TRAINER, nodes[0].socket, folder, checkpoint, env=env)
+    assert run.returncode == 0, run.stderr
+    with open(checkpoint) as f:
+        assert json.load(f)["digests"] == expected
