@@ -4,7 +4,7 @@
 // The project's version; CMakeLists.txt reads it from here.
 namespace stoker {
 
-inline constexpr char kVersion[] = "0.1.0";
+inline constexpr char kVersion[] = "0.2.0";
 
 }  // namespace stoker
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The Debian packages (stokerd, libstoker0, libstoker-dev): built with CPack,
+# The Debian packages (stokerd, libstoker1, libstoker-dev): built with CPack,
 # checked with lintian, their control fields and contents checked, unpacked
 # together into a scratch root with dpkg -x, their programs run (the packaged
 # stokerd serving, the packaged stokerctl asking), and a trainer built out of
@@ -21,13 +21,13 @@ fail() { echo "package test: $*"; exit 1; }
 
 cpack --config "$build/CPackConfig.cmake" -B "$scratch/pkg" >/dev/null
 version=$(dpkg-deb -f "$scratch"/pkg/stokerd_*.deb Version)
-for package in stokerd:amd64 libstoker0:amd64 libstoker-dev:amd64 python3-stoker:all; do
+for package in stokerd:amd64 libstoker1:amd64 libstoker-dev:amd64 python3-stoker:all; do
   deb=$scratch/pkg/${package%%:*}_${version}_${package##*:}.deb
   [[ -f $deb ]] || fail "no $package package: $(ls "$scratch/pkg")"
   echo "package: $(basename "$deb") ($(stat -c %s "$deb") bytes)"
 done
 daemon_deb=$scratch/pkg/stokerd_${version}_amd64.deb
-runtime_deb=$scratch/pkg/libstoker0_${version}_amd64.deb
+runtime_deb=$scratch/pkg/libstoker1_${version}_amd64.deb
 dev_deb=$scratch/pkg/libstoker-dev_${version}_amd64.deb
 python_deb=$scratch/pkg/python3-stoker_${version}_all.deb
 
@@ -39,18 +39,18 @@ daemon_depends=$(dpkg-deb -f "$daemon_deb" Depends)
 [[ $daemon_depends == *'libgrpc++'* ]] ||
   fail "stokerd does not depend on gRPC: $daemon_depends"
 dev_depends=$(dpkg-deb -f "$dev_deb" Depends)
-[[ $dev_depends == *"libstoker0 (= $version)"* && $dev_depends == *libabsl-dev* ]] ||
+[[ $dev_depends == *"libstoker1 (= $version)"* && $dev_depends == *libabsl-dev* ]] ||
   fail "libstoker-dev Depends: $dev_depends"
 python_depends=$(dpkg-deb -f "$python_deb" Depends)
-[[ $python_depends == *"libstoker0 (>= $version)"* ]] ||
+[[ $python_depends == *"libstoker1 (>= $version)"* ]] ||
   fail "python3-stoker Depends: $python_depends"
 daemon_control=$(dpkg-deb --ctrl-tarfile "$daemon_deb" | tar -tf -)
 grep -qx './conffiles' <<<"$daemon_control" || fail "stokerd has no conffiles"
 runtime_control=$(dpkg-deb --ctrl-tarfile "$runtime_deb" | tar -tf -)
 grep -qx './shlibs' <<<"$runtime_control" ||
-  fail "libstoker0 has no shlibs file: $runtime_control"
+  fail "libstoker1 has no shlibs file: $runtime_control"
 runtime_triggers=$(dpkg-deb --ctrl-tarfile "$runtime_deb" | tar -xOf - ./triggers)
-grep -q ldconfig <<<"$runtime_triggers" || fail "libstoker0 does not trigger ldconfig"
+grep -q ldconfig <<<"$runtime_triggers" || fail "libstoker1 does not trigger ldconfig"
 
 # lintian: no errors; warnings are printed (docs/packaging.md explains
 # those that remain).
@@ -83,7 +83,7 @@ for file in usr/sbin/stokerd usr/bin/stokerctl lib/systemd/system/stokerd.servic
 done
 in_package "$python_deb" usr/lib/python3/dist-packages/stoker/loader.py
 in_package "$python_deb" usr/share/doc/python3-stoker/copyright
-in_package "$runtime_deb" "$multiarch/libstoker.so.0"
+in_package "$runtime_deb" "$multiarch/libstoker.so.1"
 in_package "$runtime_deb" "$multiarch/libstoker.so.$version"
 for file in "$multiarch/libstoker.so" usr/include/stoker/client.h \
     usr/include/stoker/export.h usr/include/stoker/vocabulary.h \
@@ -91,19 +91,19 @@ for file in "$multiarch/libstoker.so" usr/include/stoker/client.h \
     "$multiarch/pkgconfig/stoker.pc"; do
   in_package "$dev_deb" "$file"
 done
-for package in stokerd libstoker0 libstoker-dev; do
+for package in stokerd libstoker1 libstoker-dev; do
   head -1 "$root/usr/share/doc/$package/copyright" | grep -q '^Format: ' ||
     fail "$package has no machine-readable copyright file"
   [[ -f $root/usr/share/doc/$package/changelog.gz ]] || fail "$package has no changelog"
 done
 
-# The library: SONAME libstoker.so.0, and only the public API exported.
+# The library: SONAME libstoker.so.1, and only the public API exported.
 library=$root/$multiarch/libstoker.so.$version
 soname=$(objdump -p "$library" | awk '/SONAME/ {print $2}')
-[[ $soname == libstoker.so.0 ]] || fail "SONAME is '$soname'"
+[[ $soname == libstoker.so.1 ]] || fail "SONAME is '$soname'"
 nm -D --defined-only "$library" | awk '{print $3}' | c++filt >"$scratch/exports.txt"
 exported=$(wc -l <"$scratch/exports.txt")
-echo "libstoker.so.0 exports $exported symbols"
+echo "libstoker.so.1 exports $exported symbols"
 # Names defined in those libraries or namespaces (a public function may take
 # an absl::Status; it may not be absl's own).
 if grep -E '^((typeinfo|typeinfo name|vtable|VTT|guard variable) for )?(google::|grpc|absl::|stoker::v1::|stoker::internal::|spdlog|boost|fmt::)' \

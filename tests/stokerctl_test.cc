@@ -38,7 +38,7 @@ class StokerctlTest : public ::testing::Test {
 TEST_F(StokerctlTest, StatusShowsVersionHealthAndWorkers) {
   const Output run = Stokerctl("status");
   EXPECT_EQ(run.exit_code, 0) << run.err;
-  EXPECT_NE(run.out.find("0.1.0 at " + daemon_.target()), std::string::npos)
+  EXPECT_NE(run.out.find("0.2.0 at " + daemon_.target()), std::string::npos)
       << run.out;
   EXPECT_NE(run.out.find("SERVING"), std::string::npos) << run.out;
   EXPECT_NE(run.out.find("workers  1, "), std::string::npos) << run.out;

@@ -53,7 +53,7 @@ cpack --config "$build/CPackConfig.cmake" -B "$scratch/pkg" >"$scratch/cpack.log
   fail "cpack: $(tail -5 "$scratch/cpack.log")"
 version=$(dpkg-deb -f "$scratch"/pkg/stokerd_*.deb Version)
 deb() { echo "$scratch/pkg/$1_${version}_$2.deb"; }
-for package in libstoker0:amd64 libstoker-dev:amd64; do
+for package in libstoker1:amd64 libstoker-dev:amd64; do
   dpkg-deb -x "$(deb "${package%%:*}" "${package##*:}")" "$scratch/sdk"
 done
 cmake -S "$source/tests/package_consumer" -B "$scratch/consumer" \
@@ -62,7 +62,7 @@ cmake --build "$scratch/consumer" --target trainer >/dev/null
 
 step "a booted Debian 12 container"
 container_root "$(dpkg-deb -f "$(deb stokerd amd64)" Depends)" \
-  "$(dpkg-deb -f "$(deb libstoker0 amd64)" Depends)"
+  "$(dpkg-deb -f "$(deb libstoker1 amd64)" Depends)"
 container_boot "$container_dir" "$scratch"
 systemd_version=$(in_container systemctl --version | head -1)
 cgroup_fs=$(in_container stat -fc %T /sys/fs/cgroup)
@@ -74,7 +74,7 @@ esac
 echo "container: $systemd_version; cgroup $cgroup_version"
 
 mkdir -p "$machine/root/debs" "$machine/usr/local/bin"
-cp "$(deb stokerd amd64)" "$(deb libstoker0 amd64)" "$(deb python3-stoker all)" \
+cp "$(deb stokerd amd64)" "$(deb libstoker1 amd64)" "$(deb python3-stoker all)" \
   "$machine/root/debs/"
 cp "$scratch/consumer/trainer" "$here/py_trainer.py" "$machine/usr/local/bin/"
 

@@ -1,10 +1,10 @@
 """A PEP 517 build backend for the stoker package that needs nothing but the
 standard library, so that pip installs it without network access.
 
-The wheel holds stoker/*.py and, when one is found, libstoker.so.0 as
-stoker/_lib/libstoker.so.0 (then the wheel is tagged for this platform):
-$STOKER_LIBRARY, else $STOKER_BUILD_DIR/client/libstoker.so.0, else the
-project's build tree (../build/client/libstoker.so.0).
+The wheel holds stoker/*.py and, when one is found, libstoker.so.1 as
+stoker/_lib/libstoker.so.1 (then the wheel is tagged for this platform):
+$STOKER_LIBRARY, else $STOKER_BUILD_DIR/client/libstoker.so.1, else the
+project's build tree (../build/client/libstoker.so.1).
 """
 import base64
 import hashlib
@@ -14,9 +14,9 @@ import sysconfig
 import tarfile
 import zipfile
 
-NAME, VERSION = "stoker", "0.1.0"
+NAME, VERSION = "stoker", "0.2.0"
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SONAME = "libstoker.so.0"
+SONAME = "libstoker.so.1"
 
 
 def _library():

@@ -17,7 +17,7 @@ from stoker.errors import (Aborted, DataLoss, DeadlineExceeded,
 from stoker.client import Client, default_socket
 from stoker.transforms import translate as translate_transform
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 
 def library_version() -> str:

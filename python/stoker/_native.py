@@ -1,8 +1,8 @@
 """ctypes bindings of libstoker's C ABI (stoker/stoker_c.h).
 
 The library is looked up, in order: the file named by $STOKER_LIBRARY; a
-copy next to this package (stoker/_lib/libstoker.so.0, as a build tree or a
-wheel built from one has it); the system's libstoker.so.0 (the libstoker0
+copy next to this package (stoker/_lib/libstoker.so.1, as a build tree or a
+wheel built from one has it); the system's libstoker.so.1 (the libstoker1
 Debian package). ctypes releases the GIL around every call, so a trainer's
 other threads run while one waits for a batch.
 """
@@ -17,7 +17,7 @@ from typing import Any, Optional
 from stoker import errors
 
 ABI_VERSION = 2
-_SONAME = "libstoker.so.0"
+_SONAME = "libstoker.so.1"
 
 # The header's stoker_status codes this package names (the rest are the
 # gRPC codes of errors.CODE_NAMES), stoker_dtype and stoker_layout. A test
@@ -144,8 +144,8 @@ def library() -> ctypes.CDLL:
         else:
             raise errors.LibraryNotFound(
                 "cannot load libstoker (" + "; ".join(tried) + "): install the "
-                "libstoker0 package, build the project (scripts/build.sh), or "
-                "set STOKER_LIBRARY to the path of libstoker.so.0")
+                "libstoker1 package, build the project (scripts/build.sh), or "
+                "set STOKER_LIBRARY to the path of libstoker.so.1")
         try:
             lib.stoker_abi_version.restype = ctypes.c_int
             version = lib.stoker_abi_version()
@@ -154,7 +154,7 @@ def library() -> ctypes.CDLL:
         if version != ABI_VERSION:
             raise errors.LibraryNotFound(
                 f"libstoker at {lib._name} has C ABI version {version}; this "
-                f"package needs {ABI_VERSION}: install the libstoker0 that "
+                f"package needs {ABI_VERSION}: install the libstoker1 that "
                 "matches it, or set STOKER_LIBRARY")
         for name, (restype, argtypes) in _SIGNATURES.items():
             function = getattr(lib, name)

@@ -37,7 +37,7 @@ class StokerError(Exception):
 
 
 class LibraryNotFound(StokerError, ImportError):
-    """libstoker.so.0 could not be loaded."""
+    """libstoker.so.1 could not be loaded."""
     code = 9
 
 

@@ -34,12 +34,12 @@ def test_from_the_build_tree(scratch):
                  cwd=scratch)
     assert run.returncode == 0, run.stderr
     version, path = run.stdout.split()
-    assert version == "0.1.0"
-    assert path.endswith("stoker/_lib/libstoker.so.0")
+    assert version == "0.2.0"
+    assert path.endswith("stoker/_lib/libstoker.so.1")
 
 
 def test_stoker_library_names_the_library(scratch):
-    library = os.path.join(BUILD, "client", "libstoker.so.0")
+    library = os.path.join(BUILD, "client", "libstoker.so.1")
     run = python([sys.executable, "-c", PROBE],
                  clean_env(PYTHONPATH=os.path.join(BUILD, "python"),
                            STOKER_LIBRARY=library), cwd=scratch)
@@ -68,5 +68,5 @@ def test_pip_install_of_the_source_directory_offline(scratch):
                  clean_env(), cwd=scratch)
     assert run.returncode == 0, run.stderr
     version, path = run.stdout.split()
-    assert version == "0.1.0"
+    assert version == "0.2.0"
     assert path.startswith(venv)  # the copy installed with the package

@@ -147,7 +147,7 @@ PY
 
 check_install() {
   step "1. dpkg -i; user, group and runtime directory; socket activation; READY"
-  in_container dpkg -i "/root/debs/libstoker0_${version}_amd64.deb" \
+  in_container dpkg -i "/root/debs/libstoker1_${version}_amd64.deb" \
     "/root/debs/stokerd_${version}_amd64.deb" "/root/debs/python3-stoker_${version}_all.deb" \
     >"$scratch/dpkg-install.log" 2>&1 ||
     fail "dpkg -i: $(tail -5 "$scratch/dpkg-install.log")"
@@ -418,17 +418,17 @@ check_stop() {
 check_purge() {
   step "6. dpkg -r and dpkg -P leave nothing"
   in_container rm -rf "$datasets/photos" "$datasets/shards" "$datasets/bad"
-  in_container dpkg -r python3-stoker stokerd libstoker0 >/dev/null 2>&1 || fail "dpkg -r"
+  in_container dpkg -r python3-stoker stokerd libstoker1 >/dev/null 2>&1 || fail "dpkg -r"
   # Removed, stokerd keeps its conffile, and a package with maintainer
   # scripts its record, until purged.
   local state
   state=$(in_container dpkg-query -W -f='${db:Status-Abbrev} ${Package}\n' \
-    python3-stoker stokerd libstoker0 2>&1 || true)
+    python3-stoker stokerd libstoker1 2>&1 || true)
   grep -qx 'rc  stokerd' <<<"$state" || fail "after dpkg -r: $state"
   in_container dpkg -P $(awk '$1 == "rc" {print $2}' <<<"$state") >"$scratch/purge.log" 2>&1 ||
     fail "dpkg -P: $(cat "$scratch/purge.log")"
   state=$(in_container dpkg -l 2>&1)
-  ! grep -E '^.. +(python3-stoker|stokerd|libstoker0) ' <<<"$state" ||
+  ! grep -E '^.. +(python3-stoker|stokerd|libstoker1) ' <<<"$state" ||
     fail "packages left in dpkg's database"
   local left
   left=$(in_container sh -c 'ls -d /lib/systemd/system/stokerd* /etc/systemd/system/*stokerd* \

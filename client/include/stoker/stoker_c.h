@@ -1,6 +1,6 @@
 /* The C ABI of libstoker: what bindings in other languages (the Python
  * package, through ctypes) call. Plain C types only, so that one build of
- * libstoker.so.0 serves every interpreter version.
+ * libstoker.so.1 serves every interpreter version.
  *
  * Conventions:
  *  - A function that can fail returns a status code (stoker_status below):
