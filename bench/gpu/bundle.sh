@@ -9,7 +9,7 @@
 #   OUT/lib/            every shared library they load (ldd), but the C and
 #                       C++ runtimes; each with RUNPATH $ORIGIN
 #   OUT/sys/            the C and C++ runtimes and the loader, for bin/ only
-#   OUT/python/stoker/  the Python package, with libstoker.so.0 in _lib/
+#   OUT/python/stoker/  the Python package, with libstoker.so.1 in _lib/
 #                       finding its libraries in OUT/lib (RUNPATH), so that
 #                       a Python process loads the host's libstdc++ (the one
 #                       torch needs) and the bundle's gRPC
@@ -43,7 +43,7 @@ cmake --build "$build" --target "${targets[@]}"
 
 rm -rf "$out"
 mkdir -p "$out"/{bin,libexec,lib,sys,python/stoker/_lib}
-libstoker=$(readlink -f "$build/client/libstoker.so.0")
+libstoker=$(readlink -f "$build/client/libstoker.so.1")
 
 # Every library any of them loads, by soname.
 declare -A seen=()
@@ -79,9 +79,9 @@ EOF
 done
 
 cp python/stoker/*.py "$out/python/stoker/"
-strip -o "$out/python/stoker/_lib/libstoker.so.0" "$libstoker"
+strip -o "$out/python/stoker/_lib/libstoker.so.1" "$libstoker"
 patchelf --set-rpath '$ORIGIN/../../../lib' \
-  "$out/python/stoker/_lib/libstoker.so.0"
+  "$out/python/stoker/_lib/libstoker.so.1"
 git rev-parse --short HEAD >"$out/COMMIT" 2>/dev/null || echo unknown >"$out/COMMIT"
 
 size_mb=$(du -sm "$out" | cut -f1)
