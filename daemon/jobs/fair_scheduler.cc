@@ -3,9 +3,12 @@
 #include <algorithm>
 #include <numeric>
 
+#include "common/check.h"
+
 namespace stoker {
 
 void FairScheduler::Add(uint64_t job, uid_t user, double weight) {
+  STOKER_CHECK(jobs_.count(job) == 0);  // a job's serial is never reused
   auto [it, added] = users_.try_emplace(user);
   User& owner = it->second;
   if (added) owner.account = clock_;
