@@ -25,9 +25,10 @@ void FairScheduler::Remove(uint64_t job) {
 }
 
 std::vector<size_t> FairScheduler::Rank(const std::vector<Want>& wants) {
-  // Each want's key at the user level (its user's best: the user's
-  // account, less the bonus if any of its jobs waits) and its own.
-  std::vector<double> user_keys(wants.size()), keys(wants.size());
+  // Each want's user, its key at the user level (its user's best: the
+  // user's account, less the bonus if any of its jobs waits) and its own.
+  std::vector<uid_t> users(wants.size());
+  std::vector<double> keys(wants.size());
   std::map<uid_t, double> best;
   for (size_t i = 0; i < wants.size(); ++i) {
     Job& job = jobs_.at(wants[i].job);
@@ -37,18 +38,16 @@ std::vector<size_t> FairScheduler::Rank(const std::vector<Want>& wants) {
     const double bonus = wants[i].waiting ? kWaitingBonus : 0;
     auto [it, added] = best.try_emplace(job.user, user.account - bonus);
     it->second = std::min(it->second, user.account - bonus);
+    users[i] = job.user;
     keys[i] = job.account - bonus;
   }
-  for (size_t i = 0; i < wants.size(); ++i) {
-    user_keys[i] = best[jobs_.at(wants[i].job).user];
-  }
+  std::vector<double> user_keys(wants.size());
+  for (size_t i = 0; i < wants.size(); ++i) user_keys[i] = best[users[i]];
   std::vector<size_t> order(wants.size());
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
     if (user_keys[a] != user_keys[b]) return user_keys[a] < user_keys[b];
-    const uid_t ua = jobs_.at(wants[a].job).user;
-    const uid_t ub = jobs_.at(wants[b].job).user;
-    if (ua != ub) return ua < ub;
+    if (users[a] != users[b]) return users[a] < users[b];
     return keys[a] < keys[b];
   });
   return order;
