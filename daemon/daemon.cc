@@ -180,10 +180,16 @@ absl::Status Daemon::BuildJobs(const DaemonOptions& options, int workers) {
       DecodeLimits{.max_pixels = options.max_image_pixels,
                    .max_scratch_bytes = options.max_worker_scratch_bytes},
       dataset_paths_.get());
+  if (!options.cache_dir.empty()) {
+    STOKER_ASSIGN_OR_RETURN(
+        shard_cache_,
+        ShardCache::Open(options.cache_dir, options.cache_size_bytes));
+  }
   registry_ = std::make_unique<JobRegistry>(
       RegistryOptions{.segment_prefix = segment_prefix_,
                       .segment_mode = 0600,
                       .dataset_paths = dataset_paths_.get(),
+                      .shard_cache = shard_cache_.get(),
                       .limits = RegistryLimitsOf(options)},
       pool_.get());
   peers_ = std::make_unique<PeerTable>(options.max_connections_per_user,

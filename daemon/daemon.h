@@ -86,6 +86,8 @@ class Daemon {
   const std::string socket_path_;
   const std::string segment_prefix_;
   InstanceLock lock_;
+  // Before the jobs, whose indexes hold its entries: it goes after them.
+  std::unique_ptr<ShardCache> shard_cache_;
   std::unique_ptr<WorkerPool> pool_;
   std::unique_ptr<JobRegistry> registry_;
   std::unique_ptr<ConsumerSet> consumers_;

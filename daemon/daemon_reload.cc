@@ -15,6 +15,7 @@ RegistryLimits RegistryLimitsOf(const DaemonOptions& options) {
           .max_dataset_samples = options.max_dataset_samples,
           .max_index_bytes_per_user = options.max_index_bytes_per_user,
           .scan_timeout = options.scan_timeout,
+          .fetch_timeout = options.fetch_timeout,
           .orphan_timeout = options.orphan_timeout,
           .ended_job_ttl = options.ended_job_ttl,
           .memory_limit = options.memory_limit ? options.memory_limit

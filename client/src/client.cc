@@ -36,7 +36,11 @@ std::string NewClientId() {
 
 // A relative dataset path, taken from the caller's directory.
 absl::Status MakeAbsolute(std::string* path) {
-  if (path->empty() || path->starts_with('/')) return absl::OkStatus();
+  // A remote shard (s3://, http(s)://) is a URL, not a path.
+  if (path->empty() || path->starts_with('/') ||
+      path->find("://") != std::string::npos) {
+    return absl::OkStatus();
+  }
   std::error_code error;
   const auto absolute = std::filesystem::absolute(*path, error);
   if (error) {
@@ -107,7 +111,8 @@ void Client::Impl::AwaitConnection(absl::Duration up_to) {
   channel_->WaitForConnected(absl::ToChronoTime(absl::Now() + up_to));
 }
 
-absl::StatusOr<v1::Job> Client::Impl::CreateJob(v1::JobSpec spec) {
+absl::StatusOr<v1::Job> Client::Impl::CreateJob(v1::JobSpec spec,
+                                                v1::RemoteAccess remote) {
   // The daemon resolves paths in its own directory, not the caller's.
   v1::DatasetSpec* dataset = spec.mutable_dataset();
   STOKER_RETURN_IF_ERROR(MakeAbsolute(dataset->mutable_path()));
@@ -117,6 +122,7 @@ absl::StatusOr<v1::Job> Client::Impl::CreateJob(v1::JobSpec spec) {
   }
   v1::CreateJobRequest request;
   *request.mutable_spec() = std::move(spec);
+  *request.mutable_remote() = std::move(remote);
   STOKER_ASSIGN_OR_RETURN(
       v1::Job job, Unary<v1::Job>([&](auto& stub, auto* context, auto* job) {
         return stub.CreateJob(context, request, job);
@@ -195,6 +201,20 @@ absl::StatusOr<v1::Stats> Client::Impl::GetStats() {
 absl::StatusOr<JobInfo> Client::CreateJob(const JobSpec& spec) {
   STOKER_ASSIGN_OR_RETURN(v1::Job job,
                           impl_->CreateJob(internal::ToProto(spec)));
+  return internal::FromProto(job);
+}
+
+absl::StatusOr<JobInfo> Client::CreateJob(const JobSpec& spec,
+                                          const RemoteAccess& remote) {
+  v1::RemoteAccess access;
+  access.set_endpoint_url(remote.endpoint_url);
+  access.set_region(remote.region);
+  access.set_path_style(remote.path_style);
+  access.set_access_key_id(remote.access_key_id);
+  access.set_secret_access_key(remote.secret_access_key);
+  access.set_session_token(remote.session_token);
+  STOKER_ASSIGN_OR_RETURN(v1::Job job, impl_->CreateJob(internal::ToProto(spec),
+                                                        std::move(access)));
   return internal::FromProto(job);
 }
 

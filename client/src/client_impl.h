@@ -37,7 +37,8 @@ class STOKER_LOCAL Client::Impl {
   // CreateJob and GetJob give every class name (paged in with
   // GetClassNames past the first 256 KiB); ListJobs gathers every page, its
   // jobs' class names as the daemon sent them (num_classes counts all).
-  absl::StatusOr<v1::Job> CreateJob(v1::JobSpec spec);
+  absl::StatusOr<v1::Job> CreateJob(v1::JobSpec spec,
+                                    v1::RemoteAccess remote = {});
   absl::StatusOr<v1::Job> GetJob(std::string_view job_id);
   absl::StatusOr<v1::ListJobsResponse> ListJobs();
   // Pages in the job's class names past those it holds (GetClassNames).

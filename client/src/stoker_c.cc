@@ -111,12 +111,18 @@ void stoker_client_close(stoker_client* client) {
 
 int stoker_create_job(stoker_client* client, const char* spec_json,
                       char** job_json) {
+  return stoker_create_remote_job(client, spec_json, nullptr, job_json);
+}
+
+int stoker_create_remote_job(stoker_client* client, const char* spec_json,
+                             const char* remote_json, char** job_json) {
   return Guard([&]() -> int {
     if (int bad = Live(client, HandleKind::kClient, "client")) return bad;
     if (spec_json == nullptr || job_json == nullptr) {
       return NullArgument("spec_json or job_json");
     }
     stoker::v1::JobSpec spec;
+    stoker::v1::RemoteAccess remote;
     google::protobuf::util::JsonParseOptions options;
     options.ignore_unknown_fields = false;
     const auto parsed =
@@ -125,8 +131,16 @@ int stoker_create_job(stoker_client* client, const char* spec_json,
       return Fail(absl::InvalidArgumentError(
           absl::StrCat("job spec JSON: ", std::string(parsed.message()))));
     }
-    return WriteResult(client->client->impl().CreateJob(std::move(spec)),
-                       job_json);
+    // Its parser's message could quote the credentials: name the fault only.
+    if (remote_json != nullptr && !google::protobuf::util::JsonStringToMessage(
+                                       remote_json, &remote, options)
+                                       .ok()) {
+      return Fail(absl::InvalidArgumentError(
+          "remote access JSON does not parse as a stoker.v1.RemoteAccess"));
+    }
+    return WriteResult(
+        client->client->impl().CreateJob(std::move(spec), std::move(remote)),
+        job_json);
   });
 }
 

@@ -40,6 +40,13 @@ grpc::ServerUnaryReactor* LoaderService::CreateJob(
     reactor->Finish(ToGrpcStatus(CheckAccess(JobAccess{}, peer, "(new)")));
     return reactor;
   }
+  const v1::RemoteAccess& remote = request->remote();
+  config->remote = {.endpoint_url = remote.endpoint_url(),
+                    .region = remote.region(),
+                    .path_style = remote.path_style(),
+                    .access_key_id = remote.access_key_id(),
+                    .secret_access_key = remote.secret_access_key(),
+                    .session_token = remote.session_token()};
   config->owner = peer.client;
   config->owner_uid = peer.credentials->uid;
   config->owner_files = {peer.credentials->uid, peer.credentials->gid,

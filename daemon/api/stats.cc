@@ -48,6 +48,17 @@ void CollectStats(const WorkerPool& pool, const JobRegistry& registry,
   daemon->set_dataset_indexes(datasets.indexes);
   daemon->set_dataset_index_bytes(datasets.bytes);
   daemon->set_orphans_reclaimed(registry.orphans_reclaimed());
+  if (const ShardCache* cache = registry.options().shard_cache) {
+    const ShardCache::Usage usage = cache->usage();
+    daemon->set_shard_cache_bytes(usage.bytes);
+    daemon->set_shard_cache_max_bytes(usage.max_bytes);
+    daemon->set_shard_cache_files(usage.files);
+    daemon->set_shard_cache_held_bytes(usage.held_bytes);
+    daemon->set_shard_cache_hits(usage.hits);
+    daemon->set_shard_cache_misses(usage.misses);
+    daemon->set_shard_cache_fetched_bytes(usage.fetched_bytes);
+    daemon->set_shard_cache_evictions(usage.evictions);
+  }
   for (const auto& job : registry.List()) {
     if (include && !include(*job)) continue;
     CountersToProto(*job, job->Counters(), out->add_jobs());

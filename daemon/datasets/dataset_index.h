@@ -66,6 +66,14 @@ absl::StatusOr<UniqueFd> OpenDatasetFile(const std::string& path,
                                          std::string* resolved,
                                          FileStamp* stamp, struct stat* st);
 
+// A shard the daemon opened itself and keeps open for the index's life (a
+// remote shard in the shard cache, whose file only stokerd may open): its
+// descriptor, and what keeps it valid.
+struct HeldShard {
+  int fd = -1;
+  std::shared_ptr<const void> keeper;
+};
+
 // A shard member's bytes.
 struct MemberRange {
   uint32_t shard = 0;
@@ -93,8 +101,12 @@ class DatasetIndex {
   std::string Describe(uint32_t i) const;
 
   // What the index was built from (see FileStamp); for shards, stamp i is
-  // shard i's.
+  // shard i's. Remote shards have no stamps: they are held instead.
   const std::vector<FileStamp>& stamps() const { return stamps_; }
+  // Remote shards: held shard i, read through its descriptor (empty for
+  // local data, which is opened by path).
+  bool held() const { return !held_.empty(); }
+  const HeldShard& held_shard(uint32_t shard) const { return held_[shard]; }
   // Heap bytes held (what bench/ and GetJob report).
   uint64_t MemoryBytes() const;
 
@@ -117,6 +129,7 @@ class DatasetIndex {
   // Shards.
   std::vector<Member> members_;
   std::vector<FileStamp> stamps_;
+  std::vector<HeldShard> held_;
 };
 
 // What GetJob reports of a job's dataset (kept after its index is let go).
@@ -137,6 +150,8 @@ class DatasetIndex::Builder {
     index_.class_names_ = std::move(names);
   }
   void AddStamp(FileStamp stamp) { index_.stamps_.push_back(std::move(stamp)); }
+  // Remote shards: one per shard, in shard order.
+  void AddHeld(HeldShard held) { index_.held_.push_back(std::move(held)); }
   // Files: `directory` holds no trailing slash ("" is the file system's
   // root). RESOURCE_EXHAUSTED when the names pass 4 GiB.
   absl::Status AddFile(const std::string& directory, const std::string& name,

@@ -43,13 +43,15 @@ absl::StatusOr<std::span<const uint8_t>> SampleReader::Read(
     return std::span<const uint8_t>(buffer_);
   }
   const MemberRange range = index.Range(sample);
-  absl::StatusOr<int> fd = Shard(job_serial, index, range.shard);
+  // A remote shard is the cache's copy, which never changes while held.
+  absl::StatusOr<int> fd = index.held() ? index.held_shard(range.shard).fd
+                                        : Shard(job_serial, index, range.shard);
   if (!fd.ok()) return fd.status();
   // The offsets hold only for the shard as it was indexed: one rewritten
   // since (in place or replaced) would give other bytes, or another image.
   struct stat now;
-  if (::fstat(*fd, &now) != 0 ||
-      !SameContents(now, index.stamps()[range.shard])) {
+  if (!index.held() && (::fstat(*fd, &now) != 0 ||
+                        !SameContents(now, index.stamps()[range.shard]))) {
     return absl::DataLossError(
         "the shard changed after the job was created (its index no longer "
         "describes it): create the job again");

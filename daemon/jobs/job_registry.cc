@@ -9,6 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "common/log.h"
 #include "common/status_macros.h"
+#include "daemon/datasets/remote_shards.h"
 #include "daemon/jobs/dataset_sources.h"
 #include "daemon/os/byte_size.h"
 #include "daemon/os/cgroup_memory.h"
@@ -223,8 +224,36 @@ absl::Status JobRegistry::CheckIndexMemory(uid_t uid,
       "other datasets, or split the dataset"));
 }
 
+absl::StatusOr<std::shared_ptr<const DatasetIndex>> JobRegistry::IndexRemote(
+    const JobConfig& config, const ScanLimits& limits,
+    absl::Duration fetch_timeout) {
+  // The cache's files are stokerd's own: fetched and opened with its
+  // identity, each only after a HEAD with the job's credentials.
+  RemoteShardSource source{.cache = options_.shard_cache,
+                           .access = config.remote};
+  source.fetch.deadline = absl::Now() + fetch_timeout;
+  source.fetch.cancelled = limits.cancelled;
+  RemoteTally tally;
+  const absl::Time start = absl::Now();
+  auto index = IndexRemoteShards(config.shards, {config.label_field}, limits,
+                                 source, &tally);
+  spdlog::info(
+      "remote shards for uid {} on {}: {} shards, {} from the shard cache, {} "
+      "fetched ({} requests, {} retries, {} resumed) in {}: {}",
+      config.owner_uid, DatasetName(config), tally.shards, tally.hits,
+      FormatByteSize(tally.fetch.bytes), tally.fetch.requests,
+      tally.fetch.retries, tally.fetch.resumed,
+      absl::FormatDuration(
+          absl::Trunc(absl::Now() - start, absl::Milliseconds(1))),
+      index.ok() ? "indexed" : index.status().message());
+  return index;
+}
+
 absl::StatusOr<std::shared_ptr<const DatasetIndex>> JobRegistry::Index(
-    JobConfig* config, const ScanLimits& limits) {
+    JobConfig* config, const ScanLimits& limits, absl::Duration fetch_timeout) {
+  if (config->remote_shards()) {
+    return IndexRemote(*config, limits, fetch_timeout);
+  }
   // What the scan opens, it opens with the owner's permissions (the ring
   // Create makes afterwards is the daemon's own).
   const ActAs as_owner(&config->owner_files);
@@ -245,6 +274,7 @@ absl::StatusOr<std::shared_ptr<const DatasetIndex>> JobRegistry::Index(
 
 absl::StatusOr<std::shared_ptr<Job>> JobRegistry::Create(
     JobConfig config, std::function<bool()> cancelled) {
+  absl::Duration fetch_timeout;
   ScanLimits scan{.policy = options_.dataset_paths,
                   .cancelled = [this, &cancelled] {
                     return closing_.load() || (cancelled && cancelled());
@@ -257,9 +287,11 @@ absl::StatusOr<std::shared_ptr<Job>> JobRegistry::Create(
     scan.max_samples = options_.limits.max_dataset_samples;
     scan.max_entries = 2 * scan.max_samples + (uint64_t{1} << 20);
     scan.timeout = options_.limits.scan_timeout;
+    fetch_timeout = options_.limits.fetch_timeout;
   }
   absl::StatusOr<std::shared_ptr<const DatasetIndex>> dataset =
-      Index(&config, scan);
+      Index(&config, scan, fetch_timeout);
+  config.remote = {};  // the credentials go no further than the index
   if (!dataset.ok()) return dataset.status();
   const std::string id = NewJobId();
   uint64_t ticket = 0;

@@ -42,6 +42,7 @@
 #include "daemon/jobs/job.h"
 #include "daemon/jobs/worker_pool.h"
 #include "daemon/os/path_policy.h"
+#include "daemon/remote/shard_cache.h"
 
 namespace stoker {
 
@@ -57,6 +58,8 @@ struct RegistryLimits {
   uint64_t max_dataset_samples;
   uint64_t max_index_bytes_per_user;  // 0: no limit
   absl::Duration scan_timeout;
+  // Longest the fetch of one job's remote shards may take.
+  absl::Duration fetch_timeout;
   // Zero: never reaped.
   absl::Duration orphan_timeout;
   absl::Duration ended_job_ttl;
@@ -73,6 +76,9 @@ struct RegistryOptions {
   std::string shm_dir = "/dev/shm";  // where POSIX shared memory lives
   // Where datasets may lie; must outlive the registry (nullptr: anywhere).
   const PathPolicy* dataset_paths = nullptr;
+  // Where remote shards are kept; must outlive the registry (nullptr: no
+  // remote shards).
+  ShardCache* shard_cache = nullptr;
   RegistryLimits limits{};  // RegistryLimitsOf(the daemon's settings)
 };
 
@@ -131,9 +137,15 @@ class JobRegistry {
   std::string NewJobId();
   // The index of config's dataset, as the job's owner: the one jobs over
   // the same dataset share when it still holds, else a new one (resolving
-  // config->dataset_path).
+  // config->dataset_path). Remote shards: see IndexRemote.
   absl::StatusOr<std::shared_ptr<const DatasetIndex>> Index(
-      JobConfig* config, const ScanLimits& limits);
+      JobConfig* config, const ScanLimits& limits,
+      absl::Duration fetch_timeout);
+  // Remote shards, through the shard cache, with the job's own access (each
+  // job its own index: its HEADs are what lets it use cached copies).
+  absl::StatusOr<std::shared_ptr<const DatasetIndex>> IndexRemote(
+      const JobConfig& config, const ScanLimits& limits,
+      absl::Duration fetch_timeout);
   // *per_user (if given) says whether a refusal is the caller's own limit.
   absl::Status CheckLimits(const JobConfig& config, bool* per_user = nullptr)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

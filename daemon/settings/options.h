@@ -28,6 +28,11 @@ struct DaemonOptions {
   // Dataset scans: most images, longest scan.
   uint64_t max_dataset_samples = uint64_t{1} << 24;
   absl::Duration scan_timeout = absl::Minutes(5);
+  // Remote shards: the node-local shard cache (empty: no remote shards),
+  // its size bound, and the longest one job's fetch may take.
+  std::string cache_dir;
+  uint64_t cache_size_bytes = uint64_t{16} << 30;
+  absl::Duration fetch_timeout = absl::Minutes(30);
   // The dataset indexes one user's jobs may hold (0: no limit).
   uint64_t max_index_bytes_per_user = uint64_t{2} << 30;
   // A running job with no consumer for this long is ended; an ended job is

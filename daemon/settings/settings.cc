@@ -50,6 +50,13 @@ absl::StatusOr<std::string> Socket(absl::string_view text) {
   return NormalizeSocketTarget(std::string(text));
 }
 
+absl::StatusOr<std::string> CacheDir(absl::string_view text) {
+  if (!text.empty() && text[0] != '/') {
+    return Invalid(text, "is not an absolute path");
+  }
+  return std::string(text);
+}
+
 absl::StatusOr<std::vector<std::string>> Roots(absl::string_view text) {
   std::vector<std::string> roots = absl::StrSplit(text, ',', absl::SkipEmpty());
   for (const std::string& root : roots) {
@@ -112,7 +119,7 @@ constexpr uint64_t kUint32Max = std::numeric_limits<uint32_t>::max();
 constexpr uint64_t kUint64Max = std::numeric_limits<uint64_t>::max();
 using O = DaemonOptions;
 
-const std::array<Setting, 23> kSettings = {{
+const std::array<Setting, 26> kSettings = {{
     {"socket", false,
      "the Unix socket to serve: a path, unix:PATH or unix://PATH; the ring "
      "socket is PATH.ring beside it",
@@ -176,6 +183,20 @@ const std::array<Setting, 23> kSettings = {{
      ShowNumber<&O::max_dataset_samples>},
     {"scan_timeout", true, "longest a dataset scan may take",
      Read<&O::scan_timeout, Duration>, ShowDuration<&O::scan_timeout>},
+    {"cache_dir", false,
+     "directory of the node-local shard cache that remote (s3://, http(s)://) "
+     "shards are fetched into and kept in across restarts",
+     Read<&O::cache_dir, CacheDir>, ShowText<&O::cache_dir>,
+     "none: remote shards refused"},
+    {"cache_size", false,
+     "most bytes of shards the shard cache keeps (least recently used ones "
+     "go first)",
+     Read<&O::cache_size_bytes, ParseByteSize>,
+     [](const O& o) { return FormatByteSize(o.cache_size_bytes); }},
+    {"fetch_timeout", true,
+     "longest the fetch of one job's remote shards may take when it is "
+     "created",
+     Read<&O::fetch_timeout, Duration>, ShowDuration<&O::fetch_timeout>},
     {"max_index_per_user", true,
      "dataset indexes one user's jobs may hold in memory (shared ones "
      "once); 0: no limit",

@@ -14,6 +14,8 @@
 #include "daemon/image/pipeline.h"
 #include "daemon/os/file_identity.h"
 #include "daemon/os/process_identity.h"
+#include "daemon/remote/remote_access.h"
+#include "daemon/remote/remote_url.h"
 #include "stoker/vocabulary.h"  // OnError, ConsumerMode, DatasetKind, ...
 
 namespace stoker {
@@ -48,6 +50,13 @@ struct JobConfig {
   std::string dataset_path;
   std::vector<std::string> shards;
   std::string label_field;  // shards: the json field; empty: cls
+  // Remote shards: how to reach them, the trainer's credentials included.
+  // Used while the job is created, then cleared (JobRegistry::Create); never
+  // part of the effective spec.
+  FetchAccess remote;
+  bool remote_shards() const {
+    return !shards.empty() && IsRemoteShard(shards[0]);
+  }
   uint32_t batch_size = 0;
   uint32_t slots = 0;
   Pipeline pipeline;  // what each image becomes, and in which dtype/layout

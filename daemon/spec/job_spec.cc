@@ -104,9 +104,16 @@ absl::Status ParseDataset(const v1::DatasetSpec& spec, JobConfig* config) {
     return OutOfRange("dataset.shards size", spec.shards_size(), 1,
                       kMaxShardPatterns);
   }
+  const bool remote = spec.shards_size() > 0 && IsRemoteShard(spec.shards(0));
   for (int i = 0; i < spec.shards_size(); ++i) {
-    STOKER_RETURN_IF_ERROR(CheckDatasetPath(
-        absl::StrCat("dataset.shards[", i, "]"), spec.shards(i), true));
+    const std::string field = absl::StrCat("dataset.shards[", i, "]");
+    if (IsRemoteShard(spec.shards(i)) != remote) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          field, " '", spec.shards(i),
+          "': a dataset's shards are all local paths or all remote URLs"));
+    }
+    STOKER_RETURN_IF_ERROR(CheckDatasetPath(field, spec.shards(i), !remote));
+    if (remote) STOKER_RETURN_IF_ERROR(CheckRemoteName(field, spec.shards(i)));
   }
   STOKER_RETURN_IF_ERROR(
       CheckDatasetPath("dataset.manifest", spec.manifest(), true));

@@ -86,6 +86,8 @@ _SIGNATURES = {
     "stoker_connect": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_int64, ctypes.POINTER(_P)]),
     "stoker_client_close": (None, [_P]),
     "stoker_create_job": (ctypes.c_int, [_P, ctypes.c_char_p, ctypes.POINTER(_P)]),
+    "stoker_create_remote_job": (ctypes.c_int, [_P, ctypes.c_char_p, ctypes.c_char_p,
+                                                ctypes.POINTER(_P)]),
     "stoker_get_job": (ctypes.c_int, [_P, ctypes.c_char_p, ctypes.POINTER(_P)]),
     "stoker_list_jobs": (ctypes.c_int, [_P, ctypes.POINTER(_P)]),
     "stoker_delete_job": (ctypes.c_int, [_P, ctypes.c_char_p]),

@@ -69,10 +69,19 @@ class Client:
         _native.check(function(self.handle, *args, ctypes.byref(out)))
         return _ints(_native.take_json(out))
 
-    def create_job(self, spec: Dict[str, Any]) -> Dict[str, Any]:
-        """Creates a job from a stoker.v1.JobSpec dict; returns the Job."""
-        return self._json(_native.library().stoker_create_job,
-                          json.dumps(spec).encode())
+    def create_job(self, spec: Dict[str, Any],
+                   remote: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+        """Creates a job from a stoker.v1.JobSpec dict; returns the Job.
+
+        remote: a stoker.v1.RemoteAccess dict for remote shards (see
+        stoker.remote.access_from_environment); the daemon uses it while the
+        job is created and then drops it.
+        """
+        if remote is None:
+            return self._json(_native.library().stoker_create_job,
+                              json.dumps(spec).encode())
+        return self._json(_native.library().stoker_create_remote_job,
+                          json.dumps(spec).encode(), json.dumps(remote).encode())
 
     def get_job(self, job_id: str) -> Dict[str, Any]:
         return self._json(_native.library().stoker_get_job, job_id.encode())

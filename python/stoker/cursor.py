@@ -58,7 +58,7 @@ class Cursor:
         spec = dict(self._spec, start_epoch=start[0], start_batch=start[1])
         self._resources.stream = Stream(
             self._resources.client, spec, self._name, self._prefetch,
-            self._cuda_device, self._job_id)
+            self._cuda_device, self._job_id, self._resources.remote)
         job = self.stream.job
         self.batches_per_epoch = int(job["batches_per_epoch"])
         self.num_samples = int(job["num_samples"])

@@ -29,10 +29,22 @@ from typing import Any, Dict, Iterator, Optional, Sequence, Tuple, Union
 
 import torch
 
-from stoker import batch_transforms, datasets, recipe, spec as job_spec
+from stoker import batch_transforms, datasets, errors, recipe, remote as remote_shards
+from stoker import spec as job_spec
 from stoker.client import Client, default_socket
 from stoker.cursor import Cursor, ExclusiveCursor, SharedCursor
 from stoker.stream import Resources, Stream
+
+
+def _remote_access(shards: Any, remote: Optional[Dict[str, Any]]
+                   ) -> Optional[Dict[str, Any]]:
+    """The access sent with jobs over remote shards (see stoker.remote)."""
+    if not remote_shards.any_remote(shards):
+        if remote is not None:
+            raise errors.InvalidArgument(
+                "remote applies to s3://, http:// or https:// shards only")
+        return None
+    return remote_shards.access(remote)
 
 
 class DataLoader:
@@ -46,7 +58,13 @@ class DataLoader:
     shards: instead of root, WebDataset tar shards: a path or a list of
         paths, brace patterns allowed ("/data/train-{000000..001023}.tar").
         Each sample's label is its .cls member, or the field `label_field`
-        of its .json member.
+        of its .json member. Or remote shards, all of them:
+        "s3://bucket/train-{000000..001023}.tar" or https:// URLs, fetched
+        into the daemon's shard cache when the job is created.
+    remote: for remote shards, a dict of endpoint_url, region, path_style,
+        profile, access_key_id, secret_access_key, session_token; what it
+        leaves out comes from the AWS_* environment and ~/.aws (see
+        stoker.remote). Sent with the job; the daemon keeps none of it.
     manifest: instead of root, a .csv (header: path,label[,class]) or
         .jsonl file of rows, in dataset order; relative paths in it are
         taken from its directory.
@@ -108,6 +126,7 @@ class DataLoader:
                  repeated_augmentations: int = 1,
                  shards: Union[str, Sequence[str], None] = None,
                  manifest: Optional[str] = None, label_field: str = "",
+                 remote: Optional[Dict[str, Any]] = None,
                  batch_transform: Any = None, sampler: Any = None,
                  generator: Optional[torch.Generator] = None,
                  collate_fn: Any = None, **ignored: Any):
@@ -138,7 +157,8 @@ class DataLoader:
         # iter() and next() from several threads take turns: a stream one
         # thread opens is never replaced (and its job lost) by another's.
         self._guard = threading.RLock()
-        self._resources = Resources(Client(socket or default_socket()))
+        self._resources = Resources(Client(socket or default_socket()),
+                                    _remote_access(shards, remote))
         self._finalizer = weakref.finalize(self, self._resources.close)
         self._iterating: Optional["_EpochIterator"] = None
         self._cursor: Cursor = (

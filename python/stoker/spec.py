@@ -17,7 +17,7 @@ from typing import Any, Dict, Optional, Tuple
 
 import torch
 
-from stoker import datasets, errors, recipe, transforms
+from stoker import datasets, errors, recipe, remote, transforms
 
 SHARING = {"exclusive": "CONSUMER_MODE_EXCLUSIVE",
            "broadcast": "CONSUMER_MODE_BROADCAST",
@@ -84,7 +84,9 @@ def _dataset_spec(root, shards, manifest, label_field) -> Dict[str, Any]:
         return {"manifest": os.path.abspath(os.fspath(manifest))}
     if isinstance(shards, (str, os.PathLike)):
         shards = [shards]
-    spec = {"shards": [os.path.abspath(os.fspath(s)) for s in shards]}
+    # Remote shards (s3://, http(s)://) are URLs, not paths.
+    spec = {"shards": [s if remote.is_remote(s) else os.path.abspath(os.fspath(s))
+                       for s in shards]}
     if label_field:
         spec["label_field"] = label_field
     return spec

@@ -94,11 +94,13 @@ class Stream:
 
     def __init__(self, client: Client, spec: Optional[Dict[str, Any]],
                  name: str, prefetch: int, cuda_device: Optional[int],
-                 job_id: Optional[str] = None):
+                 job_id: Optional[str] = None,
+                 remote: Optional[Dict[str, Any]] = None):
         lib = _native.library()
         # A job of its own (deleted on close), or another's to attach to.
         self.owned = job_id is None
-        self.job = client.create_job(spec) if self.owned else client.get_job(job_id)
+        self.job = (client.create_job(spec, remote) if self.owned
+                    else client.get_job(job_id))
         self._client = client
         self.cuda_device = cuda_device
         self.leases = _Leases()
@@ -250,8 +252,12 @@ class Resources:
     """What a DataLoader holds on the daemon; closed by its finalizer, so a
     loader dropped without close() (or at exit) still deletes its job."""
 
-    def __init__(self, client: Client):
+    def __init__(self, client: Client,
+                 remote: Optional[Dict[str, Any]] = None):
         self.client = client
+        # Remote shards' access (stoker.remote.access), sent with each job
+        # this loader creates, resumed ones included.
+        self.remote = remote
         self.stream: Optional[Stream] = None
 
     def close_stream(self) -> None:

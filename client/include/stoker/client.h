@@ -27,6 +27,16 @@
 
 namespace stoker {
 
+// How a job reaches remote shards (loader.proto's RemoteAccess).
+struct RemoteAccess {
+  std::string endpoint_url;   // s3:// URLs: an S3-compatible store; "": AWS
+  std::string region;         // "": us-east-1
+  bool path_style = false;    // endpoint/bucket/key
+  std::string access_key_id;  // "": unsigned requests
+  std::string secret_access_key;
+  std::string session_token;
+};
+
 class STOKER_API Client {
  public:
   // Connects to the daemon at `target`, waiting up to `timeout` for it. The
@@ -48,6 +58,11 @@ class STOKER_API Client {
   // A relative `spec.dataset_path` is taken from the caller's current
   // directory (the daemon runs elsewhere).
   absl::StatusOr<JobInfo> CreateJob(const JobSpec& spec);
+  // A job over remote shards (s3://, http(s):// URLs in spec.shards),
+  // fetched with `remote`: this process's own credentials, which the
+  // daemon uses while the job is created and then drops.
+  absl::StatusOr<JobInfo> CreateJob(const JobSpec& spec,
+                                    const RemoteAccess& remote);
   absl::StatusOr<JobInfo> GetJob(std::string_view job_id);
   absl::StatusOr<std::vector<JobInfo>> ListJobs();
   absl::Status DeleteJob(std::string_view job_id);

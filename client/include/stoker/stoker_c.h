@@ -107,6 +107,12 @@ STOKER_API void stoker_client_close(stoker_client* client);
  * sent (the first 256 KiB of them; numClasses counts all). */
 STOKER_API int stoker_create_job(stoker_client* client, const char* spec_json,
                                  char** job_json);
+/* A job over remote shards: remote_json is a stoker.v1.RemoteAccess (the
+ * caller's own credentials; the daemon drops them once the job is made). */
+STOKER_API int stoker_create_remote_job(stoker_client* client,
+                                        const char* spec_json,
+                                        const char* remote_json,
+                                        char** job_json);
 STOKER_API int stoker_get_job(stoker_client* client, const char* job_id,
                               char** job_json);
 STOKER_API int stoker_list_jobs(stoker_client* client, char** jobs_json);

@@ -1,0 +1,171 @@
+#include "daemon/datasets/remote_shards.h"
+
+#include <algorithm>
+#include <atomic>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "common/status_macros.h"
+#include "daemon/datasets/brace_expand.h"
+#include "daemon/datasets/sample_file.h"
+#include "daemon/datasets/shard_index.h"
+#include "daemon/remote/remote_url.h"
+
+namespace stoker {
+namespace {
+
+using Entry = std::shared_ptr<const ShardCache::Entry>;
+
+// Fetches shards into the cache, several at once; the first failure stops
+// the others.
+class ShardFetch {
+ public:
+  ShardFetch(const std::vector<std::string>& names,
+             const RemoteShardSource& source)
+      : names_(names), source_(source), entries_(names.size()) {
+    policy_ = source.fetch;
+    policy_.cancelled = [this] {
+      return stop_.load() ||
+             (source_.fetch.cancelled && source_.fetch.cancelled());
+    };
+  }
+
+  absl::Status Run(RemoteTally* tally) {
+    const size_t threads =
+        std::min<size_t>(std::max(source_.parallel, 1), names_.size());
+    std::vector<std::thread> workers;
+    for (size_t i = 0; i < threads; ++i) {
+      workers.emplace_back([this, tally] { Work(tally); });
+    }
+    for (std::thread& worker : workers) worker.join();
+    absl::MutexLock lock(&mu_);
+    return failed_;
+  }
+
+  const std::vector<Entry>& entries() const { return entries_; }
+
+ private:
+  void Work(RemoteTally* tally) {
+    HttpFetcher fetcher;
+    uint64_t hits = 0;
+    while (!stop_.load()) {
+      const size_t i = next_.fetch_add(1);
+      if (i >= names_.size()) break;
+      bool hit = false;
+      absl::StatusOr<Entry> entry = FetchOne(&fetcher, names_[i], &hit);
+      if (!entry.ok()) {
+        absl::MutexLock lock(&mu_);
+        // The first failure, not the cancellations it caused.
+        if (failed_.ok() && !stop_.exchange(true)) failed_ = entry.status();
+        break;
+      }
+      hits += hit;
+      entries_[i] = *std::move(entry);
+    }
+    absl::MutexLock lock(&mu_);
+    tally->hits += hits;
+    const FetchTally& mine = fetcher.tally();
+    tally->fetch.requests += mine.requests;
+    tally->fetch.retries += mine.retries;
+    tally->fetch.resumed += mine.resumed;
+    tally->fetch.bytes += mine.bytes;
+  }
+
+  absl::StatusOr<Entry> FetchOne(HttpFetcher* fetcher, const std::string& name,
+                                 bool* hit) {
+    const bool s3 = name.starts_with("s3://") || name.starts_with("S3://");
+    const FetchAccess access = s3 ? source_.access : FetchAccess{};
+    STOKER_ASSIGN_OR_RETURN(const std::string url, FetchUrlOf(name, access));
+    absl::Status changed;
+    for (int round = 0; round < 3; ++round) {
+      // This job's own HEAD, before its cached copy is used.
+      STOKER_ASSIGN_OR_RETURN(const ObjectVersion version,
+                              fetcher->Head(url, name, access, policy_));
+      const std::string key = absl::StrCat(url, "\n", version.version);
+      absl::StatusOr<Entry> entry = source_.cache->Get(
+          key, version.size,
+          [&](int fd) {
+            return fetcher->Get(url, name, access, version, fd, policy_);
+          },
+          hit);
+      if (entry.ok() || !absl::IsAborted(entry.status())) return entry;
+      changed = entry.status();  // replaced while fetched: its new version
+    }
+    return absl::AbortedError(
+        absl::StrCat(changed.message(),
+                     ", three times in a row; create the job again "
+                     "once the shard stops changing"));
+  }
+
+  const std::vector<std::string>& names_;
+  const RemoteShardSource& source_;
+  FetchPolicy policy_;
+  std::vector<Entry> entries_;
+  std::atomic<size_t> next_{0};
+  std::atomic<bool> stop_{false};
+  absl::Mutex mu_;
+  absl::Status failed_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace
+
+absl::StatusOr<std::shared_ptr<const DatasetIndex>> IndexRemoteShards(
+    const std::vector<std::string>& patterns, const LabelSource& labels,
+    const ScanLimits& limits, const RemoteShardSource& source,
+    RemoteTally* tally) {
+  std::vector<std::string> names;
+  for (const std::string& pattern : patterns) {
+    STOKER_RETURN_IF_ERROR(ExpandBraces(pattern, kMaxShards, &names));
+  }
+  if (names.empty()) {
+    return absl::InvalidArgumentError("dataset.shards names no shard");
+  }
+  for (size_t i = 0; i < names.size(); ++i) {
+    STOKER_RETURN_IF_ERROR(CheckRemoteName(
+        absl::StrCat("dataset.shards (shard ", i, ")"), names[i]));
+  }
+  if (source.cache == nullptr) {
+    return absl::FailedPreconditionError(
+        "this stokerd has no shard cache (--cache_dir), which remote shards "
+        "are read through");
+  }
+  ShardFetch fetch(names, source);
+  tally->shards = names.size();
+  STOKER_RETURN_IF_ERROR(fetch.Run(tally));
+  const ScanClock clock(limits);
+  uint64_t members_seen = 0;
+  DatasetIndex::Builder index(DatasetKind::kTarShards);
+  for (size_t i = 0; i < names.size(); ++i) {
+    STOKER_RETURN_IF_ERROR(clock.Check(absl::StrCat("shard '", names[i], "'")));
+    const Entry& entry = fetch.entries()[i];
+    const TarLimits tar{.max_member_bytes = kMaxFileBytes,
+                        .max_members = limits.max_entries - members_seen};
+    STOKER_ASSIGN_OR_RETURN(const std::vector<TarMember> members,
+                            ReadTarMembers(entry->fd(), names[i], tar));
+    members_seen += members.size();
+    STOKER_ASSIGN_OR_RETURN(
+        const std::vector<ShardSample> samples,
+        GroupShardSamples(entry->fd(), names[i], members, labels));
+    if (index.samples() + samples.size() > limits.max_samples) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("dataset.shards hold more than ", limits.max_samples,
+                       " samples, the most stokerd takes in one dataset "
+                       "(--max_dataset_samples)"));
+    }
+    const uint32_t shard = index.AddShard(names[i]);
+    for (const ShardSample& sample : samples) {
+      index.AddMember(shard, sample.offset, uint32_t(sample.size),
+                      sample.label);
+    }
+    index.AddHeld({entry->fd(), entry});
+  }
+  if (index.samples() == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "dataset.shards: the ", names.size(),
+        " shards hold no sample (an image member with a label beside it)"));
+  }
+  return index.Build();
+}
+
+}  // namespace stoker

@@ -1,0 +1,62 @@
+// The index of a WebDataset whose shards are remote (s3://, http://,
+// https://; see remote/remote_url.h): every shard is fetched whole into the
+// node's shard cache (or found there) while the job is created, and indexed
+// from the cached copy exactly as a local shard is (shard_index.h), so a
+// job over remote shards knows its length, shards by rank and resumes
+// exactly as one over local shards, and reads no network once created.
+//
+// Why whole shards at CreateJob rather than members streamed during the
+// epoch: a shard's member count is known only from all of its headers,
+// which lie between its members, so the index reads every byte anyway (a
+// ranged scan would make one request per member); keeping those bytes
+// makes the index and the first epoch's reads one transfer, and lets every
+// epoch shuffle samples across all shards as DistributedSampler does.
+//
+// Each shard is checked with a HEAD made with the job's own access before
+// its cached copy is used, hit or miss: a user reads through the cache only
+// objects their credentials may read, at the version the store has now.
+#ifndef STOKER_DAEMON_DATASETS_REMOTE_SHARDS_H_
+#define STOKER_DAEMON_DATASETS_REMOTE_SHARDS_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "daemon/datasets/dataset_index.h"
+#include "daemon/datasets/scan_limits.h"
+#include "daemon/datasets/webdataset.h"
+#include "daemon/remote/http_fetch.h"
+#include "daemon/remote/remote_access.h"
+#include "daemon/remote/shard_cache.h"
+
+namespace stoker {
+
+struct RemoteShardSource {
+  ShardCache* cache = nullptr;
+  FetchAccess access;  // the job's own, for s3:// names
+  FetchPolicy fetch;   // its deadline and cancellation included
+  int parallel = 4;    // shards fetched at once
+};
+
+// What indexing remote shards did (for the daemon's log and stats).
+struct RemoteTally {
+  uint64_t shards = 0;
+  uint64_t hits = 0;  // found in the cache
+  FetchTally fetch;
+};
+
+// Indexes remote shards (all of `patterns`, after brace expansion, must be
+// remote). Errors name the shard: those of HttpFetcher::Head and Get (a
+// shard that changes during three fetches in a row is ABORTED), of
+// ShardCache::Get (RESOURCE_EXHAUSTED when the shards do not fit the
+// cache), and those IndexTarShards gives for a shard's contents.
+absl::StatusOr<std::shared_ptr<const DatasetIndex>> IndexRemoteShards(
+    const std::vector<std::string>& patterns, const LabelSource& labels,
+    const ScanLimits& limits, const RemoteShardSource& source,
+    RemoteTally* tally);
+
+}  // namespace stoker
+
+#endif  // STOKER_DAEMON_DATASETS_REMOTE_SHARDS_H_

@@ -1,0 +1,130 @@
+// ShardCache: remote shards kept whole on the node's disk, shared by every
+// job that reads the same object version.
+//
+// An entry is keyed by the fetch URL, the object's version (ETag, or
+// Last-Modified) and its size, so a replaced object is a new entry and an
+// old copy is never served for it. Files are stokerd's own (mode 0600 in a
+// 0700 directory): jobs read them through the descriptor the cache hands
+// out, never by path, and a job gets one only after its own credentials
+// were checked against the object (the HEAD its index makes, see
+// datasets/remote_shards.h), so the cache never lets a user read what they
+// could not fetch.
+//
+// A shard is fetched into a ".partial-" file and renamed into place only
+// when whole and synced: a partial download is never served, and one left
+// by a crash is removed when the cache opens. Entries survive restarts (a
+// "<name>.key" file beside each "<name>.tar" holds its key). The least
+// recently used entries that no running job holds are evicted to keep the
+// total under the size bound; a shard that does not fit beside the held
+// ones is RESOURCE_EXHAUSTED. One stokerd per directory (a lock file).
+//
+// Thread-safety: thread-safe. Jobs asking for the same missing entry at
+// once share one fetch.
+#ifndef STOKER_DAEMON_REMOTE_SHARD_CACHE_H_
+#define STOKER_DAEMON_REMOTE_SHARD_CACHE_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "common/unique_fd.h"
+
+namespace stoker {
+
+class ShardCache {
+ public:
+  // Opens (making it, mode 0700, if missing) the cache at `dir`, holding at
+  // most `max_bytes` of shards. FAILED_PRECONDITION when another stokerd
+  // holds it or it is not stokerd's own.
+  static absl::StatusOr<std::unique_ptr<ShardCache>> Open(std::string dir,
+                                                          uint64_t max_bytes);
+  ~ShardCache();
+
+  // A cached shard, open for reading; not evicted while held.
+  class Entry {
+   public:
+    ~Entry();
+    int fd() const { return fd_.get(); }
+    uint64_t size() const { return size_; }
+
+   private:
+    friend class ShardCache;
+    Entry(ShardCache* cache, std::string key, UniqueFd fd, uint64_t size)
+        : cache_(cache),
+          key_(std::move(key)),
+          fd_(std::move(fd)),
+          size_(size) {}
+    ShardCache* cache_;
+    std::string key_;
+    UniqueFd fd_;
+    uint64_t size_;
+  };
+
+  // Writes an entry's `size` bytes to the file open at `fd`.
+  using Fill = std::function<absl::Status(int fd)>;
+
+  // The entry for `key` of `size` bytes: the cached one (*hit), or a new
+  // one `fill` writes (its error is returned, and nothing is kept).
+  absl::StatusOr<std::shared_ptr<const Entry>> Get(const std::string& key,
+                                                   uint64_t size,
+                                                   const Fill& fill, bool* hit);
+
+  struct Usage {
+    uint64_t files = 0;
+    uint64_t bytes = 0;  // ready entries and fetches under way
+    uint64_t held_bytes = 0;
+    uint64_t max_bytes = 0;
+    uint64_t hits = 0;
+    uint64_t misses = 0;
+    uint64_t fetched_bytes = 0;  // of shards fetched whole into it
+    uint64_t evictions = 0;
+  };
+  Usage usage() const;
+  const std::string& dir() const { return dir_; }
+
+ private:
+  struct Slot {
+    std::string name;  // file stem in dir_
+    uint64_t size = 0;
+    uint32_t holds = 0;
+    uint64_t last_use = 0;
+    bool ready = false;
+  };
+  ShardCache(std::string dir, uint64_t max_bytes, UniqueFd lock)
+      : dir_(std::move(dir)), max_bytes_(max_bytes), lock_(std::move(lock)) {}
+
+  void Load();
+  // Makes room for `size` more bytes, evicting unheld entries.
+  absl::Status MakeRoom(uint64_t size) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  std::string NewName(const std::string& key)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<std::shared_ptr<const Entry>> Hold(const std::string& key,
+                                                    Slot* slot)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status Fetch(const std::string& key, const std::string& name,
+                     uint64_t size, const Fill& fill);
+  void Release(const std::string& key);
+  void Remove(const std::string& name);
+
+  const std::string dir_;
+  const uint64_t max_bytes_;
+  const UniqueFd lock_;
+  mutable absl::Mutex mu_;
+  absl::CondVar changed_;
+  absl::flat_hash_map<std::string, Slot> slots_ ABSL_GUARDED_BY(mu_);
+  uint64_t bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t uses_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t hits_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t misses_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t fetched_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t evictions_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+}  // namespace stoker
+
+#endif  // STOKER_DAEMON_REMOTE_SHARD_CACHE_H_

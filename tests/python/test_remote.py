@@ -1,0 +1,280 @@
+"""Remote shards against real servers: s3rver (S3 API, SigV4 requests) and
+nginx (HTTP with ranges), started here. A job over s3:// or http:// shards
+gives exactly the batches the same shards give from local disk; the shard
+cache serves later jobs and a restarted daemon without fetching again, but
+only after each job's own HEAD; credentials are used and never shown; and
+faults (403/404/500, a server killed mid-shard, a slow server, a connection
+cut mid-member, an object replaced) end in a transparent retry or an error
+naming the shard."""
+import hashlib
+import os
+import shutil
+import stat
+import threading
+
+import pytest
+
+torch = pytest.importorskip("torch")
+from torchvision import transforms as T  # noqa: E402
+
+import stoker  # noqa: E402
+from stoker import errors  # noqa: E402
+from conftest import Daemon, make_dataset  # noqa: E402
+from remote_servers import (ACCESS_KEY, SECRET_KEY, CuttingRelay, Nginx,  # noqa: E402
+                            S3Server)
+from test_sources import write_shards  # noqa: E402
+
+SHARDS = 3
+TRANSFORM = T.Compose([T.Resize(40), T.CenterCrop(40), T.PILToTensor()])
+
+
+@pytest.fixture
+def shards(scratch):
+    """Three local shards of real JPEGs; their brace pattern."""
+    folder = make_dataset(os.path.join(scratch, "folder"), classes=4,
+                          per_class=6, width=320, height=240)
+    out = os.path.join(scratch, "shards")
+    os.mkdir(out)
+    return write_shards(folder, out, SHARDS)
+
+
+def shard_files(pattern):
+    directory = os.path.dirname(pattern)
+    return sorted(os.path.join(directory, n) for n in os.listdir(directory))
+
+
+@pytest.fixture
+def node(scratch):
+    """A stokerd with its own shard cache."""
+    directory = os.path.join(scratch, "node")
+    os.mkdir(directory)
+    d = Daemon(directory, extra=[f"--cache_dir={directory}/cache",
+                                 "--cache_size=64M"])
+    yield d
+    d.stop()
+    assert d.process.returncode == 0, d.read_log()
+    assert d.segments() == []
+
+
+@pytest.fixture
+def s3(scratch, shards):
+    server = S3Server(os.path.join(scratch, "s3"))
+    for path in shard_files(shards):
+        server.put("train/" + os.path.basename(path), path)
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def nginx(scratch, shards):
+    server = Nginx(os.path.join(scratch, "nginx"), os.path.dirname(shards))
+    yield server
+    server.stop()
+
+
+def s3_access(server, **extra):
+    access = dict(endpoint_url=server.endpoint, access_key_id=ACCESS_KEY,
+                  secret_access_key=SECRET_KEY)
+    access.update(extra)
+    return access
+
+
+def epochs(loader, count=2):
+    """Per epoch: each batch's pixel digest and labels."""
+    out = []
+    for epoch in range(count):
+        loader.set_epoch(epoch)
+        out.append([(hashlib.sha256(x.numpy().tobytes()).hexdigest(),
+                     y.tolist()) for x, y in loader])
+    return out
+
+
+def load(node, shards, **kw):
+    return stoker.DataLoader(shards=shards, batch_size=5, shuffle=True, seed=7,
+                             transform=TRANSFORM, socket=node.socket, **kw)
+
+
+def cache_stats(node):
+    with stoker.Client(node.socket) as client:
+        return {k: int(v) for k, v in client.stats()["daemon"].items()
+                if k.startswith("shard_cache")}
+
+
+def test_s3_and_http_shards_give_the_local_batches(node, shards, s3, nginx):
+    with load(node, shards) as local:
+        expected = epochs(local)
+        assert len(local) == 5  # 24 samples in batches of 5
+    assert sum(len(y) for _, y in expected[0]) == 24
+    with load(node, "s3://data/train/train-{000000..000002}.tar",
+              remote=s3_access(s3)) as remote:
+        assert len(remote) == 5
+        assert epochs(remote) == expected
+    with load(node, nginx.url("train-{000000..000002}.tar")) as remote:
+        assert epochs(remote) == expected
+    # Cached whole: mode 0600 files in a 0700 directory of stokerd's.
+    cache = os.path.join(node.dir, "cache")
+    assert stat.S_IMODE(os.stat(cache).st_mode) == 0o700
+    tars = [n for n in os.listdir(cache) if n.endswith(".tar")]
+    assert len(tars) == 2 * SHARDS
+    for name in tars:
+        assert stat.S_IMODE(os.stat(os.path.join(cache, name)).st_mode) == 0o600
+
+
+def test_later_jobs_and_a_restarted_daemon_read_no_network(node, shards, nginx):
+    url = nginx.url("train-{000000..000002}.tar")
+    with load(node, url) as first:
+        expected = epochs(first)
+    gets = [line for line in nginx.access_log() if line.startswith("GET")]
+    assert len(gets) == SHARDS
+    assert cache_stats(node)["shard_cache_misses"] == SHARDS
+    with load(node, url) as second:
+        assert epochs(second) == expected
+    node.stop()
+    node.log = open(os.path.join(node.dir, "stokerd.log"), "a")
+    node.start()
+    with load(node, url) as third:
+        assert epochs(third, 3)[:2] == expected
+    log = nginx.access_log()
+    # Each job made its own HEADs; only the first fetched bytes.
+    assert len([line for line in log if line.startswith("GET")]) == SHARDS
+    assert len([line for line in log if line.startswith("HEAD")]) == 3 * SHARDS
+    stats = cache_stats(node)
+    assert stats["shard_cache_hits"] == SHARDS  # since the restart
+    assert stats.get("shard_cache_misses", 0) == 0
+    assert stats["shard_cache_files"] == SHARDS
+
+
+def test_credentials_are_the_jobs_own_and_never_shown(node, shards, s3):
+    name = "s3://data/train/train-{000000..000002}.tar"
+    secret_seen = []
+    with load(node, name, remote=s3_access(s3)) as loader:
+        with stoker.Client(node.socket) as client:
+            shown = repr(client.list_jobs()) + repr(client.stats()) + \
+                repr(client.get_job(loader.job_id))
+        secret_seen.append("S3RVER" in shown)
+        # Cached now; another job with an unknown key still may not use it.
+        with pytest.raises(errors.PermissionDenied,
+                           match="remote shard 's3://data/train/train-000000"):
+            load(node, name, remote=s3_access(s3, access_key_id="INTRUDER"))
+    assert secret_seen == [False]
+    assert "S3RVER" not in node.read_log()
+
+
+def test_answers_403_404_500_name_the_shard(node, shards, nginx):
+    with pytest.raises(errors.PermissionDenied, match="forbidden/train-000000"):
+        load(node, nginx.url("forbidden/train-000000.tar"))
+    with pytest.raises(errors.NotFound, match="no such object"):
+        load(node, nginx.url("missing-{0..1}.tar"))
+    with pytest.raises(errors.Unavailable, match="broken/train-000001.tar.*HTTP 500"):
+        load(node, nginx.url("broken/train-000001.tar"))
+    # A 500 is retried: 6 attempts.
+    assert len([line for line in nginx.access_log()
+                if "/broken/" in line]) == 6
+    assert os.listdir(os.path.join(node.dir, "cache")) == ["lock"]
+
+
+def test_a_slow_server_and_a_killed_one_are_waited_for(node, shards, nginx):
+    with load(node, shards) as local:
+        expected = epochs(local, 1)
+    # /slow/ sends 64 KiB/s: the shards (about 100 KiB each) take seconds.
+    killer = threading.Timer(1.0, lambda: (nginx.kill(), nginx.start()))
+    killer.start()
+    with load(node, nginx.url("slow/train-{000000..000002}.tar")) as remote:
+        assert epochs(remote, 1) == expected
+    killer.join()
+    ranged = [line for line in nginx.access_log()
+              if line.startswith("GET") and '"bytes=' in line]
+    assert ranged, "no transfer was resumed with a ranged GET"
+    assert [n for n in os.listdir(os.path.join(node.dir, "cache"))
+            if n.startswith(".partial")] == []
+
+
+def test_a_cut_connection_resumes_from_the_last_byte(node, shards, nginx):
+    with load(node, shards) as local:
+        expected = epochs(local, 1)
+    relay = CuttingRelay(nginx.port, after=30000, cuts=2)
+    try:
+        url = f"http://127.0.0.1:{relay.port}/train-{{000000..000002}}.tar"
+        with load(node, url) as remote:
+            assert epochs(remote, 1) == expected
+    finally:
+        relay.close()
+    assert relay.cut == 2
+    assert "2 retries, 2 resumed" in node.read_log()
+
+
+def test_an_object_replaced_mid_fetch_is_fetched_again_whole(
+        scratch, node, shards, nginx):
+    files = shard_files(shards)
+    # Replace shard 0 by shard 1's bytes while its first transfer is cut:
+    # the resume's If-Match fails, and the new version is fetched whole.
+    new = os.path.join(scratch, "new.tar")
+    shutil.copy(files[1], new)
+
+    def replace():
+        os.replace(new, files[0])
+        os.utime(files[0], (1, 1))  # a new ETag
+
+    relay = CuttingRelay(nginx.port, after=20000, cuts=1, on_cut=replace)
+    try:
+        url = f"http://127.0.0.1:{relay.port}/train-000000.tar"
+        with load(node, url) as remote:
+            labels = sorted(y for _, ys in epochs(remote, 1)[0] for y in ys)
+    finally:
+        relay.close()
+    with load(node, files[1]) as local:
+        assert labels == sorted(y for _, ys in epochs(local, 1)[0] for y in ys)
+    assert any(" 412 " in line for line in nginx.access_log())
+
+
+def test_an_object_replaced_during_an_epoch_leaves_the_job_whole(
+        node, shards, nginx):
+    files = shard_files(shards)
+    url = nginx.url("train-{000000..000002}.tar")
+    with load(node, shards) as local:
+        expected = epochs(local, 2)
+    with load(node, url) as remote:
+        first = epochs(remote, 1)
+        shutil.copy(files[1], files[0])  # replaced under the running job
+        os.utime(files[0], (2, 2))
+        remote.set_epoch(1)
+        second = [(hashlib.sha256(x.numpy().tobytes()).hexdigest(), y.tolist())
+                  for x, y in remote]
+    # The running job keeps the version it indexed: every sample once.
+    assert [first[0], second] == expected
+    # A new job sees the new version (fetched again).
+    with load(node, url) as again:
+        labels = [y for _, ys in epochs(again, 1)[0] for y in ys]
+    assert len(labels) == 24
+    assert cache_stats(node)["shard_cache_misses"] == SHARDS + 1
+
+
+def test_shards_that_do_not_fit_the_cache_are_refused(scratch, shards, nginx):
+    directory = os.path.join(scratch, "small")
+    os.mkdir(directory)
+    sizes = [os.path.getsize(f) for f in shard_files(shards)]
+    node = Daemon(directory, extra=[f"--cache_dir={directory}/cache",
+                                    f"--cache_size={sizes[0] + sizes[1] + 1000}"])
+    try:
+        with pytest.raises(errors.ResourceExhausted, match="--cache_size"):
+            load(node, nginx.url("train-{000000..000002}.tar"))
+        # Two fit; a later job over others evicts the least recently used.
+        with load(node, nginx.url("train-{000000..000001}.tar")) as two:
+            assert len(two) == 4  # 16 samples
+        with load(node, nginx.url("train-000002.tar")) as one:
+            assert len(one) == 2
+        assert cache_stats(node)["shard_cache_evictions"] >= 1
+    finally:
+        node.stop()
+    assert node.process.returncode == 0, node.read_log()
+
+
+def test_remote_names_are_checked(node):
+    for bad, why in [("s3://", "names no bucket"),
+                     ("https://user:pw@host/x.tar", "user name or password"),
+                     ("https://host/x.tar?X-Amz-Signature=1", "query"),
+                     ("http://host/", "names no path")]:
+        with pytest.raises(errors.InvalidArgument, match=why):
+            load(node, bad)
+    with pytest.raises(errors.InvalidArgument, match="all local paths or all remote"):
+        load(node, ["s3://b/x.tar", "/data/y.tar"])
