@@ -30,12 +30,12 @@ import time
 import stoker
 
 
-def start(args, directory):
+def start(args, directory, extra=()):
     socket = os.path.join(directory, "stoker.sock")
     log = open(os.path.join(directory, "stokerd.log"), "w")
     daemon = subprocess.Popen(
         [args.stokerd, "--config=", f"--socket={socket}",
-         f"--workers={args.workers}", "--scan_timeout=30m"],
+         f"--workers={args.workers}", "--scan_timeout=30m", *extra],
         stdout=log, stderr=log)
     deadline = time.monotonic() + 30
     while not os.path.exists(socket):

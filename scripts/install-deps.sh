@@ -24,21 +24,36 @@ packages=(
   # The GPU benchmark (bench/gpu): patchelf makes its bundle, psutil samples
   # CPU and memory in its runs (ctest runs it small, on the CPU).
   patchelf python3-psutil
+  # Remote shards: libcurl (S3 and HTTP(S) fetches). Their tests start real
+  # servers: nginx, and s3rver (npm, on Debian's nodejs; installed below);
+  # curl puts objects into s3rver, botocore checks the daemon's signatures.
+  libcurl4-openssl-dev nginx curl nodejs npm python3-botocore
 )
 
 missing=()
 for package in "${packages[@]}"; do
+  # A node.js installed otherwise brings its own npm.
+  [[ $package == npm ]] && command -v npm >/dev/null && continue
   if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null |
       grep -q 'install ok installed'; then
     missing+=("$package")
   fi
 done
-[[ ${#missing[@]} -eq 0 ]] && exit 0
+if [[ ${#missing[@]} -gt 0 ]]; then
+  sudo=()
+  [[ $(id -u) -ne 0 ]] && sudo=(sudo)
+  echo "install-deps: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  "${sudo[@]}" apt-get update -qq
+  "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" \
+    >/dev/null
+fi
 
-sudo=()
-[[ $(id -u) -ne 0 ]] && sudo=(sudo)
-echo "install-deps: installing ${missing[*]}"
-export DEBIAN_FRONTEND=noninteractive
-"${sudo[@]}" apt-get update -qq
-"${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" \
-  >/dev/null
+# The S3-compatible server the remote-shard tests start (the version pinned
+# in tests/remote/package.json), into tests/remote/node_modules.
+remote_tests="$(cd "$(dirname "$0")/.." && pwd)/tests/remote"
+if [[ ! -f "$remote_tests/node_modules/s3rver/bin/s3rver.js" ]]; then
+  echo "install-deps: installing s3rver for the remote-shard tests"
+  npm install --prefix "$remote_tests" --no-package-lock --omit=dev \
+    --no-audit --no-fund --loglevel=error >/dev/null
+fi

@@ -127,6 +127,15 @@ void ShardCache::Load() {
         {lines[2], Slot{stem, size, 0, 0, true},
          int64_t(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec});
   }
+  // A shard without its key (a crash between the two renames) is dropped.
+  for (const std::string& name : names) {
+    if (!name.ends_with(".tar")) continue;
+    const std::string stem = name.substr(0, name.size() - 4);
+    if (std::none_of(found.begin(), found.end(),
+                     [&](const Found& f) { return f.slot.name == stem; })) {
+      Remove(stem);
+    }
+  }
   std::sort(found.begin(), found.end(), [](const Found& a, const Found& b) {
     return a.mtime_ns < b.mtime_ns;
   });

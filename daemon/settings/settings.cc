@@ -183,20 +183,6 @@ const std::array<Setting, 26> kSettings = {{
      ShowNumber<&O::max_dataset_samples>},
     {"scan_timeout", true, "longest a dataset scan may take",
      Read<&O::scan_timeout, Duration>, ShowDuration<&O::scan_timeout>},
-    {"cache_dir", false,
-     "directory of the node-local shard cache that remote (s3://, http(s)://) "
-     "shards are fetched into and kept in across restarts",
-     Read<&O::cache_dir, CacheDir>, ShowText<&O::cache_dir>,
-     "none: remote shards refused"},
-    {"cache_size", false,
-     "most bytes of shards the shard cache keeps (least recently used ones "
-     "go first)",
-     Read<&O::cache_size_bytes, ParseByteSize>,
-     [](const O& o) { return FormatByteSize(o.cache_size_bytes); }},
-    {"fetch_timeout", true,
-     "longest the fetch of one job's remote shards may take when it is "
-     "created",
-     Read<&O::fetch_timeout, Duration>, ShowDuration<&O::fetch_timeout>},
     {"max_index_per_user", true,
      "dataset indexes one user's jobs may hold in memory (shared ones "
      "once); 0: no limit",
@@ -213,6 +199,20 @@ const std::array<Setting, 26> kSettings = {{
      "a worker frees its decode buffers when they hold more than this",
      Read<&O::max_worker_scratch_bytes, ParseByteSize>,
      [](const O& o) { return FormatByteSize(o.max_worker_scratch_bytes); }},
+    {"cache_dir", false,
+     "directory of the node-local shard cache that remote (s3://, http(s)://) "
+     "shards are fetched into and kept in across restarts",
+     Read<&O::cache_dir, CacheDir>, ShowText<&O::cache_dir>,
+     "none: remote shards refused"},
+    {"cache_size", false,
+     "most bytes of shards the shard cache keeps (least recently used ones "
+     "go first)",
+     Read<&O::cache_size_bytes, ParseByteSize>,
+     [](const O& o) { return FormatByteSize(o.cache_size_bytes); }},
+    {"fetch_timeout", true,
+     "longest the fetch of one job's remote shards may take when it is "
+     "created",
+     Read<&O::fetch_timeout, Duration>, ShowDuration<&O::fetch_timeout>},
     {"metrics_address", false,
      "serve Prometheus metrics over HTTP at host:port (GET /metrics), e.g. "
      "127.0.0.1:9464",

@@ -153,7 +153,6 @@ class DataLoader:
             batch_transform) if batch_transform is not None else False
         self._check_batch_transform(0)
         stream_args = (name, int(prefetch), self._cuda_device)
-        reconnect_timeout = float(reconnect_timeout)
         # iter() and next() from several threads take turns: a stream one
         # thread opens is never replaced (and its job lost) by another's.
         self._guard = threading.RLock()
@@ -165,7 +164,7 @@ class DataLoader:
             SharedCursor(self._resources, self._spec, *stream_args, job_id)
             if plan.shared else
             ExclusiveCursor(self._resources, self._spec, *stream_args,
-                            reconnect_timeout))
+                            float(reconnect_timeout)))
         try:
             self._check_batch_transform(len(self._cursor.classes))
         except BaseException:

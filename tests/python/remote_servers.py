@@ -7,8 +7,8 @@ is still the real one.
 
 s3rver 3.7.1 checks that a request is signed with an access key it knows
 (an unknown key is 403 InvalidAccessKeyId) but does not recompute SigV4
-signatures; test_remote.py checks the daemon's signatures against
-botocore's signer where it is installed.
+signatures; test_remote.py therefore also recomputes the signatures of the
+daemon's requests with botocore's signer (the AWS SDK's own).
 """
 import os
 import re
@@ -184,14 +184,16 @@ class Nginx:
 class CuttingRelay:
     """A TCP relay to 127.0.0.1:`port` that cuts each of its first `cuts`
     connections once `after` bytes of the answer went through; later
-    connections pass whole. `on_cut` runs after each cut."""
+    connections pass whole. `on_cut` runs after each cut. It keeps what
+    clients sent (`requests`)."""
 
-    def __init__(self, port, after, cuts=1, on_cut=None):
+    def __init__(self, port, after=0, cuts=0, on_cut=None):
         self.target = port
         self.after = after
         self.cuts = cuts
         self.on_cut = on_cut
         self.cut = 0
+        self.requests = bytearray()  # every byte clients sent, in order
         self.listener = socket.socket()
         self.listener.bind(("127.0.0.1", 0))
         self.listener.listen(16)
@@ -216,6 +218,7 @@ class CuttingRelay:
         def forward_requests():
             try:
                 while data := client.recv(65536):
+                    self.requests += data
                     upstream.sendall(data)
             except OSError:
                 pass

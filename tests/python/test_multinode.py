@@ -4,8 +4,10 @@ torch.distributed (gloo), two per daemon, each create their own job with
 their rank. No daemon talks to another: the split of an epoch is a pure
 function of (seed, epoch, world_size). Every rank gets the same number of
 batches, their union is the epoch (DistributedSampler's split, padded the
-same way), also over tar shards of unequal sizes; a rank killed mid-run
-resumes exactly from its own state, on either node."""
+same way), also over tar shards of unequal sizes, local or in an S3 store
+(each node fetching into its own shard cache with the trainers' own
+credentials); a rank killed mid-run resumes exactly from its own state, on
+either node."""
 import json
 import os
 import subprocess
@@ -19,6 +21,7 @@ datasets = pytest.importorskip("torchvision.datasets")
 from torch.utils.data.distributed import DistributedSampler  # noqa: E402
 
 from conftest import Daemon, make_dataset, run_python  # noqa: E402
+from remote_servers import ACCESS_KEY, SECRET_KEY, S3Server  # noqa: E402
 from test_sources import add_member  # noqa: E402
 
 TRAINER = os.path.join(os.path.dirname(__file__), "trainer.py")
@@ -32,7 +35,9 @@ def nodes(scratch):
     for name in ("node-a", "node-b"):
         directory = os.path.join(scratch, name)
         os.mkdir(directory)
-        pair.append(Daemon(directory))
+        # Each node its own shard cache, for remote shards.
+        pair.append(Daemon(directory,
+                           extra=[f"--cache_dir={directory}/cache"]))
     yield pair
     for daemon in pair:
         daemon.stop()
@@ -57,13 +62,13 @@ def uneven_shards(folder, out_dir, sizes):
     return os.path.join(out_dir, f"part-{{0..{len(sizes) - 1}}}.tar")
 
 
-def run_world(nodes, dataset, scratch, flags):
+def run_world(nodes, dataset, scratch, flags, env=None):
     """The four ranks, 0 and 1 on the first node, 2 and 3 on the second;
     each rank's checkpoint (digests, labels) and its last line."""
     store = os.path.join(scratch, "store")
     processes = []
     for rank in range(WORLD):
-        env = dict(os.environ, RANK=str(rank), WORLD_SIZE=str(WORLD))
+        env = dict(env or os.environ, RANK=str(rank), WORLD_SIZE=str(WORLD))
         processes.append(subprocess.Popen(
             [sys.executable, TRAINER, nodes[rank // 2].socket, dataset,
              os.path.join(scratch, f"rank{rank}.json"),
@@ -104,10 +109,10 @@ def check_split(infos, runs, order_of_epoch, samples):
         assert len(union) == per_rank * WORLD
 
 
-def one_rank_order(nodes, dataset, scratch, flags):
+def one_rank_order(nodes, dataset, scratch, flags, env=None):
     """The epoch orders a single rank sees: labels are sample ids here."""
     path = os.path.join(scratch, "one.json")
-    run = run_python(TRAINER, nodes[0].socket, dataset, path, *flags)
+    run = run_python(TRAINER, nodes[0].socket, dataset, path, *flags, env=env)
     assert run.returncode == 0, run.stderr
     with open(path) as f:
         labels = json.load(f)["labels"]
@@ -117,19 +122,39 @@ def one_rank_order(nodes, dataset, scratch, flags):
                           for label in b]
 
 
-@pytest.mark.parametrize("source", ["folder", "uneven_shards"])
+@pytest.mark.parametrize("source", ["folder", "uneven_shards", "s3_shards"])
 def test_four_ranks_on_two_daemons_split_every_epoch(nodes, scratch, source):
     # 30 samples, one per class: a label names its sample.
     folder = make_dataset(os.path.join(scratch, "data"), classes=30,
                           per_class=1)
-    dataset, flags = folder, []
-    if source == "uneven_shards":
+    dataset, flags, env = folder, [], None
+    if source != "folder":
         dataset = uneven_shards(folder, os.path.join(scratch, "shards"),
                                 [4, 17, 9])
         flags = ["--shards"]
-    order_of_epoch = one_rank_order(nodes, dataset, scratch, flags)
-    infos, runs = run_world(nodes, dataset, scratch, flags)
+    server = None
+    if source == "s3_shards":
+        # The trainers' own credentials, from their environment; each node
+        # fetches into its own cache.
+        server = S3Server(os.path.join(scratch, "s3"))
+        for shard in range(3):
+            server.put(f"uneven/part-{shard}.tar",
+                       os.path.join(scratch, "shards", f"part-{shard}.tar"))
+        dataset = "s3://data/uneven/part-{0..2}.tar"
+        env = dict(os.environ, AWS_ACCESS_KEY_ID=ACCESS_KEY,
+                   AWS_SECRET_ACCESS_KEY=SECRET_KEY,
+                   AWS_ENDPOINT_URL=server.endpoint)
+    try:
+        order_of_epoch = one_rank_order(nodes, dataset, scratch, flags, env)
+        infos, runs = run_world(nodes, dataset, scratch, flags, env)
+    finally:
+        if server is not None:
+            server.stop()
     check_split(infos, runs, order_of_epoch, 30)
+    if server is not None:
+        for node in nodes:
+            cached = os.listdir(os.path.join(node.dir, "cache"))
+            assert len([n for n in cached if n.endswith(".tar")]) == 3
 
 
 def test_a_killed_rank_resumes_exactly_on_either_node(nodes, scratch):

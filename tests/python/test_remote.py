@@ -160,6 +160,55 @@ def test_credentials_are_the_jobs_own_and_never_shown(node, shards, s3):
     assert "S3RVER" not in node.read_log()
 
 
+def signed_requests(raw):
+    """(method, path, headers) of each request in a relay's bytes."""
+    out = []
+    for head in raw.decode().split("\r\n\r\n"):
+        if not head:
+            continue
+        lines = head.split("\r\n")
+        method, path, _ = lines[0].split(" ")
+        headers = dict(line.split(": ", 1) for line in lines[1:])
+        out.append((method, path, headers))
+    return out
+
+
+def test_requests_are_signed_as_aws_signs_them(node, shards, s3):
+    botocore = pytest.importorskip("botocore")  # noqa: F841
+    from botocore.auth import S3SigV4Auth
+    from botocore.awsrequest import AWSRequest
+    from botocore.credentials import Credentials
+
+    relay = CuttingRelay(s3.port)
+    try:
+        access = s3_access(s3, endpoint_url=f"http://127.0.0.1:{relay.port}",
+                           region="eu-west-3", session_token="TOKEN/with+signs=")
+        with load(node, "s3://data/train/train-{000000..000002}.tar",
+                  remote=access) as loader:
+            assert len(loader) == 5
+    finally:
+        relay.close()
+    requests = signed_requests(bytes(relay.requests))
+    assert sorted(m for m, _, _ in requests) == ["GET"] * SHARDS + ["HEAD"] * SHARDS
+    for method, path, headers in requests:
+        assert path.startswith("/data/train/train-")  # path-style
+        fields = dict(part.strip().split("=", 1) for part in
+                      headers["Authorization"].split(" ", 1)[1].split(","))
+        key, _, region, service, _ = fields["Credential"].split("/")
+        assert (key, region, service) == (ACCESS_KEY, "eu-west-3", "s3")
+        signed = fields["SignedHeaders"].split(";")
+        assert "x-amz-security-token" in signed
+        lower = {name.lower(): value for name, value in headers.items()}
+        request = AWSRequest(method=method, url=f"http://{lower['host']}{path}",
+                             headers={name: lower[name] for name in signed})
+        request.context["timestamp"] = lower["x-amz-date"]
+        signer = S3SigV4Auth(Credentials(ACCESS_KEY, SECRET_KEY), service, region)
+        expected = signer.signature(
+            signer.string_to_sign(request, signer.canonical_request(request)),
+            request)
+        assert fields["Signature"] == expected, (method, path)
+
+
 def test_answers_403_404_500_name_the_shard(node, shards, nginx):
     with pytest.raises(errors.PermissionDenied, match="forbidden/train-000000"):
         load(node, nginx.url("forbidden/train-000000.tar"))
@@ -278,3 +327,8 @@ def test_remote_names_are_checked(node):
             load(node, bad)
     with pytest.raises(errors.InvalidArgument, match="all local paths or all remote"):
         load(node, ["s3://b/x.tar", "/data/y.tar"])
+
+
+def test_a_daemon_without_a_shard_cache_refuses_remote_shards(daemon):
+    with pytest.raises(errors.FailedPrecondition, match="--cache_dir"):
+        load(daemon, "https://127.0.0.1:9/train-0.tar")

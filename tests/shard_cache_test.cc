@@ -1,0 +1,226 @@
+// ShardCache on a real directory: entries kept whole and found again (also
+// after the cache is reopened, as after a restart), the size bound kept by
+// evicting the least recently used unheld entries, held entries never
+// evicted, a failed or cut fetch leaving nothing behind, one fetch shared
+// by jobs asking at once, and one stokerd per directory. Plus the remote
+// shard names and the URLs they are fetched from.
+#include "daemon/remote/shard_cache.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/synchronization/notification.h"
+#include "daemon/remote/remote_url.h"
+#include "gtest/gtest.h"
+
+namespace stoker {
+namespace {
+
+namespace fs = std::filesystem;
+
+class ShardCacheTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char pattern[] = "/tmp/stoker-shard-cache-XXXXXX";
+    ASSERT_NE(::mkdtemp(pattern), nullptr);
+    dir_ = std::string(pattern) + "/cache";
+  }
+  void TearDown() override { fs::remove_all(fs::path(dir_).parent_path()); }
+
+  // A fill writing `size` bytes of `byte`, counting its calls.
+  ShardCache::Fill Bytes(uint64_t size, char byte) {
+    return [this, size, byte](int fd) {
+      ++fills_;
+      const std::string data(size, byte);
+      return ::pwrite(fd, data.data(), data.size(), 0) == ssize_t(size)
+                 ? absl::OkStatus()
+                 : absl::InternalError("write");
+    };
+  }
+  static char FirstByte(const ShardCache::Entry& entry) {
+    char byte = 0;
+    EXPECT_EQ(::pread(entry.fd(), &byte, 1, 0), 1);
+    return byte;
+  }
+  std::vector<std::string> Files() const {
+    std::vector<std::string> names;
+    for (const auto& e : fs::directory_iterator(dir_)) {
+      names.push_back(e.path().filename());
+    }
+    return names;
+  }
+
+  std::string dir_;
+  std::atomic<int> fills_{0};
+};
+
+TEST_F(ShardCacheTest, KeepsShardsWholeAndFindsThemAfterAReopen) {
+  {
+    auto cache = ShardCache::Open(dir_, 1000);
+    ASSERT_TRUE(cache.ok()) << cache.status();
+    bool hit = true;
+    auto a = (*cache)->Get("url-a\nv1", 100, Bytes(100, 'a'), &hit);
+    ASSERT_TRUE(a.ok()) << a.status();
+    EXPECT_FALSE(hit);
+    EXPECT_EQ(FirstByte(**a), 'a');
+    auto again = (*cache)->Get("url-a\nv1", 100, Bytes(100, 'x'), &hit);
+    ASSERT_TRUE(again.ok());
+    EXPECT_TRUE(hit);
+    EXPECT_EQ(FirstByte(**again), 'a');
+    EXPECT_EQ(fills_.load(), 1);
+    // Another version of the same URL is another entry.
+    auto v2 = (*cache)->Get("url-a\nv2", 100, Bytes(100, 'b'), &hit);
+    ASSERT_TRUE(v2.ok());
+    EXPECT_FALSE(hit);
+    EXPECT_EQ(FirstByte(**v2), 'b');
+    struct stat st;
+    ASSERT_EQ(::stat(dir_.c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 0777, 0700u);
+  }
+  auto cache = ShardCache::Open(dir_, 1000);
+  ASSERT_TRUE(cache.ok());
+  EXPECT_EQ((*cache)->usage().files, 2u);
+  EXPECT_EQ((*cache)->usage().bytes, 200u);
+  bool hit = false;
+  auto a = (*cache)->Get("url-a\nv1", 100, Bytes(100, 'x'), &hit);
+  ASSERT_TRUE(a.ok());
+  EXPECT_TRUE(hit);
+  EXPECT_EQ(FirstByte(**a), 'a');
+  for (const std::string& name : Files()) {
+    struct stat st;
+    ASSERT_EQ(::stat((dir_ + "/" + name).c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 0777, 0600u) << name;
+  }
+}
+
+TEST_F(ShardCacheTest, EvictsTheLeastRecentlyUsedUnheldShards) {
+  auto cache = ShardCache::Open(dir_, 300);
+  ASSERT_TRUE(cache.ok());
+  bool hit = false;
+  auto held = (*cache)->Get("held", 100, Bytes(100, 'h'), &hit);
+  ASSERT_TRUE(held.ok());
+  ASSERT_TRUE((*cache)->Get("old", 100, Bytes(100, 'o'), &hit).ok());
+  ASSERT_TRUE((*cache)->Get("new", 100, Bytes(100, 'n'), &hit).ok());
+  ASSERT_TRUE((*cache)->Get("new", 100, Bytes(100, 'n'), &hit).ok());
+  // Full: "old" goes (least recently used and unheld), not "held".
+  ASSERT_TRUE((*cache)->Get("more", 100, Bytes(100, 'm'), &hit).ok());
+  EXPECT_EQ((*cache)->usage().evictions, 1u);
+  ASSERT_TRUE((*cache)->Get("held", 100, Bytes(100, 'x'), &hit).ok());
+  EXPECT_TRUE(hit);
+  ASSERT_TRUE((*cache)->Get("old", 100, Bytes(100, 'o'), &hit).ok());
+  EXPECT_FALSE(hit);
+  // Held shards are never evicted: what does not fit beside them is refused.
+  std::vector<std::shared_ptr<const ShardCache::Entry>> all;
+  for (const char* key : {"held", "old", "new"}) {
+    auto entry = (*cache)->Get(key, 100, Bytes(100, 'x'), &hit);
+    ASSERT_TRUE(entry.ok()) << key << entry.status();
+    all.push_back(*entry);
+  }
+  auto refused = (*cache)->Get("another", 100, Bytes(100, 'x'), &hit);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ((*cache)->Get("huge", 301, Bytes(301, 'x'), &hit).status().code(),
+            absl::StatusCode::kResourceExhausted);
+}
+
+TEST_F(ShardCacheTest, AFailedFetchLeavesNothingAndACrashedOneIsRemoved) {
+  auto cache = ShardCache::Open(dir_, 1000);
+  ASSERT_TRUE(cache.ok());
+  bool hit = false;
+  auto failed = (*cache)->Get(
+      "cut", 100,
+      [](int fd) {
+        (void)::pwrite(fd, "partial", 7, 0);
+        return absl::UnavailableError("connection cut");
+      },
+      &hit);
+  EXPECT_EQ(failed.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(Files(), std::vector<std::string>{"lock"});
+  EXPECT_EQ((*cache)->usage().bytes, 0u);
+  cache->reset();
+  // What a killed stokerd leaves mid-fetch, and a shard without its key.
+  ASSERT_TRUE(std::system(("echo x > " + dir_ + "/.partial-0123 && echo y > " +
+                           dir_ + "/abcd.tar")
+                              .c_str()) == 0);
+  cache = ShardCache::Open(dir_, 1000);
+  ASSERT_TRUE(cache.ok());
+  EXPECT_EQ(Files(), std::vector<std::string>{"lock"});
+}
+
+TEST_F(ShardCacheTest, JobsAskingAtOnceShareOneFetch) {
+  auto cache = ShardCache::Open(dir_, 1000);
+  ASSERT_TRUE(cache.ok());
+  absl::Notification release;
+  std::vector<std::thread> jobs;
+  std::atomic<int> hits{0};
+  for (int i = 0; i < 4; ++i) {
+    jobs.emplace_back([&] {
+      bool hit = false;
+      auto entry = (*cache)->Get(
+          "shared", 100,
+          [&](int fd) {
+            ++fills_;
+            release.WaitForNotification();
+            return ::pwrite(fd, std::string(100, 's').data(), 100, 0) == 100
+                       ? absl::OkStatus()
+                       : absl::InternalError("write");
+          },
+          &hit);
+      ASSERT_TRUE(entry.ok());
+      EXPECT_EQ(FirstByte(**entry), 's');
+      hits += hit;
+    });
+  }
+  absl::SleepFor(absl::Milliseconds(100));
+  release.Notify();
+  for (std::thread& job : jobs) job.join();
+  EXPECT_EQ(fills_.load(), 1);
+  EXPECT_EQ(hits.load(), 3);
+}
+
+TEST_F(ShardCacheTest, OneStokerdPerDirectory) {
+  auto first = ShardCache::Open(dir_, 1000);
+  ASSERT_TRUE(first.ok());
+  auto second = ShardCache::Open(dir_, 1000);
+  EXPECT_EQ(second.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(second.status().message().find("in use"), std::string::npos);
+}
+
+TEST(RemoteUrlTest, NamesAndTheirFetchUrls) {
+  EXPECT_TRUE(IsRemoteShard("s3://b/k.tar"));
+  EXPECT_TRUE(IsRemoteShard("HTTPS://h/p.tar"));
+  EXPECT_FALSE(IsRemoteShard("/data/s3://x"));
+  EXPECT_TRUE(CheckRemoteName("f", "s3://b/train-{0..9}.tar").ok());
+  for (const char* bad :
+       {"s3://", "s3://bucket", "s3://bucket/", "https://u:p@h/x.tar",
+        "https://h/x.tar?sig=1", "https://h/x.tar#f", "https://h/a b.tar",
+        "http://h/"}) {
+    EXPECT_EQ(CheckRemoteName("f", bad).code(),
+              absl::StatusCode::kInvalidArgument)
+        << bad;
+  }
+  FetchAccess access;
+  EXPECT_EQ(*FetchUrlOf("s3://bkt/a/b c+d.tar", access),
+            "https://bkt.s3.us-east-1.amazonaws.com/a/b%20c%2Bd.tar");
+  access.region = "eu-west-3";
+  access.path_style = true;
+  EXPECT_EQ(*FetchUrlOf("s3://bkt/k.tar", access),
+            "https://s3.eu-west-3.amazonaws.com/bkt/k.tar");
+  access.endpoint_url = "http://127.0.0.1:9000/";
+  EXPECT_EQ(*FetchUrlOf("s3://bkt/k.tar", access),
+            "http://127.0.0.1:9000/bkt/k.tar");
+  EXPECT_EQ(*FetchUrlOf("https://h:8443/x/y.tar", access),
+            "https://h:8443/x/y.tar");
+  access.endpoint_url = "http://127.0.0.1:9000/prefix";
+  EXPECT_EQ(FetchUrlOf("s3://bkt/k.tar", access).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace stoker
