@@ -183,7 +183,10 @@ absl::Status Daemon::BuildJobs(const DaemonOptions& options, int workers) {
   if (!options.cache_dir.empty()) {
     STOKER_ASSIGN_OR_RETURN(
         shard_cache_,
-        ShardCache::Open(options.cache_dir, options.cache_size_bytes));
+        ShardCache::Open(options.cache_dir, options.cache_size_bytes,
+                         options.cache_size_per_user_bytes != 0
+                             ? options.cache_size_per_user_bytes
+                             : options.cache_size_bytes / 2));
   }
   registry_ = std::make_unique<JobRegistry>(
       RegistryOptions{.segment_prefix = segment_prefix_,

@@ -25,6 +25,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
+constexpr uid_t kUser = 1000;
+
 class ShardCacheTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -63,20 +65,21 @@ class ShardCacheTest : public ::testing::Test {
 
 TEST_F(ShardCacheTest, KeepsShardsWholeAndFindsThemAfterAReopen) {
   {
-    auto cache = ShardCache::Open(dir_, 1000);
+    auto cache = ShardCache::Open(dir_, 1000, 1000);
     ASSERT_TRUE(cache.ok()) << cache.status();
     bool hit = true;
-    auto a = (*cache)->Get("url-a\nv1", 100, Bytes(100, 'a'), &hit);
+    auto a = (*cache)->Get("url-a\nv1", 100, kUser, Bytes(100, 'a'), {}, &hit);
     ASSERT_TRUE(a.ok()) << a.status();
     EXPECT_FALSE(hit);
     EXPECT_EQ(FirstByte(**a), 'a');
-    auto again = (*cache)->Get("url-a\nv1", 100, Bytes(100, 'x'), &hit);
+    auto again =
+        (*cache)->Get("url-a\nv1", 100, kUser, Bytes(100, 'x'), {}, &hit);
     ASSERT_TRUE(again.ok());
     EXPECT_TRUE(hit);
     EXPECT_EQ(FirstByte(**again), 'a');
     EXPECT_EQ(fills_.load(), 1);
     // Another version of the same URL is another entry.
-    auto v2 = (*cache)->Get("url-a\nv2", 100, Bytes(100, 'b'), &hit);
+    auto v2 = (*cache)->Get("url-a\nv2", 100, kUser, Bytes(100, 'b'), {}, &hit);
     ASSERT_TRUE(v2.ok());
     EXPECT_FALSE(hit);
     EXPECT_EQ(FirstByte(**v2), 'b');
@@ -84,12 +87,12 @@ TEST_F(ShardCacheTest, KeepsShardsWholeAndFindsThemAfterAReopen) {
     ASSERT_EQ(::stat(dir_.c_str(), &st), 0);
     EXPECT_EQ(st.st_mode & 0777, 0700u);
   }
-  auto cache = ShardCache::Open(dir_, 1000);
+  auto cache = ShardCache::Open(dir_, 1000, 1000);
   ASSERT_TRUE(cache.ok());
   EXPECT_EQ((*cache)->usage().files, 2u);
   EXPECT_EQ((*cache)->usage().bytes, 200u);
   bool hit = false;
-  auto a = (*cache)->Get("url-a\nv1", 100, Bytes(100, 'x'), &hit);
+  auto a = (*cache)->Get("url-a\nv1", 100, kUser, Bytes(100, 'x'), {}, &hit);
   ASSERT_TRUE(a.ok());
   EXPECT_TRUE(hit);
   EXPECT_EQ(FirstByte(**a), 'a');
@@ -101,45 +104,51 @@ TEST_F(ShardCacheTest, KeepsShardsWholeAndFindsThemAfterAReopen) {
 }
 
 TEST_F(ShardCacheTest, EvictsTheLeastRecentlyUsedUnheldShards) {
-  auto cache = ShardCache::Open(dir_, 300);
+  auto cache = ShardCache::Open(dir_, 300, 300);
   ASSERT_TRUE(cache.ok());
   bool hit = false;
-  auto held = (*cache)->Get("held", 100, Bytes(100, 'h'), &hit);
+  auto held = (*cache)->Get("held", 100, kUser, Bytes(100, 'h'), {}, &hit);
   ASSERT_TRUE(held.ok());
-  ASSERT_TRUE((*cache)->Get("old", 100, Bytes(100, 'o'), &hit).ok());
-  ASSERT_TRUE((*cache)->Get("new", 100, Bytes(100, 'n'), &hit).ok());
-  ASSERT_TRUE((*cache)->Get("new", 100, Bytes(100, 'n'), &hit).ok());
+  ASSERT_TRUE((*cache)->Get("old", 100, kUser, Bytes(100, 'o'), {}, &hit).ok());
+  ASSERT_TRUE((*cache)->Get("new", 100, kUser, Bytes(100, 'n'), {}, &hit).ok());
+  ASSERT_TRUE((*cache)->Get("new", 100, kUser, Bytes(100, 'n'), {}, &hit).ok());
   // Full: "old" goes (least recently used and unheld), not "held".
-  ASSERT_TRUE((*cache)->Get("more", 100, Bytes(100, 'm'), &hit).ok());
+  ASSERT_TRUE(
+      (*cache)->Get("more", 100, kUser, Bytes(100, 'm'), {}, &hit).ok());
   EXPECT_EQ((*cache)->usage().evictions, 1u);
-  ASSERT_TRUE((*cache)->Get("held", 100, Bytes(100, 'x'), &hit).ok());
+  ASSERT_TRUE(
+      (*cache)->Get("held", 100, kUser, Bytes(100, 'x'), {}, &hit).ok());
   EXPECT_TRUE(hit);
-  ASSERT_TRUE((*cache)->Get("old", 100, Bytes(100, 'o'), &hit).ok());
+  ASSERT_TRUE((*cache)->Get("old", 100, kUser, Bytes(100, 'o'), {}, &hit).ok());
   EXPECT_FALSE(hit);
   // Held shards are never evicted: what does not fit beside them is refused.
   std::vector<std::shared_ptr<const ShardCache::Entry>> all;
   for (const char* key : {"held", "old", "new"}) {
-    auto entry = (*cache)->Get(key, 100, Bytes(100, 'x'), &hit);
+    auto entry = (*cache)->Get(key, 100, kUser, Bytes(100, 'x'), {}, &hit);
     ASSERT_TRUE(entry.ok()) << key << entry.status();
     all.push_back(*entry);
   }
-  auto refused = (*cache)->Get("another", 100, Bytes(100, 'x'), &hit);
+  auto refused =
+      (*cache)->Get("another", 100, kUser, Bytes(100, 'x'), {}, &hit);
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted);
-  EXPECT_EQ((*cache)->Get("huge", 301, Bytes(301, 'x'), &hit).status().code(),
+  EXPECT_EQ((*cache)
+                ->Get("huge", 301, kUser, Bytes(301, 'x'), {}, &hit)
+                .status()
+                .code(),
             absl::StatusCode::kResourceExhausted);
 }
 
 TEST_F(ShardCacheTest, AFailedFetchLeavesNothingAndACrashedOneIsRemoved) {
-  auto cache = ShardCache::Open(dir_, 1000);
+  auto cache = ShardCache::Open(dir_, 1000, 1000);
   ASSERT_TRUE(cache.ok());
   bool hit = false;
   auto failed = (*cache)->Get(
-      "cut", 100,
+      "cut", 100, kUser,
       [](int fd) {
         (void)::pwrite(fd, "partial", 7, 0);
         return absl::UnavailableError("connection cut");
       },
-      &hit);
+      {}, &hit);
   EXPECT_EQ(failed.status().code(), absl::StatusCode::kUnavailable);
   EXPECT_EQ(Files(), std::vector<std::string>{"lock"});
   EXPECT_EQ((*cache)->usage().bytes, 0u);
@@ -148,13 +157,13 @@ TEST_F(ShardCacheTest, AFailedFetchLeavesNothingAndACrashedOneIsRemoved) {
   ASSERT_TRUE(std::system(("echo x > " + dir_ + "/.partial-0123 && echo y > " +
                            dir_ + "/abcd.tar")
                               .c_str()) == 0);
-  cache = ShardCache::Open(dir_, 1000);
+  cache = ShardCache::Open(dir_, 1000, 1000);
   ASSERT_TRUE(cache.ok());
   EXPECT_EQ(Files(), std::vector<std::string>{"lock"});
 }
 
 TEST_F(ShardCacheTest, JobsAskingAtOnceShareOneFetch) {
-  auto cache = ShardCache::Open(dir_, 1000);
+  auto cache = ShardCache::Open(dir_, 1000, 1000);
   ASSERT_TRUE(cache.ok());
   absl::Notification release;
   std::vector<std::thread> jobs;
@@ -163,7 +172,7 @@ TEST_F(ShardCacheTest, JobsAskingAtOnceShareOneFetch) {
     jobs.emplace_back([&] {
       bool hit = false;
       auto entry = (*cache)->Get(
-          "shared", 100,
+          "shared", 100, kUser,
           [&](int fd) {
             ++fills_;
             release.WaitForNotification();
@@ -171,7 +180,7 @@ TEST_F(ShardCacheTest, JobsAskingAtOnceShareOneFetch) {
                        ? absl::OkStatus()
                        : absl::InternalError("write");
           },
-          &hit);
+          {}, &hit);
       ASSERT_TRUE(entry.ok());
       EXPECT_EQ(FirstByte(**entry), 's');
       hits += hit;
@@ -184,10 +193,73 @@ TEST_F(ShardCacheTest, JobsAskingAtOnceShareOneFetch) {
   EXPECT_EQ(hits.load(), 3);
 }
 
+TEST_F(ShardCacheTest, AWaitingJobGivesUpAndOneUserTakesAtMostItsShare) {
+  auto cache = ShardCache::Open(dir_, 1000, 400);
+  ASSERT_TRUE(cache.ok());
+  absl::Notification started, release;
+  std::thread fetcher([&] {
+    bool hit = false;
+    auto entry = (*cache)->Get(
+        "slow", 100, kUser,
+        [&](int fd) {
+          started.Notify();
+          release.WaitForNotification();
+          return ::pwrite(fd, std::string(100, 's').data(), 100, 0) == 100
+                     ? absl::OkStatus()
+                     : absl::InternalError("write");
+        },
+        {}, &hit);
+    EXPECT_TRUE(entry.ok());
+  });
+  started.WaitForNotification();
+  // A job waiting on another's fetch stops when its own deadline says so.
+  bool hit = false;
+  const absl::Time give_up_at = absl::Now() + absl::Milliseconds(300);
+  auto waited = (*cache)->Get(
+      "slow", 100, kUser + 1, Bytes(100, 'x'),
+      [&] { return absl::Now() > give_up_at; }, &hit);
+  EXPECT_EQ(waited.status().code(), absl::StatusCode::kCancelled);
+  release.Notify();
+  fetcher.join();
+  // One user holds at most 400 of the 1000 bytes; another still has room.
+  std::vector<std::shared_ptr<const ShardCache::Entry>> held;
+  for (const char* key : {"a", "b", "c", "d"}) {
+    auto entry = (*cache)->Get(key, 100, kUser, Bytes(100, 'x'), {}, &hit);
+    ASSERT_TRUE(entry.ok()) << key << entry.status();
+    held.push_back(*entry);
+  }
+  auto over = (*cache)->Get("e", 100, kUser, Bytes(100, 'x'), {}, &hit);
+  EXPECT_EQ(over.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(over.status().message().find("--cache_size_per_user"),
+            std::string::npos);
+  EXPECT_TRUE(
+      (*cache)->Get("e", 100, kUser + 1, Bytes(100, 'x'), {}, &hit).ok());
+  // Released, the user's share is free again.
+  held.clear();
+  EXPECT_TRUE((*cache)->Get("e", 100, kUser, Bytes(100, 'x'), {}, &hit).ok());
+}
+
+TEST_F(ShardCacheTest, ARefusedShardEvictsNothing) {
+  auto cache = ShardCache::Open(dir_, 300, 300);
+  ASSERT_TRUE(cache.ok());
+  bool hit = false;
+  auto held = (*cache)->Get("held", 200, kUser, Bytes(200, 'h'), {}, &hit);
+  ASSERT_TRUE(held.ok());
+  ASSERT_TRUE(
+      (*cache)->Get("idle", 100, kUser, Bytes(100, 'i'), {}, &hit).ok());
+  // 150 more cannot fit beside the 200 held, so "idle" stays.
+  auto big = (*cache)->Get("big", 150, kUser + 1, Bytes(150, 'b'), {}, &hit);
+  EXPECT_EQ(big.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ((*cache)->usage().evictions, 0u);
+  ASSERT_TRUE(
+      (*cache)->Get("idle", 100, kUser, Bytes(100, 'x'), {}, &hit).ok());
+  EXPECT_TRUE(hit);
+}
+
 TEST_F(ShardCacheTest, OneStokerdPerDirectory) {
-  auto first = ShardCache::Open(dir_, 1000);
+  auto first = ShardCache::Open(dir_, 1000, 1000);
   ASSERT_TRUE(first.ok());
-  auto second = ShardCache::Open(dir_, 1000);
+  auto second = ShardCache::Open(dir_, 1000, 1000);
   EXPECT_EQ(second.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_NE(second.status().message().find("in use"), std::string::npos);
 }
@@ -217,6 +289,14 @@ TEST(RemoteUrlTest, NamesAndTheirFetchUrls) {
             "http://127.0.0.1:9000/bkt/k.tar");
   EXPECT_EQ(*FetchUrlOf("https://h:8443/x/y.tar", access),
             "https://h:8443/x/y.tar");
+  EXPECT_TRUE(CheckFetchAccess(access).ok());
+  FetchAccess bad = access;
+  bad.session_token = "token\r\nX-Injected: 1";
+  EXPECT_EQ(CheckFetchAccess(bad).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(CheckFetchAccess(bad).message().find("token\r"), std::string::npos);
+  bad = access;
+  bad.region = "us-east-1:iam";
+  EXPECT_EQ(CheckFetchAccess(bad).code(), absl::StatusCode::kInvalidArgument);
   access.endpoint_url = "http://127.0.0.1:9000/prefix";
   EXPECT_EQ(FetchUrlOf("s3://bkt/k.tar", access).status().code(),
             absl::StatusCode::kInvalidArgument);

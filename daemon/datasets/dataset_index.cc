@@ -89,10 +89,11 @@ std::string DatasetIndex::Describe(uint32_t i) const {
 }
 
 uint64_t DatasetIndex::MemoryBytes() const {
-  uint64_t bytes = HeapBytes(class_names_) + HeapBytes(tables_) +
-                   HeapBytes(labels32_) + HeapBytes(labels_) +
-                   HeapBytes(dir_of_) + HeapBytes(name_end_) +
-                   HeapBytes(members_) + stamps_.capacity() * sizeof(FileStamp);
+  uint64_t bytes =
+      HeapBytes(class_names_) + HeapBytes(tables_) + HeapBytes(labels32_) +
+      HeapBytes(labels_) + HeapBytes(dir_of_) + HeapBytes(name_end_) +
+      HeapBytes(members_) + stamps_.capacity() * sizeof(FileStamp) +
+      held_.capacity() * sizeof(HeldShard);
   if (names_.capacity() > 15) bytes += names_.capacity() + 1;
   for (const FileStamp& s : stamps_) {
     if (s.path.capacity() > 15) bytes += s.path.capacity() + 1;

@@ -34,11 +34,12 @@ class ShardFetch {
   absl::Status Run(RemoteTally* tally) {
     const size_t threads =
         std::min<size_t>(std::max(source_.parallel, 1), names_.size());
-    std::vector<std::thread> workers;
-    for (size_t i = 0; i < threads; ++i) {
-      workers.emplace_back([this, tally] { Work(tally); });
+    {
+      std::vector<std::jthread> workers;  // joined however this scope ends
+      for (size_t i = 0; i < threads; ++i) {
+        workers.emplace_back([this, tally] { Work(tally); });
+      }
     }
-    for (std::thread& worker : workers) worker.join();
     absl::MutexLock lock(&mu_);
     return failed_;
   }
@@ -79,14 +80,18 @@ class ShardFetch {
     STOKER_ASSIGN_OR_RETURN(const std::string url, FetchUrlOf(name, access));
     absl::Status changed;
     for (int round = 0; round < 3; ++round) {
-      // This job's own HEAD, before its cached copy is used.
+      // This job's own probe, before its cached copy is used.
       STOKER_ASSIGN_OR_RETURN(const ObjectVersion version,
-                              fetcher->Head(url, name, access, policy_));
-      const std::string key = absl::StrCat(url, "\n", version.version);
+                              fetcher->Probe(url, name, access, policy_));
+      const std::string key =
+          absl::StrCat(url, "\n", version.version, "\n", version.size);
       absl::StatusOr<Entry> entry = source_.cache->Get(
-          key, version.size,
+          key, version.size, source_.user,
           [&](int fd) {
             return fetcher->Get(url, name, access, version, fd, policy_);
+          },
+          [this] {
+            return policy_.cancelled() || absl::Now() > policy_.deadline;
           },
           hit);
       if (entry.ok() || !absl::IsAborted(entry.status())) return entry;
@@ -108,12 +113,9 @@ class ShardFetch {
   absl::Status failed_ ABSL_GUARDED_BY(mu_);
 };
 
-}  // namespace
-
-absl::StatusOr<std::shared_ptr<const DatasetIndex>> IndexRemoteShards(
-    const std::vector<std::string>& patterns, const LabelSource& labels,
-    const ScanLimits& limits, const RemoteShardSource& source,
-    RemoteTally* tally) {
+// Every remote shard `patterns` stand for, each checked.
+absl::StatusOr<std::vector<std::string>> RemoteNames(
+    const std::vector<std::string>& patterns) {
   std::vector<std::string> names;
   for (const std::string& pattern : patterns) {
     STOKER_RETURN_IF_ERROR(ExpandBraces(pattern, kMaxShards, &names));
@@ -121,10 +123,27 @@ absl::StatusOr<std::shared_ptr<const DatasetIndex>> IndexRemoteShards(
   if (names.empty()) {
     return absl::InvalidArgumentError("dataset.shards names no shard");
   }
+  if (names.size() > kMaxRemoteShards) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "dataset.shards name ", names.size(), " remote shards, more than the ",
+        kMaxRemoteShards, " one job may read: use larger shards"));
+  }
   for (size_t i = 0; i < names.size(); ++i) {
     STOKER_RETURN_IF_ERROR(CheckRemoteName(
         absl::StrCat("dataset.shards (shard ", i, ")"), names[i]));
   }
+  return names;
+}
+
+}  // namespace
+
+absl::StatusOr<std::shared_ptr<const DatasetIndex>> IndexRemoteShards(
+    const std::vector<std::string>& patterns, const LabelSource& labels,
+    const ScanLimits& limits, const RemoteShardSource& source,
+    RemoteTally* tally) {
+  STOKER_ASSIGN_OR_RETURN(const std::vector<std::string> names,
+                          RemoteNames(patterns));
+  STOKER_RETURN_IF_ERROR(CheckFetchAccess(source.access));
   if (source.cache == nullptr) {
     return absl::FailedPreconditionError(
         "this stokerd has no shard cache (--cache_dir), which remote shards "

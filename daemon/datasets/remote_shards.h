@@ -12,11 +12,14 @@
 // makes the index and the first epoch's reads one transfer, and lets every
 // epoch shuffle samples across all shards as DistributedSampler does.
 //
-// Each shard is checked with a HEAD made with the job's own access before
-// its cached copy is used, hit or miss: a user reads through the cache only
-// objects their credentials may read, at the version the store has now.
+// Each shard is checked with a probe (a 1-byte ranged GET, see
+// http_fetch.h) made with the job's own access before its cached copy is
+// used, hit or miss: a user reads through the cache only objects their
+// credentials may read, at the version the store has now.
 #ifndef STOKER_DAEMON_DATASETS_REMOTE_SHARDS_H_
 #define STOKER_DAEMON_DATASETS_REMOTE_SHARDS_H_
+
+#include <sys/types.h>
 
 #include <cstdint>
 #include <memory>
@@ -33,8 +36,13 @@
 
 namespace stoker {
 
+// The most remote shards one job's dataset may name (each is a file of
+// the cache, and a descriptor the job holds while it runs).
+inline constexpr size_t kMaxRemoteShards = 16384;
+
 struct RemoteShardSource {
   ShardCache* cache = nullptr;
+  uid_t user = 0;      // whose job: what it holds counts against them
   FetchAccess access;  // the job's own, for s3:// names
   FetchPolicy fetch;   // its deadline and cancellation included
   int parallel = 4;    // shards fetched at once
@@ -48,7 +56,8 @@ struct RemoteTally {
 };
 
 // Indexes remote shards (all of `patterns`, after brace expansion, must be
-// remote). Errors name the shard: those of HttpFetcher::Head and Get (a
+// remote; at most kMaxRemoteShards). Errors name the shard: those of
+// HttpFetcher::Probe and Get (a
 // shard that changes during three fetches in a row is ABORTED), of
 // ShardCache::Get (RESOURCE_EXHAUSTED when the shards do not fit the
 // cache), and those IndexTarShards gives for a shard's contents.

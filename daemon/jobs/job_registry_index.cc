@@ -15,8 +15,9 @@ absl::StatusOr<std::shared_ptr<const DatasetIndex>> JobRegistry::IndexRemote(
     const JobConfig& config, const ScanLimits& limits,
     absl::Duration fetch_timeout) {
   // The cache's files are stokerd's own: fetched and opened with its
-  // identity, each only after a HEAD with the job's credentials.
+  // identity, each only after a probe with the job's credentials.
   RemoteShardSource source{.cache = options_.shard_cache,
+                           .user = config.owner_uid,
                            .access = config.remote};
   source.fetch.deadline = absl::Now() + fetch_timeout;
   source.fetch.cancelled = limits.cancelled;

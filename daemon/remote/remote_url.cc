@@ -90,6 +90,37 @@ absl::Status CheckRemoteName(absl::string_view field, absl::string_view shard) {
   return absl::OkStatus();
 }
 
+absl::Status CheckFetchAccess(const FetchAccess& access) {
+  struct Field {
+    const char* name;
+    const std::string& value;
+    size_t max;
+  };
+  const Field fields[] = {{"endpoint_url", access.endpoint_url, 2048},
+                          {"region", access.region, 64},
+                          {"access_key_id", access.access_key_id, 256},
+                          {"secret_access_key", access.secret_access_key, 256},
+                          {"session_token", access.session_token, 8192}};
+  for (const Field& field : fields) {
+    bool printable = true;
+    for (const char c : field.value) {
+      printable &= c > 0x20 && c < 0x7f;
+    }
+    if (!printable || field.value.size() > field.max) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("remote.", field.name, " must be at most ", field.max,
+                       " printable ASCII characters without spaces"));
+    }
+  }
+  for (const char c : access.region) {
+    if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '-') {
+      return absl::InvalidArgumentError(
+          "remote.region holds characters other than letters, digits and '-'");
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::string> FetchUrlOf(const std::string& shard,
                                        const FetchAccess& access) {
   Parts parts;

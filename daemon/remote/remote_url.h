@@ -23,6 +23,12 @@ bool IsRemoteShard(absl::string_view shard);
 // allowed) breaks the rules above.
 absl::Status CheckRemoteName(absl::string_view field, absl::string_view shard);
 
+// INVALID_ARGUMENT when the access could not make well-formed requests: a
+// region other than letters, digits and '-', credentials holding anything
+// but printable ASCII (they become request headers), or fields longer than
+// their bounds. The message names the field, never its value.
+absl::Status CheckFetchAccess(const FetchAccess& access);
+
 // The URL `shard` is fetched from: an http(s) name as it is; an s3 name
 // under access.endpoint_url (or AWS's endpoint for the region), its key
 // percent-encoded as S3 signs it, path-style or virtual-hosted. An

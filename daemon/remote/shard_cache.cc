@@ -11,6 +11,7 @@
 #include <cstring>
 #include <vector>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -61,7 +62,7 @@ bool ReadSmallFile(const std::string& path, std::string* text) {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<ShardCache>> ShardCache::Open(
-    std::string dir, uint64_t max_bytes) {
+    std::string dir, uint64_t max_bytes, uint64_t max_bytes_per_user) {
   while (dir.size() > 1 && dir.ends_with('/')) dir.pop_back();
   if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
     return Errno(absl::StrCat("making the shard cache ", dir));
@@ -86,8 +87,8 @@ absl::StatusOr<std::unique_ptr<ShardCache>> ShardCache::Open(
     return absl::FailedPreconditionError(
         absl::StrCat("the shard cache ", dir, " is in use by another stokerd"));
   }
-  std::unique_ptr<ShardCache> cache(
-      new ShardCache(std::move(dir), max_bytes, std::move(lock)));
+  std::unique_ptr<ShardCache> cache(new ShardCache(
+      std::move(dir), max_bytes, max_bytes_per_user, std::move(lock)));
   cache->Load();
   return cache;
 }
@@ -124,16 +125,16 @@ void ShardCache::Load() {
       continue;
     }
     found.push_back(
-        {lines[2], Slot{stem, size, 0, 0, true},
+        {lines[2], Slot{stem, size, 0, 0, true, nullptr, {}},
          int64_t(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec});
   }
   // A shard without its key (a crash between the two renames) is dropped.
+  absl::flat_hash_set<std::string> kept;
+  for (const Found& f : found) kept.insert(f.slot.name);
   for (const std::string& name : names) {
-    if (!name.ends_with(".tar")) continue;
-    const std::string stem = name.substr(0, name.size() - 4);
-    if (std::none_of(found.begin(), found.end(),
-                     [&](const Found& f) { return f.slot.name == stem; })) {
-      Remove(stem);
+    if (name.ends_with(".tar") &&
+        !kept.contains(name.substr(0, name.size() - 4))) {
+      Remove(name.substr(0, name.size() - 4));
     }
   }
   std::sort(found.begin(), found.end(), [](const Found& a, const Found& b) {
@@ -143,6 +144,7 @@ void ShardCache::Load() {
   for (Found& f : found) {
     f.slot.last_use = ++uses_;
     bytes_ += f.slot.size;
+    names_.insert(f.slot.name);
     slots_.emplace(std::move(f.key), std::move(f.slot));
   }
   (void)MakeRoom(0);  // a bound lowered since the last run
@@ -161,9 +163,20 @@ absl::Status ShardCache::MakeRoom(uint64_t size) {
   if (size > max_bytes_) {
     return absl::ResourceExhaustedError(
         absl::StrCat("a shard of ", FormatByteSize(size),
-                     " is larger than the whole shard "
-                     "cache (--cache_size ",
+                     " is larger than the whole shard cache (--cache_size ",
                      FormatByteSize(max_bytes_), ")"));
+  }
+  uint64_t evictable = 0;
+  for (const auto& [key, slot] : slots_) {
+    if (slot.ready && slot.holds == 0) evictable += slot.size;
+  }
+  if (bytes_ - evictable + size > max_bytes_) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "the shard cache (--cache_size ", FormatByteSize(max_bytes_),
+        ") has no room for ", FormatByteSize(size),
+        " more: ", FormatByteSize(bytes_ - evictable),
+        " are shards running jobs hold or fetches under way; a dataset's "
+        "shards must fit the cache together"));
   }
   while (bytes_ + size > max_bytes_) {
     auto oldest = slots_.end();
@@ -174,47 +187,58 @@ absl::Status ShardCache::MakeRoom(uint64_t size) {
         oldest = it;
       }
     }
-    if (oldest == slots_.end()) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "the shard cache (--cache_size ", FormatByteSize(max_bytes_),
-          ") has no room for ", FormatByteSize(size),
-          " more: ", FormatByteSize(bytes_),
-          " are shards running jobs hold or fetches under way; a dataset's "
-          "shards must fit the cache together"));
-    }
-    Remove(oldest->second.name);
-    bytes_ -= oldest->second.size;
-    ++evictions_;
-    slots_.erase(oldest);
+    Evict(oldest);
   }
   return absl::OkStatus();
+}
+
+void ShardCache::Evict(absl::flat_hash_map<std::string, Slot>::iterator it) {
+  Remove(it->second.name);
+  bytes_ -= it->second.size;
+  names_.erase(it->second.name);
+  ++evictions_;
+  slots_.erase(it);
+}
+
+absl::Status ShardCache::CheckUser(uid_t user, uint64_t size) const {
+  const auto it = by_user_.find(user);
+  const uint64_t held = it == by_user_.end() ? 0 : it->second;
+  if (held + size <= max_bytes_per_user_) return absl::OkStatus();
+  return absl::ResourceExhaustedError(
+      absl::StrCat("uid ", user, "'s jobs hold or fetch ", FormatByteSize(held),
+                   " of the shard cache; a shard of ", FormatByteSize(size),
+                   " more would pass the ", FormatByteSize(max_bytes_per_user_),
+                   " one user may hold (--cache_size_per_user)"));
 }
 
 std::string ShardCache::NewName(const std::string& key) {
   const std::string base = absl::StrFormat("%016x", Fnv1a(key));
   for (int n = 0;; ++n) {
-    const std::string name = n == 0 ? base : absl::StrCat(base, "-", n);
-    const bool taken = std::any_of(
-        slots_.begin(), slots_.end(),
-        [&](const auto& entry) { return entry.second.name == name; });
-    if (!taken) return name;
+    std::string name = n == 0 ? base : absl::StrCat(base, "-", n);
+    if (!names_.contains(name)) return name;
   }
 }
 
 absl::StatusOr<std::shared_ptr<const ShardCache::Entry>> ShardCache::Hold(
-    const std::string& key, Slot* slot) {
-  const std::string path = absl::StrCat(dir_, "/", slot->name, ".tar");
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
-  if (!fd) return Errno(absl::StrCat("opening the cached shard ", path));
-  ::futimens(fd.get(), nullptr);  // its place in the LRU order, after restarts
+    const std::string& key, uid_t user, Slot* slot) {
+  if (slot->fd == nullptr) {
+    const std::string path = absl::StrCat(dir_, "/", slot->name, ".tar");
+    auto fd = std::make_shared<UniqueFd>(
+        ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+    if (!*fd) return Errno(absl::StrCat("opening the cached shard ", path));
+    slot->fd = std::move(fd);
+  }
+  ::futimens(slot->fd->get(), nullptr);  // its LRU place, after restarts
   ++slot->holds;
   slot->last_use = ++uses_;
+  if (slot->holders[user]++ == 0) by_user_[user] += slot->size;
   return std::shared_ptr<const Entry>(
-      new Entry(this, key, std::move(fd), slot->size));
+      new Entry(this, key, user, slot->fd, slot->size));
 }
 
 absl::StatusOr<std::shared_ptr<const ShardCache::Entry>> ShardCache::Get(
-    const std::string& key, uint64_t size, const Fill& fill, bool* hit) {
+    const std::string& key, uint64_t size, uid_t user, const Fill& fill,
+    const std::function<bool()>& give_up, bool* hit) {
   std::string name;
   {
     absl::MutexLock lock(&mu_);
@@ -222,31 +246,44 @@ absl::StatusOr<std::shared_ptr<const ShardCache::Entry>> ShardCache::Get(
       auto it = slots_.find(key);
       if (it == slots_.end()) break;
       if (it->second.ready) {
+        if (!it->second.holders.contains(user)) {
+          STOKER_RETURN_IF_ERROR(CheckUser(user, size));
+        }
         ++hits_;
         *hit = true;
-        return Hold(key, &it->second);
+        return Hold(key, user, &it->second);
       }
-      changed_.Wait(&mu_);  // another job is fetching it
+      // Another job is fetching it.
+      changed_.WaitWithTimeout(&mu_, absl::Milliseconds(100));
+      if (give_up && give_up()) {
+        return absl::CancelledError(
+            "stopped waiting for another job's fetch of the same shard");
+      }
     }
+    STOKER_RETURN_IF_ERROR(CheckUser(user, size));
     STOKER_RETURN_IF_ERROR(MakeRoom(size));
     ++misses_;
     *hit = false;
     name = NewName(key);
-    slots_[key] = Slot{name, size, 0, 0, false};
+    names_.insert(name);
+    slots_[key] = Slot{name, size, 0, 0, false, nullptr, {}};
     bytes_ += size;
+    by_user_[user] += size;  // while it is fetched
   }
   const absl::Status fetched = Fetch(key, name, size, fill);
   absl::MutexLock lock(&mu_);
+  by_user_[user] -= size;
   changed_.SignalAll();
   auto it = slots_.find(key);
   if (!fetched.ok()) {
     bytes_ -= size;
+    names_.erase(name);
     slots_.erase(it);
     return fetched;
   }
   it->second.ready = true;
   fetched_bytes_ += size;
-  return Hold(key, &it->second);
+  return Hold(key, user, &it->second);
 }
 
 absl::Status ShardCache::Fetch(const std::string& key, const std::string& name,
@@ -292,13 +329,22 @@ absl::Status ShardCache::Fetch(const std::string& key, const std::string& name,
   return status;
 }
 
-void ShardCache::Release(const std::string& key) {
+void ShardCache::Release(const std::string& key, uid_t user) {
   absl::MutexLock lock(&mu_);
   auto it = slots_.find(key);
-  if (it != slots_.end() && it->second.holds > 0) --it->second.holds;
+  if (it == slots_.end() || it->second.holds == 0) return;
+  Slot& slot = it->second;
+  if (--slot.holds == 0) slot.fd.reset();  // closed with the last copy
+  auto holder = slot.holders.find(user);
+  if (holder == slot.holders.end() || --holder->second > 0) return;
+  slot.holders.erase(holder);
+  auto held = by_user_.find(user);
+  if (held == by_user_.end()) return;
+  held->second -= std::min(held->second, slot.size);
+  if (held->second == 0) by_user_.erase(held);
 }
 
-ShardCache::Entry::~Entry() { cache_->Release(key_); }
+ShardCache::Entry::~Entry() { cache_->Release(key_, user_); }
 
 ShardCache::Usage ShardCache::usage() const {
   absl::MutexLock lock(&mu_);

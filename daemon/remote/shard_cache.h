@@ -15,13 +15,19 @@
 // by a crash is removed when the cache opens. Entries survive restarts (a
 // "<name>.key" file beside each "<name>.tar" holds its key). The least
 // recently used entries that no running job holds are evicted to keep the
-// total under the size bound; a shard that does not fit beside the held
-// ones is RESOURCE_EXHAUSTED. One stokerd per directory (a lock file).
+// total under the size bound, and only when the new shard then fits; a
+// shard that does not fit beside the held ones is RESOURCE_EXHAUSTED. One
+// user's jobs may hold (or be fetching) at most max_bytes_per_user of it,
+// so that no user can take the whole cache from the others. One stokerd
+// per directory (a lock file).
 //
 // Thread-safety: thread-safe. Jobs asking for the same missing entry at
-// once share one fetch.
+// once share one fetch (each has checked its own access first); all jobs
+// holding an entry share one descriptor.
 #ifndef STOKER_DAEMON_REMOTE_SHARD_CACHE_H_
 #define STOKER_DAEMON_REMOTE_SHARD_CACHE_H_
+
+#include <sys/types.h>
 
 #include <cstdint>
 #include <functional>
@@ -30,6 +36,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "common/unique_fd.h"
@@ -41,38 +48,43 @@ class ShardCache {
   // Opens (making it, mode 0700, if missing) the cache at `dir`, holding at
   // most `max_bytes` of shards. FAILED_PRECONDITION when another stokerd
   // holds it or it is not stokerd's own.
-  static absl::StatusOr<std::unique_ptr<ShardCache>> Open(std::string dir,
-                                                          uint64_t max_bytes);
+  static absl::StatusOr<std::unique_ptr<ShardCache>> Open(
+      std::string dir, uint64_t max_bytes, uint64_t max_bytes_per_user);
   ~ShardCache();
 
   // A cached shard, open for reading; not evicted while held.
   class Entry {
    public:
     ~Entry();
-    int fd() const { return fd_.get(); }
+    int fd() const { return fd_->get(); }
     uint64_t size() const { return size_; }
 
    private:
     friend class ShardCache;
-    Entry(ShardCache* cache, std::string key, UniqueFd fd, uint64_t size)
+    Entry(ShardCache* cache, std::string key, uid_t user,
+          std::shared_ptr<const UniqueFd> fd, uint64_t size)
         : cache_(cache),
           key_(std::move(key)),
+          user_(user),
           fd_(std::move(fd)),
           size_(size) {}
     ShardCache* cache_;
     std::string key_;
-    UniqueFd fd_;
+    uid_t user_;
+    std::shared_ptr<const UniqueFd> fd_;  // shared by the entry's holders
     uint64_t size_;
   };
 
   // Writes an entry's `size` bytes to the file open at `fd`.
   using Fill = std::function<absl::Status(int fd)>;
 
-  // The entry for `key` of `size` bytes: the cached one (*hit), or a new
-  // one `fill` writes (its error is returned, and nothing is kept).
-  absl::StatusOr<std::shared_ptr<const Entry>> Get(const std::string& key,
-                                                   uint64_t size,
-                                                   const Fill& fill, bool* hit);
+  // The entry for `key` of `size` bytes, held for `user`: the cached one
+  // (*hit), or a new one `fill` writes (its error is returned, and nothing
+  // is kept). While another job fetches the same entry, waits for it unless
+  // `give_up` says so (CANCELLED). RESOURCE_EXHAUSTED past the bounds.
+  absl::StatusOr<std::shared_ptr<const Entry>> Get(
+      const std::string& key, uint64_t size, uid_t user, const Fill& fill,
+      const std::function<bool()>& give_up, bool* hit);
 
   struct Usage {
     uint64_t files = 0;
@@ -94,29 +106,47 @@ class ShardCache {
     uint32_t holds = 0;
     uint64_t last_use = 0;
     bool ready = false;
+    std::shared_ptr<const UniqueFd> fd;  // while held
+    // Holds by user: an entry counts once against each user holding it,
+    // however many of their jobs do (eight ranks over one dataset).
+    absl::flat_hash_map<uid_t, uint32_t> holders;
   };
-  ShardCache(std::string dir, uint64_t max_bytes, UniqueFd lock)
-      : dir_(std::move(dir)), max_bytes_(max_bytes), lock_(std::move(lock)) {}
+  ShardCache(std::string dir, uint64_t max_bytes, uint64_t max_bytes_per_user,
+             UniqueFd lock)
+      : dir_(std::move(dir)),
+        max_bytes_(max_bytes),
+        max_bytes_per_user_(max_bytes_per_user),
+        lock_(std::move(lock)) {}
 
   void Load();
-  // Makes room for `size` more bytes, evicting unheld entries.
+  // Makes room for `size` more bytes, evicting unheld entries, or evicts
+  // nothing and says why not.
   absl::Status MakeRoom(uint64_t size) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status CheckUser(uid_t user, uint64_t size) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::string NewName(const std::string& key)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<std::shared_ptr<const Entry>> Hold(const std::string& key,
-                                                    Slot* slot)
+                                                    uid_t user, Slot* slot)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Evict(absl::flat_hash_map<std::string, Slot>::iterator it)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status Fetch(const std::string& key, const std::string& name,
                      uint64_t size, const Fill& fill);
-  void Release(const std::string& key);
+  void Release(const std::string& key, uid_t user);
   void Remove(const std::string& name);
 
   const std::string dir_;
   const uint64_t max_bytes_;
+  const uint64_t max_bytes_per_user_;
   const UniqueFd lock_;
   mutable absl::Mutex mu_;
   absl::CondVar changed_;
   absl::flat_hash_map<std::string, Slot> slots_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_set<std::string> names_ ABSL_GUARDED_BY(mu_);
+  // Bytes each user's jobs hold or are fetching (an entry counts once for
+  // each user holding it).
+  absl::flat_hash_map<uid_t, uint64_t> by_user_ ABSL_GUARDED_BY(mu_);
   uint64_t bytes_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t uses_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t hits_ ABSL_GUARDED_BY(mu_) = 0;

@@ -32,6 +32,7 @@ struct DaemonOptions {
   // its size bound, and the longest one job's fetch may take.
   std::string cache_dir;
   uint64_t cache_size_bytes = uint64_t{16} << 30;
+  uint64_t cache_size_per_user_bytes = 0;  // 0: half of cache_size
   absl::Duration fetch_timeout = absl::Minutes(30);
   // The dataset indexes one user's jobs may hold (0: no limit).
   uint64_t max_index_bytes_per_user = uint64_t{2} << 30;

@@ -119,7 +119,7 @@ constexpr uint64_t kUint32Max = std::numeric_limits<uint32_t>::max();
 constexpr uint64_t kUint64Max = std::numeric_limits<uint64_t>::max();
 using O = DaemonOptions;
 
-const std::array<Setting, 26> kSettings = {{
+const std::array<Setting, 27> kSettings = {{
     {"socket", false,
      "the Unix socket to serve: a path, unix:PATH or unix://PATH; the ring "
      "socket is PATH.ring beside it",
@@ -209,6 +209,12 @@ const std::array<Setting, 26> kSettings = {{
      "go first)",
      Read<&O::cache_size_bytes, ParseByteSize>,
      [](const O& o) { return FormatByteSize(o.cache_size_bytes); }},
+    {"cache_size_per_user", false,
+     "most bytes of the shard cache one user's jobs may hold or fetch at "
+     "once",
+     Read<&O::cache_size_per_user_bytes, ParseByteSize>,
+     [](const O& o) { return FormatByteSize(o.cache_size_per_user_bytes); },
+     "half of cache_size"},
     {"fetch_timeout", true,
      "longest the fetch of one job's remote shards may take when it is "
      "created",

@@ -74,7 +74,7 @@ class Client:
         """Creates a job from a stoker.v1.JobSpec dict; returns the Job.
 
         remote: a stoker.v1.RemoteAccess dict for remote shards (see
-        stoker.remote.access_from_environment); the daemon uses it while the
+        stoker.remote.access); the daemon uses it while the
         job is created and then drops it.
         """
         if remote is None:

@@ -44,6 +44,8 @@ def _remote_access(shards: Any, remote: Optional[Dict[str, Any]]
             raise errors.InvalidArgument(
                 "remote applies to s3://, http:// or https:// shards only")
         return None
+    if not remote_shards.any_s3(shards):
+        return {}  # http(s) shards are fetched unsigned: no credentials sent
     return remote_shards.access(remote)
 
 
@@ -60,7 +62,8 @@ class DataLoader:
         Each sample's label is its .cls member, or the field `label_field`
         of its .json member. Or remote shards, all of them:
         "s3://bucket/train-{000000..001023}.tar" or https:// URLs, fetched
-        into the daemon's shard cache when the job is created.
+        into the daemon's shard cache when the job is created. Or a shard
+        list: a .txt file naming one shard (path or URL) per line.
     remote: for remote shards, a dict of endpoint_url, region, path_style,
         profile, access_key_id, secret_access_key, session_token; what it
         leaves out comes from the AWS_* environment and ~/.aws (see

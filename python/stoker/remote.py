@@ -19,7 +19,7 @@ mostly want it), else False.
 
 import configparser
 import os
-from typing import Any, Dict, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence
 
 from stoker import errors
 
@@ -33,12 +33,39 @@ def is_remote(shard: Any) -> bool:
     return isinstance(shard, str) and shard.lower().startswith(_SCHEMES)
 
 
-def any_remote(shards: Optional[Sequence[Any]]) -> bool:
-    if shards is None:
-        return False
+def any_remote(shards: Any) -> bool:
+    """Whether any shard `shards` stands for is remote (see shard_names)."""
+    return shards is not None and any(is_remote(s) for s in shard_names(shards))
+
+
+def shard_names(shards: Any) -> List[str]:
+    """The shard names (paths, URLs, brace patterns) `shards` stands for: a
+    name, a list of names, or a shard list file (a local path ending in
+    .txt: one name per line, blank lines and lines starting with # skipped,
+    relative paths taken from the file's directory)."""
     if isinstance(shards, (str, os.PathLike)):
-        shards = [shards]
-    return any(is_remote(s) for s in shards)
+        name = os.fspath(shards)
+        if is_remote(name) or not name.endswith(".txt"):
+            return [name]
+        try:
+            with open(name) as f:
+                lines = [line.strip() for line in f]
+        except OSError as error:
+            raise errors.InvalidArgument(f"shard list {name}: {error}") from None
+        base = os.path.dirname(os.path.abspath(name))
+        names = [line if is_remote(line) else os.path.join(base, line)
+                 for line in lines if line and not line.startswith("#")]
+        if not names:
+            raise errors.InvalidArgument(f"shard list {name} names no shard")
+        return names
+    return [os.fspath(s) for s in shards]
+
+
+def any_s3(shards: Any) -> bool:
+    """Whether any shard `shards` stands for is an s3:// URL."""
+    return shards is not None and any(
+        isinstance(s, str) and s.lower().startswith("s3://")
+        for s in shard_names(shards))
 
 
 def _read_profile(path_env: str, default: str, section: str) -> Dict[str, str]:

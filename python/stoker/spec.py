@@ -82,11 +82,9 @@ def _dataset_spec(root, shards, manifest, label_field) -> Dict[str, Any]:
         return {"path": os.path.abspath(os.path.expanduser(os.fspath(root)))}
     if manifest is not None:
         return {"manifest": os.path.abspath(os.fspath(manifest))}
-    if isinstance(shards, (str, os.PathLike)):
-        shards = [shards]
     # Remote shards (s3://, http(s)://) are URLs, not paths.
     spec = {"shards": [s if remote.is_remote(s) else os.path.abspath(os.fspath(s))
-                       for s in shards]}
+                       for s in remote.shard_names(shards)]}
     if label_field:
         spec["label_field"] = label_field
     return spec

@@ -182,9 +182,9 @@ class Nginx:
 
 
 class CuttingRelay:
-    """A TCP relay to 127.0.0.1:`port` that cuts each of its first `cuts`
-    connections once `after` bytes of the answer went through; later
-    connections pass whole. `on_cut` runs after each cut. It keeps what
+    """A TCP relay to 127.0.0.1:`port` that cuts a connection once `after`
+    bytes of answers went through it, the first `cuts` times that happens;
+    after that everything passes whole. `on_cut` runs after each cut. It keeps what
     clients sent (`requests`)."""
 
     def __init__(self, port, after=0, cuts=0, on_cut=None):
@@ -192,7 +192,8 @@ class CuttingRelay:
         self.after = after
         self.cuts = cuts
         self.on_cut = on_cut
-        self.cut = 0
+        self.cut = 0  # connections cut so far
+        self.lock = threading.Lock()
         self.requests = bytearray()  # every byte clients sent, in order
         self.listener = socket.socket()
         self.listener.bind(("127.0.0.1", 0))
@@ -211,9 +212,6 @@ class CuttingRelay:
 
     def _serve(self, client):
         upstream = socket.create_connection(("127.0.0.1", self.target))
-        cut_this = self.cut < self.cuts
-        if cut_this:
-            self.cut += 1
 
         def forward_requests():
             try:
@@ -225,19 +223,27 @@ class CuttingRelay:
 
         threading.Thread(target=forward_requests, daemon=True).start()
         sent = 0
+        cut = False
         try:
             while data := upstream.recv(65536):
-                if cut_this and sent + len(data) >= self.after:
+                if sent + len(data) >= self.after:
+                    with self.lock:
+                        cut = self.cut < self.cuts
+                        self.cut += cut
+                if cut:
                     client.sendall(data[:max(0, self.after - sent)])
                     break
                 client.sendall(data)
                 sent += len(data)
         except OSError:
             pass
-        client.shutdown(socket.SHUT_RDWR)
+        try:
+            client.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
         client.close()
         upstream.close()
-        if cut_this and self.on_cut:
+        if cut and self.on_cut:
             self.on_cut()
 
     def close(self):

@@ -2,7 +2,7 @@
 nginx (HTTP with ranges), started here. A job over s3:// or http:// shards
 gives exactly the batches the same shards give from local disk; the shard
 cache serves later jobs and a restarted daemon without fetching again, but
-only after each job's own HEAD; credentials are used and never shown; and
+only after each job's own probe; credentials are used and never shown; and
 faults (403/404/500, a server killed mid-shard, a slow server, a connection
 cut mid-member, an object replaced) end in a transparent retry or an error
 naming the shard."""
@@ -94,6 +94,18 @@ def load(node, shards, **kw):
                              transform=TRANSFORM, socket=node.socket, **kw)
 
 
+def probes(nginx):
+    """The access checks in nginx's log: GETs of a shard's first byte."""
+    return [line for line in nginx.access_log()
+            if line.startswith("GET") and line.endswith('"bytes=0-0"')]
+
+
+def fetches(nginx):
+    """The GETs of whole shards (or their rest) in nginx's log."""
+    return [line for line in nginx.access_log()
+            if line.startswith("GET") and not line.endswith('"bytes=0-0"')]
+
+
 def cache_stats(node):
     with stoker.Client(node.socket) as client:
         return {k: int(v) for k, v in client.stats()["daemon"].items()
@@ -120,12 +132,23 @@ def test_s3_and_http_shards_give_the_local_batches(node, shards, s3, nginx):
         assert stat.S_IMODE(os.stat(os.path.join(cache, name)).st_mode) == 0o600
 
 
+def test_a_shard_list_file_names_remote_shards(scratch, node, shards, s3):
+    listing = os.path.join(scratch, "train.txt")
+    with open(listing, "w") as f:
+        f.write("# three shards in the store\n\n")
+        for i in range(SHARDS):
+            f.write(f"s3://data/train/train-{i:06d}.tar\n")
+    with load(node, shards) as local:
+        expected = epochs(local, 1)
+    with load(node, listing, remote=s3_access(s3)) as remote:
+        assert epochs(remote, 1) == expected
+
+
 def test_later_jobs_and_a_restarted_daemon_read_no_network(node, shards, nginx):
     url = nginx.url("train-{000000..000002}.tar")
     with load(node, url) as first:
         expected = epochs(first)
-    gets = [line for line in nginx.access_log() if line.startswith("GET")]
-    assert len(gets) == SHARDS
+    assert len(fetches(nginx)) == SHARDS
     assert cache_stats(node)["shard_cache_misses"] == SHARDS
     with load(node, url) as second:
         assert epochs(second) == expected
@@ -134,10 +157,9 @@ def test_later_jobs_and_a_restarted_daemon_read_no_network(node, shards, nginx):
     node.start()
     with load(node, url) as third:
         assert epochs(third, 3)[:2] == expected
-    log = nginx.access_log()
-    # Each job made its own HEADs; only the first fetched bytes.
-    assert len([line for line in log if line.startswith("GET")]) == SHARDS
-    assert len([line for line in log if line.startswith("HEAD")]) == 3 * SHARDS
+    # Each job made its own probes; only the first fetched the shards.
+    assert len(fetches(nginx)) == SHARDS
+    assert len(probes(nginx)) == 3 * SHARDS
     stats = cache_stats(node)
     assert stats["shard_cache_hits"] == SHARDS  # since the restart
     assert stats.get("shard_cache_misses", 0) == 0
@@ -154,7 +176,7 @@ def test_credentials_are_the_jobs_own_and_never_shown(node, shards, s3):
         secret_seen.append("S3RVER" in shown)
         # Cached now; another job with an unknown key still may not use it.
         with pytest.raises(errors.PermissionDenied,
-                           match="remote shard 's3://data/train/train-000000"):
+                           match="remote shard 's3://data/train/train-00000[0-2].tar': HTTP 403"):
             load(node, name, remote=s3_access(s3, access_key_id="INTRUDER"))
     assert secret_seen == [False]
     assert "S3RVER" not in node.read_log()
@@ -189,7 +211,9 @@ def test_requests_are_signed_as_aws_signs_them(node, shards, s3):
     finally:
         relay.close()
     requests = signed_requests(bytes(relay.requests))
-    assert sorted(m for m, _, _ in requests) == ["GET"] * SHARDS + ["HEAD"] * SHARDS
+    assert [m for m, _, _ in requests] == ["GET"] * 2 * SHARDS
+    assert sorted(h.get("Range", "") for _, _, h in requests) == \
+        [""] * SHARDS + ["bytes=0-0"] * SHARDS  # probes and fetches
     for method, path, headers in requests:
         assert path.startswith("/data/train/train-")  # path-style
         fields = dict(part.strip().split("=", 1) for part in
@@ -231,8 +255,7 @@ def test_a_slow_server_and_a_killed_one_are_waited_for(node, shards, nginx):
     with load(node, nginx.url("slow/train-{000000..000002}.tar")) as remote:
         assert epochs(remote, 1) == expected
     killer.join()
-    ranged = [line for line in nginx.access_log()
-              if line.startswith("GET") and '"bytes=' in line]
+    ranged = [line for line in fetches(nginx) if '"bytes=' in line]
     assert ranged, "no transfer was resumed with a ranged GET"
     assert [n for n in os.listdir(os.path.join(node.dir, "cache"))
             if n.startswith(".partial")] == []
@@ -302,8 +325,10 @@ def test_shards_that_do_not_fit_the_cache_are_refused(scratch, shards, nginx):
     directory = os.path.join(scratch, "small")
     os.mkdir(directory)
     sizes = [os.path.getsize(f) for f in shard_files(shards)]
+    room = sizes[0] + sizes[1] + 1000
     node = Daemon(directory, extra=[f"--cache_dir={directory}/cache",
-                                    f"--cache_size={sizes[0] + sizes[1] + 1000}"])
+                                    f"--cache_size={room}",
+                                    f"--cache_size_per_user={room}"])
     try:
         with pytest.raises(errors.ResourceExhausted, match="--cache_size"):
             load(node, nginx.url("train-{000000..000002}.tar"))
