@@ -118,7 +118,10 @@ size_t OnBody(char* data, size_t size, size_t count, void* user) {
   }
   if (x->probe) {  // its headers are all a probe wants
     x->probed = true;
-    return status == 206 ? bytes : 0;  // a whole object (200) is cut short
+    // The byte asked for; more (a 200, or a server that ignores the range's
+    // end) is cut short rather than downloaded.
+    x->written += bytes;
+    return status == 206 && x->written <= 1 ? bytes : 0;
   }
   if (!x->body_started) {
     x->body_started = true;
