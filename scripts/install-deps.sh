@@ -44,16 +44,47 @@ if [[ ${#missing[@]} -gt 0 ]]; then
   [[ $(id -u) -ne 0 ]] && sudo=(sudo)
   echo "install-deps: installing ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
+  # The services packages bring (nginx's web server) are not started: the
+  # tests start servers of their own. A policy-rc.d says so for the length
+  # of the install, unless the machine has its own.
+  policy=/usr/sbin/policy-rc.d
+  if [[ ! -e $policy ]]; then
+    printf '#!/bin/sh\n# scripts/install-deps.sh: no service starts\nexit 101\n' |
+      "${sudo[@]}" tee "$policy" >/dev/null
+    "${sudo[@]}" chmod 755 "$policy"
+    trap '"${sudo[@]}" rm -f "$policy"' EXIT
+  fi
   "${sudo[@]}" apt-get update -qq
   "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" \
     >/dev/null
+  # Nor at boot.
+  if [[ " ${missing[*]} " == *" nginx "* ]] && command -v systemctl >/dev/null; then
+    "${sudo[@]}" systemctl disable --quiet nginx 2>/dev/null || true
+  fi
 fi
 
-# The S3-compatible server the remote-shard tests start (the version pinned
-# in tests/remote/package.json), into tests/remote/node_modules.
+# The S3-compatible server the remote-shard tests start, exactly as
+# tests/remote/package-lock.json pins it (every package's sha512), into
+# tests/remote/node_modules.
 remote_tests="$(cd "$(dirname "$0")/.." && pwd)/tests/remote"
 if [[ ! -f "$remote_tests/node_modules/s3rver/bin/s3rver.js" ]]; then
   echo "install-deps: installing s3rver for the remote-shard tests"
-  npm install --prefix "$remote_tests" --no-package-lock --omit=dev \
-    --no-audit --no-fund --loglevel=error >/dev/null
+  npm_ci=(npm ci --prefix "$remote_tests" --omit=dev --no-audit --no-fund
+          --loglevel=error)
+  npm_log=$(mktemp)
+  if ! "${npm_ci[@]}" >/dev/null 2>"$npm_log"; then
+    if grep -qi "certificate" "$npm_log"; then
+      # Behind a TLS-intercepting proxy whose certificate this machine does
+      # not trust: fetch without checking the connection; each package is
+      # still checked against its sha512 in the lock file.
+      echo "install-deps: npm cannot verify the registry's certificate;" \
+           "relying on package-lock.json's hashes"
+      "${npm_ci[@]}" --strict-ssl=false >/dev/null
+    else
+      cat "$npm_log" >&2
+      rm -f "$npm_log"
+      exit 1
+    fi
+  fi
+  rm -f "$npm_log"
 fi

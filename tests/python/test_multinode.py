@@ -122,28 +122,34 @@ def one_rank_order(nodes, dataset, scratch, flags, env=None):
                           for label in b]
 
 
+def s3_shards(scratch, folder):
+    """The folder as uneven shards in an S3 store; (dataset, the trainers'
+    environment with their own credentials, the server)."""
+    uneven_shards(folder, os.path.join(scratch, "shards"), [4, 17, 9])
+    server = S3Server(os.path.join(scratch, "s3"))
+    for shard in range(3):
+        server.put(f"uneven/part-{shard}.tar",
+                   os.path.join(scratch, "shards", f"part-{shard}.tar"))
+    env = dict(os.environ, AWS_ACCESS_KEY_ID=ACCESS_KEY,
+               AWS_SECRET_ACCESS_KEY=SECRET_KEY, AWS_ENDPOINT_URL=server.endpoint)
+    return "s3://data/uneven/part-{0..2}.tar", env, server
+
+
 @pytest.mark.parametrize("source", ["folder", "uneven_shards", "s3_shards"])
 def test_four_ranks_on_two_daemons_split_every_epoch(nodes, scratch, source):
     # 30 samples, one per class: a label names its sample.
     folder = make_dataset(os.path.join(scratch, "data"), classes=30,
                           per_class=1)
-    dataset, flags, env = folder, [], None
-    if source != "folder":
+    dataset, flags, env, server = folder, [], None, None
+    if source == "uneven_shards":
         dataset = uneven_shards(folder, os.path.join(scratch, "shards"),
                                 [4, 17, 9])
         flags = ["--shards"]
-    server = None
     if source == "s3_shards":
         # The trainers' own credentials, from their environment; each node
         # fetches into its own cache.
-        server = S3Server(os.path.join(scratch, "s3"))
-        for shard in range(3):
-            server.put(f"uneven/part-{shard}.tar",
-                       os.path.join(scratch, "shards", f"part-{shard}.tar"))
-        dataset = "s3://data/uneven/part-{0..2}.tar"
-        env = dict(os.environ, AWS_ACCESS_KEY_ID=ACCESS_KEY,
-                   AWS_SECRET_ACCESS_KEY=SECRET_KEY,
-                   AWS_ENDPOINT_URL=server.endpoint)
+        dataset, env, server = s3_shards(scratch, folder)
+        flags = ["--shards"]
     try:
         order_of_epoch = one_rank_order(nodes, dataset, scratch, flags, env)
         infos, runs = run_world(nodes, dataset, scratch, flags, env)
@@ -157,19 +163,29 @@ def test_four_ranks_on_two_daemons_split_every_epoch(nodes, scratch, source):
             assert len([n for n in cached if n.endswith(".tar")]) == 3
 
 
-def test_a_killed_rank_resumes_exactly_on_either_node(nodes, scratch):
+@pytest.mark.parametrize("source", ["folder", "s3_shards"])
+def test_a_killed_rank_resumes_exactly_on_either_node(nodes, scratch, source):
     folder = make_dataset(os.path.join(scratch, "data"), classes=30,
                           per_class=1)
-    _, runs = run_world(nodes, folder, scratch, [])
-    expected = runs[2]["digests"]  # rank 2, on the second node
-    assert len(expected) == EPOCHS * 2
-    env = dict(os.environ, RANK="2", WORLD_SIZE=str(WORLD))
-    checkpoint = os.path.join(scratch, "killed.json")
-    run = run_python(TRAINER, nodes[1].socket, folder, checkpoint,
-                     "--kill_at=3", env=env)
-    assert run.returncode == -9, run.stderr
-    # Resumed on the other node: the stream depends on nothing else.
-    run = run_python(TRAINER, nodes[0].socket, folder, checkpoint, env=env)
-    assert run.returncode == 0, run.stderr
+    dataset, flags, env, server = folder, [], dict(os.environ), None
+    if source == "s3_shards":
+        dataset, env, server = s3_shards(scratch, folder)
+        flags = ["--shards"]
+    try:
+        _, runs = run_world(nodes, dataset, scratch, flags, env)
+        expected = runs[2]["digests"]  # rank 2, on the second node
+        assert len(expected) == EPOCHS * 2
+        env = dict(env, RANK="2", WORLD_SIZE=str(WORLD))
+        checkpoint = os.path.join(scratch, "killed.json")
+        run = run_python(TRAINER, nodes[1].socket, dataset, checkpoint,
+                         "--kill_at=3", *flags, env=env)
+        assert run.returncode == -9, run.stderr
+        # Resumed on the other node: the stream depends on nothing else.
+        run = run_python(TRAINER, nodes[0].socket, dataset, checkpoint, *flags,
+                         env=env)
+        assert run.returncode == 0, run.stderr
+    finally:
+        if server is not None:
+            server.stop()
     with open(checkpoint) as f:
         assert json.load(f)["digests"] == expected
