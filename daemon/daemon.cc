@@ -193,6 +193,7 @@ absl::Status Daemon::BuildJobs(const DaemonOptions& options, int workers) {
                       .segment_mode = 0600,
                       .dataset_paths = dataset_paths_.get(),
                       .shard_cache = shard_cache_.get(),
+                      .remote_ca_file = options.remote_ca_file,
                       .limits = RegistryLimitsOf(options)},
       pool_.get());
   peers_ = std::make_unique<PeerTable>(options.max_connections_per_user,

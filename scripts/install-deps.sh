@@ -25,9 +25,10 @@ packages=(
   # CPU and memory in its runs (ctest runs it small, on the CPU).
   patchelf python3-psutil
   # Remote shards: libcurl (S3 and HTTP(S) fetches). Their tests start real
-  # servers: nginx, and s3rver (npm, on Debian's nodejs; installed below);
-  # curl puts objects into s3rver, botocore checks the daemon's signatures.
-  libcurl4-openssl-dev nginx curl nodejs npm python3-botocore
+  # servers: nginx (with a certificate openssl makes), and s3rver (npm, on
+  # Debian's nodejs; installed below); curl puts objects into s3rver,
+  # botocore checks the daemon's signatures.
+  libcurl4-openssl-dev nginx curl openssl nodejs npm python3-botocore
 )
 
 missing=()

@@ -79,6 +79,7 @@ struct RegistryOptions {
   // Where remote shards are kept; must outlive the registry (nullptr: no
   // remote shards).
   ShardCache* shard_cache = nullptr;
+  std::string remote_ca_file;  // "": the system's certificates
   RegistryLimits limits{};  // RegistryLimitsOf(the daemon's settings)
 };
 

@@ -20,6 +20,7 @@ absl::StatusOr<std::shared_ptr<const DatasetIndex>> JobRegistry::IndexRemote(
                            .user = config.owner_uid,
                            .access = config.remote};
   source.fetch.deadline = absl::Now() + fetch_timeout;
+  source.fetch.ca_file = options_.remote_ca_file;
   source.fetch.cancelled = limits.cancelled;
   RemoteTally tally;
   const absl::Time start = absl::Now();

@@ -217,6 +217,12 @@ absl::Status ExchangeOutcome(const HttpExchange& x, const std::string& name,
         absl::StrCat(shard, "writing it to the shard cache failed: ",
                      std::strerror(x.write_errno)));
   }
+  if (x.code == CURLE_PEER_FAILED_VERIFICATION ||
+      x.code == CURLE_SSL_CACERT_BADFILE) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        shard, curl_easy_strerror(x.code),
+        " (a store behind a private CA needs --remote_ca_file)"));
+  }
   if (x.code != CURLE_OK && !x.probed) {
     *retry = true;
     return absl::UnavailableError(
@@ -276,6 +282,9 @@ void SetUpExchange(CURL* curl, const std::string& url,
   curl_easy_setopt(curl, CURLOPT_HEADERDATA, exchange);
   curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, OnBody);
   curl_easy_setopt(curl, CURLOPT_WRITEDATA, exchange);
+  if (!policy.ca_file.empty()) {
+    curl_easy_setopt(curl, CURLOPT_CAINFO, policy.ca_file.c_str());
+  }
 }
 
 }  // namespace stoker

@@ -45,6 +45,7 @@ struct FetchPolicy {
   long low_speed_bytes = 1024;
   absl::Duration low_speed_time = absl::Seconds(30);
   absl::Time deadline = absl::InfiniteFuture();
+  std::string ca_file;  // https: PEM certificates to trust; "": the system's
   std::function<bool()> cancelled;
 };
 

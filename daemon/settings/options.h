@@ -34,6 +34,9 @@ struct DaemonOptions {
   uint64_t cache_size_bytes = uint64_t{16} << 30;
   uint64_t cache_size_per_user_bytes = 0;  // 0: half of cache_size
   absl::Duration fetch_timeout = absl::Minutes(30);
+  // Certificates (PEM) that https:// fetches trust instead of the system's
+  // (a store behind a private CA); empty: the system's.
+  std::string remote_ca_file;
   // The dataset indexes one user's jobs may hold (0: no limit).
   uint64_t max_index_bytes_per_user = uint64_t{2} << 30;
   // A running job with no consumer for this long is ended; an ended job is

@@ -50,7 +50,7 @@ absl::StatusOr<std::string> Socket(absl::string_view text) {
   return NormalizeSocketTarget(std::string(text));
 }
 
-absl::StatusOr<std::string> CacheDir(absl::string_view text) {
+absl::StatusOr<std::string> AbsolutePath(absl::string_view text) {
   if (!text.empty() && text[0] != '/') {
     return Invalid(text, "is not an absolute path");
   }
@@ -119,7 +119,7 @@ constexpr uint64_t kUint32Max = std::numeric_limits<uint32_t>::max();
 constexpr uint64_t kUint64Max = std::numeric_limits<uint64_t>::max();
 using O = DaemonOptions;
 
-const std::array<Setting, 27> kSettings = {{
+const std::array<Setting, 28> kSettings = {{
     {"socket", false,
      "the Unix socket to serve: a path, unix:PATH or unix://PATH; the ring "
      "socket is PATH.ring beside it",
@@ -202,7 +202,7 @@ const std::array<Setting, 27> kSettings = {{
     {"cache_dir", false,
      "directory of the node-local shard cache that remote (s3://, http(s)://) "
      "shards are fetched into and kept in across restarts",
-     Read<&O::cache_dir, CacheDir>, ShowText<&O::cache_dir>,
+     Read<&O::cache_dir, AbsolutePath>, ShowText<&O::cache_dir>,
      "none: remote shards refused"},
     {"cache_size", false,
      "most bytes of shards the shard cache keeps (least recently used ones "
@@ -219,6 +219,11 @@ const std::array<Setting, 27> kSettings = {{
      "longest the fetch of one job's remote shards may take when it is "
      "created",
      Read<&O::fetch_timeout, Duration>, ShowDuration<&O::fetch_timeout>},
+    {"remote_ca_file", false,
+     "PEM certificates that https:// fetches of remote shards trust instead "
+     "of the system's (a store behind a private CA)",
+     Read<&O::remote_ca_file, AbsolutePath>, ShowText<&O::remote_ca_file>,
+     "the system's"},
     {"metrics_address", false,
      "serve Prometheus metrics over HTTP at host:port (GET /metrics), e.g. "
      "127.0.0.1:9464",

@@ -126,13 +126,20 @@ http {{
     location /forbidden/ {{ return 403; }}
     location /broken/ {{ return 500; }}
   }}
+  server {{
+    listen 127.0.0.1:{tls_port} ssl;
+    ssl_certificate {dir}/cert.pem;
+    ssl_certificate_key {dir}/key.pem;
+    root {root};
+  }}
 }}
 """
 
 
 class Nginx:
     """nginx serving `root` at /, and at /slow/ rate-limited; /forbidden/
-    answers 403 and /broken/ 500."""
+    answers 403 and /broken/ 500. The same files over https on tls_port,
+    with a certificate of its own for 127.0.0.1 (`cert`, made with openssl)."""
 
     def __init__(self, directory, root, slow_rate="64k"):
         self.binary = shutil.which("nginx") or "/usr/sbin/nginx"
@@ -141,10 +148,19 @@ class Nginx:
         self.root = root
         os.makedirs(os.path.join(directory, "tmp"), exist_ok=True)
         self.port = _free_port()
+        self.tls_port = _free_port()
+        self.cert = os.path.join(directory, "cert.pem")
+        subprocess.run(
+            ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes",
+             "-days", "2", "-subj", "/CN=127.0.0.1",
+             "-addext", "subjectAltName=IP:127.0.0.1",
+             "-keyout", os.path.join(directory, "key.pem"), "-out", self.cert],
+            check=True, capture_output=True)
         user = "user root root;" if os.geteuid() == 0 else ""
         with open(os.path.join(directory, "nginx.conf"), "w") as f:
             f.write(NGINX_CONF.format(user=user, dir=directory, port=self.port,
-                                      root=root, slow_rate=slow_rate))
+                                      tls_port=self.tls_port, root=root,
+                                      slow_rate=slow_rate))
         self.start()
 
     def start(self):

@@ -132,6 +132,28 @@ def test_s3_and_http_shards_give_the_local_batches(node, shards, s3, nginx):
         assert stat.S_IMODE(os.stat(os.path.join(cache, name)).st_mode) == 0o600
 
 
+def test_https_with_the_stores_own_ca(scratch, shards, nginx):
+    url = f"https://127.0.0.1:{nginx.tls_port}/train-{{000000..000002}}.tar"
+    directory = os.path.join(scratch, "tls")
+    os.mkdir(directory)
+    node = Daemon(directory, extra=[f"--cache_dir={directory}/cache",
+                                    f"--remote_ca_file={nginx.cert}"])
+    try:
+        with load(node, shards) as local:
+            expected = epochs(local, 1)
+        with load(node, url) as remote:
+            assert epochs(remote, 1) == expected
+    finally:
+        node.stop()
+    assert node.process.returncode == 0, node.read_log()
+
+
+def test_https_to_an_untrusted_certificate_is_refused(node, nginx):
+    url = f"https://127.0.0.1:{nginx.tls_port}/train-000000.tar"
+    with pytest.raises(errors.FailedPrecondition, match="--remote_ca_file"):
+        load(node, url)
+
+
 def test_a_shard_list_file_names_remote_shards(scratch, node, shards, s3):
     listing = os.path.join(scratch, "train.txt")
     with open(listing, "w") as f:
