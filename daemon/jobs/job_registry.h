@@ -80,7 +80,7 @@ struct RegistryOptions {
   // remote shards).
   ShardCache* shard_cache = nullptr;
   std::string remote_ca_file;  // "": the system's certificates
-  RegistryLimits limits{};  // RegistryLimitsOf(the daemon's settings)
+  RegistryLimits limits{};     // RegistryLimitsOf(the daemon's settings)
 };
 
 // Job ids are "j" and 12 hex digits; longer ones are refused unread.

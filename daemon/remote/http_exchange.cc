@@ -219,9 +219,9 @@ absl::Status ExchangeOutcome(const HttpExchange& x, const std::string& name,
   }
   if (x.code == CURLE_PEER_FAILED_VERIFICATION ||
       x.code == CURLE_SSL_CACERT_BADFILE) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        shard, curl_easy_strerror(x.code),
-        " (a store behind a private CA needs --remote_ca_file)"));
+    return absl::FailedPreconditionError(
+        absl::StrCat(shard, curl_easy_strerror(x.code),
+                     " (a store behind a private CA needs --remote_ca_file)"));
   }
   if (x.code != CURLE_OK && !x.probed) {
     *retry = true;
