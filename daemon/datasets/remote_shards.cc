@@ -8,7 +8,6 @@
 #include "absl/synchronization/mutex.h"
 #include "common/status_macros.h"
 #include "daemon/datasets/brace_expand.h"
-#include "daemon/datasets/sample_file.h"
 #include "daemon/datasets/shard_index.h"
 #include "daemon/remote/remote_url.h"
 
@@ -75,8 +74,7 @@ class ShardFetch {
 
   absl::StatusOr<Entry> FetchOne(HttpFetcher* fetcher, const std::string& name,
                                  bool* hit) {
-    const bool s3 = name.starts_with("s3://") || name.starts_with("S3://");
-    const FetchAccess access = s3 ? source_.access : FetchAccess{};
+    const FetchAccess access = IsS3Name(name) ? source_.access : FetchAccess{};
     STOKER_ASSIGN_OR_RETURN(const std::string url, FetchUrlOf(name, access));
     absl::Status changed;
     for (int round = 0; round < 3; ++round) {
@@ -152,39 +150,14 @@ absl::StatusOr<std::shared_ptr<const DatasetIndex>> IndexRemoteShards(
   ShardFetch fetch(names, source);
   tally->shards = names.size();
   STOKER_RETURN_IF_ERROR(fetch.Run(tally));
-  const ScanClock clock(limits);
-  uint64_t members_seen = 0;
-  DatasetIndex::Builder index(DatasetKind::kTarShards);
+  ShardIndexer index(limits);
   for (size_t i = 0; i < names.size(); ++i) {
-    STOKER_RETURN_IF_ERROR(clock.Check(absl::StrCat("shard '", names[i], "'")));
     const Entry& entry = fetch.entries()[i];
-    const TarLimits tar{.max_member_bytes = kMaxFileBytes,
-                        .max_members = limits.max_entries - members_seen};
-    STOKER_ASSIGN_OR_RETURN(const std::vector<TarMember> members,
-                            ReadTarMembers(entry->fd(), names[i], tar));
-    members_seen += members.size();
-    STOKER_ASSIGN_OR_RETURN(
-        const std::vector<ShardSample> samples,
-        GroupShardSamples(entry->fd(), names[i], members, labels));
-    if (index.samples() + samples.size() > limits.max_samples) {
-      return absl::ResourceExhaustedError(
-          absl::StrCat("dataset.shards hold more than ", limits.max_samples,
-                       " samples, the most stokerd takes in one dataset "
-                       "(--max_dataset_samples)"));
-    }
-    const uint32_t shard = index.AddShard(names[i]);
-    for (const ShardSample& sample : samples) {
-      index.AddMember(shard, sample.offset, uint32_t(sample.size),
-                      sample.label);
-    }
-    index.AddHeld({entry->fd(), entry});
+    STOKER_RETURN_IF_ERROR(
+        index.Add(entry->fd(), names[i], names[i], labels).status());
+    index.builder().AddHeld({entry->fd(), entry});
   }
-  if (index.samples() == 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "dataset.shards: the ", names.size(),
-        " shards hold no sample (an image member with a label beside it)"));
-  }
-  return index.Build();
+  return index.Build(names.size());
 }
 
 }  // namespace stoker

@@ -43,18 +43,21 @@ absl::StatusOr<std::span<const uint8_t>> SampleReader::Read(
     return std::span<const uint8_t>(buffer_);
   }
   const MemberRange range = index.Range(sample);
-  // A remote shard is the cache's copy, which never changes while held.
-  absl::StatusOr<int> fd = index.held() ? index.held_shard(range.shard).fd
-                                        : Shard(job_serial, index, range.shard);
-  if (!fd.ok()) return fd.status();
-  // The offsets hold only for the shard as it was indexed: one rewritten
-  // since (in place or replaced) would give other bytes, or another image.
-  struct stat now;
-  if (!index.held() && (::fstat(*fd, &now) != 0 ||
-                        !SameContents(now, index.stamps()[range.shard]))) {
-    return absl::DataLossError(
-        "the shard changed after the job was created (its index no longer "
-        "describes it): create the job again");
+  int fd = -1;
+  if (index.held()) {
+    // A remote shard: the cache's copy, which never changes while held.
+    fd = index.held_shard(range.shard).fd;
+  } else {
+    STOKER_ASSIGN_OR_RETURN(fd, Shard(job_serial, index, range.shard));
+    // The offsets hold only for the shard as it was indexed: one rewritten
+    // since (in place or replaced) would give other bytes, or another image.
+    struct stat now;
+    if (::fstat(fd, &now) != 0 ||
+        !SameContents(now, index.stamps()[range.shard])) {
+      return absl::DataLossError(
+          "the shard changed after the job was created (its index no longer "
+          "describes it): create the job again");
+    }
   }
   if (range.size > kMaxFileBytes) {
     return absl::InvalidArgumentError(
@@ -62,7 +65,7 @@ absl::StatusOr<std::span<const uint8_t>> SampleReader::Read(
                      kMaxFileBytes));
   }
   buffer_.resize(static_cast<size_t>(range.size));
-  STOKER_RETURN_IF_ERROR(ReadBytes(*fd, range.offset, &buffer_));
+  STOKER_RETURN_IF_ERROR(ReadBytes(fd, range.offset, &buffer_));
   return std::span<const uint8_t>(buffer_);
 }
 

@@ -31,43 +31,53 @@ absl::StatusOr<std::shared_ptr<const DatasetIndex>> IndexTarShards(
     return absl::InvalidArgumentError("dataset.shards names no shard");
   }
   const PathPolicy& policy = PolicyOf(limits);
-  const ScanClock clock(limits);
-  uint64_t members_seen = 0;  // all shards together stay under max_entries
-  DatasetIndex::Builder index(DatasetKind::kTarShards);
+  ShardIndexer index(limits);
   for (const std::string& path : paths) {
-    STOKER_RETURN_IF_ERROR(clock.Check(absl::StrCat("shard '", path, "'")));
     std::string resolved;
     FileStamp stamp;
     struct stat st;
     STOKER_ASSIGN_OR_RETURN(const UniqueFd fd,
                             OpenDatasetFile(path, policy, "dataset.shards",
                                             &resolved, &stamp, &st));
-    const TarLimits tar{.max_member_bytes = kMaxFileBytes,
-                        .max_members = limits.max_entries - members_seen};
-    STOKER_ASSIGN_OR_RETURN(const std::vector<TarMember> members,
-                            ReadTarMembers(fd.get(), path, tar));
-    members_seen += members.size();
-    STOKER_ASSIGN_OR_RETURN(const std::vector<ShardSample> samples,
-                            GroupShardSamples(fd.get(), path, members, labels));
-    if (index.samples() + samples.size() > limits.max_samples) {
-      return absl::ResourceExhaustedError(
-          absl::StrCat("dataset.shards hold more than ", limits.max_samples,
-                       " samples, the most stokerd takes in one dataset "
-                       "(--max_dataset_samples)"));
-    }
-    const uint32_t shard = index.AddShard(std::move(resolved));
-    for (const ShardSample& sample : samples) {
-      index.AddMember(shard, sample.offset, uint32_t(sample.size),
-                      sample.label);
-    }
-    index.AddStamp(std::move(stamp));
+    STOKER_RETURN_IF_ERROR(
+        index.Add(fd.get(), path, std::move(resolved), labels).status());
+    index.builder().AddStamp(std::move(stamp));
   }
-  if (index.samples() == 0) {
+  return index.Build(paths.size());
+}
+
+absl::StatusOr<uint32_t> ShardIndexer::Add(int fd, const std::string& name,
+                                           std::string table_name,
+                                           const LabelSource& labels) {
+  STOKER_RETURN_IF_ERROR(clock_.Check(absl::StrCat("shard '", name, "'")));
+  const TarLimits tar{.max_member_bytes = kMaxFileBytes,
+                      .max_members = limits_.max_entries - members_seen_};
+  STOKER_ASSIGN_OR_RETURN(const std::vector<TarMember> members,
+                          ReadTarMembers(fd, name, tar));
+  members_seen_ += members.size();
+  STOKER_ASSIGN_OR_RETURN(const std::vector<ShardSample> samples,
+                          GroupShardSamples(fd, name, members, labels));
+  if (index_.samples() + samples.size() > limits_.max_samples) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("dataset.shards hold more than ", limits_.max_samples,
+                     " samples, the most stokerd takes in one dataset "
+                     "(--max_dataset_samples)"));
+  }
+  const uint32_t shard = index_.AddShard(std::move(table_name));
+  for (const ShardSample& sample : samples) {
+    index_.AddMember(shard, sample.offset, uint32_t(sample.size), sample.label);
+  }
+  return shard;
+}
+
+absl::StatusOr<std::shared_ptr<const DatasetIndex>> ShardIndexer::Build(
+    size_t shards) {
+  if (index_.samples() == 0) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "dataset.shards: the ", paths.size(),
+        "dataset.shards: the ", shards,
         " shards hold no sample (an image member with a label beside it)"));
   }
-  return index.Build();
+  return index_.Build();
 }
 
 }  // namespace stoker

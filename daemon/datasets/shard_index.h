@@ -20,6 +20,33 @@ namespace stoker {
 // The most shards one dataset may name, after brace expansion.
 inline constexpr size_t kMaxShards = size_t{1} << 20;
 
+// Adds tar shards to one dataset's index, one at a time, under the scan's
+// limits: what IndexTarShards (local shards) and IndexRemoteShards (cached
+// copies of remote ones) share.
+class ShardIndexer {
+ public:
+  explicit ShardIndexer(const ScanLimits& limits)
+      : limits_(limits), clock_(limits) {}
+
+  // Reads the headers and labels of the shard open at `fd` (`name` in
+  // errors) and adds its samples as a shard named `table_name`; returns
+  // the shard's number. Errors: the scan's clock, ReadTarMembers' and
+  // GroupShardSamples', and RESOURCE_EXHAUSTED past limits.max_samples.
+  absl::StatusOr<uint32_t> Add(int fd, const std::string& name,
+                               std::string table_name,
+                               const LabelSource& labels);
+  DatasetIndex::Builder& builder() { return index_; }
+  // The index of the `shards` shards added; INVALID_ARGUMENT when none
+  // held a sample.
+  absl::StatusOr<std::shared_ptr<const DatasetIndex>> Build(size_t shards);
+
+ private:
+  const ScanLimits& limits_;
+  const ScanClock clock_;
+  uint64_t members_seen_ = 0;  // all shards together stay under max_entries
+  DatasetIndex::Builder index_{DatasetKind::kTarShards};
+};
+
 // Indexes the shards (each resolved through limits.policy and opened with
 // the calling thread's file identity). Errors name the shard, and the
 // header offset or sample key at fault: NOT_FOUND for a shard that does

@@ -59,6 +59,11 @@ bool IsRemoteShard(absl::string_view shard) {
   return Parse(shard, &parts);
 }
 
+bool IsS3Name(absl::string_view shard) {
+  Parts parts;
+  return Parse(shard, &parts) && parts.scheme == "s3";
+}
+
 absl::Status CheckRemoteName(absl::string_view field, absl::string_view shard) {
   auto bad = [&](absl::string_view why) {
     return absl::InvalidArgumentError(

@@ -19,6 +19,10 @@ namespace stoker {
 // https://, case-insensitively for the scheme).
 bool IsRemoteShard(absl::string_view shard);
 
+// Whether `shard` is an s3:// name (fetched with the job's credentials;
+// http(s) names are fetched unsigned).
+bool IsS3Name(absl::string_view shard);
+
 // INVALID_ARGUMENT naming `field` when `shard` (a remote name, braces
 // allowed) breaks the rules above.
 absl::Status CheckRemoteName(absl::string_view field, absl::string_view shard);

@@ -36,9 +36,10 @@ from stoker.cursor import Cursor, ExclusiveCursor, SharedCursor
 from stoker.stream import Resources, Stream
 
 
-def _remote_access(shards: Any, remote: Optional[Dict[str, Any]]
-                   ) -> Optional[Dict[str, Any]]:
-    """The access sent with jobs over remote shards (see stoker.remote)."""
+def _remote_access(shards: Optional[Sequence[str]],
+                   remote: Optional[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
+    """The access sent with jobs over these shard names (the spec's, a shard
+    list file already read; see stoker.remote)."""
     if not remote_shards.any_remote(shards):
         if remote is not None:
             raise errors.InvalidArgument(
@@ -159,8 +160,8 @@ class DataLoader:
         # iter() and next() from several threads take turns: a stream one
         # thread opens is never replaced (and its job lost) by another's.
         self._guard = threading.RLock()
-        self._resources = Resources(Client(socket or default_socket()),
-                                    _remote_access(shards, remote))
+        access = _remote_access(self._spec["dataset"].get("shards"), remote)
+        self._resources = Resources(Client(socket or default_socket()), access)
         self._finalizer = weakref.finalize(self, self._resources.close)
         self._iterating: Optional["_EpochIterator"] = None
         self._cursor: Cursor = (
