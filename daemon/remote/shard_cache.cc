@@ -125,7 +125,7 @@ void ShardCache::Load() {
       continue;
     }
     found.push_back(
-        {lines[2], Slot{stem, size, 0, 0, true, nullptr, {}},
+        {lines[2], Slot{stem, size, 0, true, nullptr, {}},
          int64_t(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec});
   }
   // A shard without its key (a crash between the two renames) is dropped.
@@ -168,7 +168,7 @@ absl::Status ShardCache::MakeRoom(uint64_t size) {
   }
   uint64_t evictable = 0;
   for (const auto& [key, slot] : slots_) {
-    if (slot.ready && slot.holds == 0) evictable += slot.size;
+    if (slot.ready && slot.holders.empty()) evictable += slot.size;
   }
   if (bytes_ - evictable + size > max_bytes_) {
     return absl::ResourceExhaustedError(absl::StrCat(
@@ -181,7 +181,7 @@ absl::Status ShardCache::MakeRoom(uint64_t size) {
   while (bytes_ + size > max_bytes_) {
     auto oldest = slots_.end();
     for (auto it = slots_.begin(); it != slots_.end(); ++it) {
-      if (it->second.ready && it->second.holds == 0 &&
+      if (it->second.ready && it->second.holders.empty() &&
           (oldest == slots_.end() ||
            it->second.last_use < oldest->second.last_use)) {
         oldest = it;
@@ -229,7 +229,6 @@ absl::StatusOr<std::shared_ptr<const ShardCache::Entry>> ShardCache::Hold(
     slot->fd = std::move(fd);
   }
   ::futimens(slot->fd->get(), nullptr);  // its LRU place, after restarts
-  ++slot->holds;
   slot->last_use = ++uses_;
   if (slot->holders[user]++ == 0) by_user_[user] += slot->size;
   return std::shared_ptr<const Entry>(
@@ -266,7 +265,7 @@ absl::StatusOr<std::shared_ptr<const ShardCache::Entry>> ShardCache::Get(
     *hit = false;
     name = NewName(key);
     names_.insert(name);
-    slots_[key] = Slot{name, size, 0, 0, false, nullptr, {}};
+    slots_[key] = Slot{name, size, 0, false, nullptr, {}};
     bytes_ += size;
     by_user_[user] += size;  // while it is fetched
   }
@@ -332,12 +331,12 @@ absl::Status ShardCache::Fetch(const std::string& key, const std::string& name,
 void ShardCache::Release(const std::string& key, uid_t user) {
   absl::MutexLock lock(&mu_);
   auto it = slots_.find(key);
-  if (it == slots_.end() || it->second.holds == 0) return;
+  if (it == slots_.end()) return;
   Slot& slot = it->second;
-  if (--slot.holds == 0) slot.fd.reset();  // closed with the last copy
   auto holder = slot.holders.find(user);
   if (holder == slot.holders.end() || --holder->second > 0) return;
   slot.holders.erase(holder);
+  if (slot.holders.empty()) slot.fd.reset();  // closed with the last copy
   auto held = by_user_.find(user);
   if (held == by_user_.end()) return;
   held->second -= std::min(held->second, slot.size);
@@ -357,7 +356,7 @@ ShardCache::Usage ShardCache::usage() const {
               .evictions = evictions_};
   for (const auto& [key, slot] : slots_) {
     if (slot.ready) ++usage.files;
-    if (slot.holds > 0) usage.held_bytes += slot.size;
+    if (!slot.holders.empty()) usage.held_bytes += slot.size;
   }
   return usage;
 }

@@ -103,12 +103,12 @@ class ShardCache {
   struct Slot {
     std::string name;  // file stem in dir_
     uint64_t size = 0;
-    uint32_t holds = 0;
     uint64_t last_use = 0;
     bool ready = false;
     std::shared_ptr<const UniqueFd> fd;  // while held
-    // Holds by user: an entry counts once against each user holding it,
-    // however many of their jobs do (eight ranks over one dataset).
+    // Holds by user (none: evictable): an entry counts once against each
+    // user holding it, however many of their jobs do (eight ranks over one
+    // dataset).
     absl::flat_hash_map<uid_t, uint32_t> holders;
   };
   ShardCache(std::string dir, uint64_t max_bytes, uint64_t max_bytes_per_user,
