@@ -11,14 +11,24 @@ constexpr uint64_t RoundUp(uint64_t value, uint64_t alignment) {
 
 }  // namespace
 
-SlotLayout ComputeSlotLayout(uint32_t batch_size, uint64_t image_bytes) {
+SlotLayout ComputeSlotLayout(uint32_t batch_size,
+                             const std::vector<SlotTensorSpec>& tensors) {
   SlotLayout layout;
-  layout.images_offset = 0;
-  layout.images_bytes = uint64_t{batch_size} * image_bytes;
-  layout.labels_offset = RoundUp(layout.images_bytes, kTensorAlignment);
-  layout.labels_bytes = uint64_t{batch_size} * sizeof(int64_t);
-  layout.indices_offset =
-      RoundUp(layout.labels_offset + layout.labels_bytes, kTensorAlignment);
+  uint64_t end = 0;
+  for (const SlotTensorSpec& spec : tensors) {
+    SlotTensor t;
+    t.offset = RoundUp(end, kTensorAlignment);
+    t.row_bytes = spec.row_bytes;
+    t.bytes = uint64_t{batch_size} * spec.row_bytes;
+    t.variable = spec.variable;
+    end = t.offset + t.bytes;
+    if (spec.variable) {
+      t.lengths_offset = RoundUp(end, kTensorAlignment);
+      end = t.lengths_offset + uint64_t{batch_size} * sizeof(int64_t);
+    }
+    layout.tensors.push_back(t);
+  }
+  layout.indices_offset = RoundUp(end, kTensorAlignment);
   layout.indices_bytes = uint64_t{batch_size} * sizeof(int64_t);
   layout.slot_bytes =
       RoundUp(layout.indices_offset + layout.indices_bytes, kPageBytes);

@@ -10,18 +10,20 @@
 // version and its own sizes so a client built against another layout refuses
 // to read instead of reading garbage.
 //
-// Slot data holds a batch's tensors at offsets given by SlotLayout: images
-// (uint8 NHWC), labels (int64) and indices (int64, the dataset index of each
-// row). The daemon bumps SlotHeader::generation to an odd value before it
-// writes a slot and to the next even value once the batch is complete; a
-// BatchHandle carries the even value. A client compares the two before and
-// after reading: any difference means the slot was reclaimed under it.
+// Slot data holds a batch's tensors at offsets given by SlotLayout: a
+// classic job's images and labels (int64), or one tensor per field of a job
+// with fields, then indices (int64, the dataset index of each row). The daemon
+// bumps SlotHeader::generation to an odd value before it writes a slot and to
+// the next even value once the batch is complete; a BatchHandle carries the
+// even value. A client compares the two before and after reading: any
+// difference means the slot was reclaimed under it.
 #ifndef STOKER_COMMON_RING_LAYOUT_H_
 #define STOKER_COMMON_RING_LAYOUT_H_
 
 #include <atomic>
 #include <cstdint>
 #include <type_traits>
+#include <vector>
 
 #include "absl/status/status.h"
 
@@ -61,20 +63,37 @@ static_assert(std::is_standard_layout_v<RingHeader>);
 static_assert(std::is_standard_layout_v<SlotHeader>);
 static_assert(sizeof(SlotHeader) == 64);
 
-// Where each tensor of one batch sits inside a slot.
+// One tensor of a batch, described per sample: `row_bytes` each; a
+// variable-bytes tensor (a BYTES field) also has an int64 length per sample.
+struct SlotTensorSpec {
+  uint64_t row_bytes = 0;
+  bool variable = false;
+};
+
+// Where one tensor of a batch sits inside a slot (offsets from the slot's
+// start), for a full batch.
+struct SlotTensor {
+  uint64_t offset = 0;
+  uint64_t row_bytes = 0;
+  uint64_t bytes = 0;  // batch_size * row_bytes
+  bool variable = false;
+  uint64_t lengths_offset = 0;  // variable: int64 [batch_size]
+};
+
+// Where each tensor of one batch sits inside a slot: the job's tensors in
+// the order asked for, then the indices (int64, the dataset index of each
+// row). A classic job's tensors are its images and int64 labels.
 struct SlotLayout {
-  uint64_t images_offset = 0;
-  uint64_t images_bytes = 0;
-  uint64_t labels_offset = 0;
-  uint64_t labels_bytes = 0;
+  std::vector<SlotTensor> tensors;
   uint64_t indices_offset = 0;
   uint64_t indices_bytes = 0;
   uint64_t slot_bytes = 0;  // page-rounded total
 };
 
-// The layout of a slot for batches of `batch_size` images of `image_bytes`
-// each.
-SlotLayout ComputeSlotLayout(uint32_t batch_size, uint64_t image_bytes);
+// The layout of a slot for batches of `batch_size` samples of `tensors`,
+// each kTensorAlignment-aligned.
+SlotLayout ComputeSlotLayout(uint32_t batch_size,
+                             const std::vector<SlotTensorSpec>& tensors);
 
 struct RingGeometry {
   uint32_t slot_count = 0;

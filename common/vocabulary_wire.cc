@@ -178,4 +178,46 @@ std::optional<DatasetKind> FromWire(v1::DatasetKind value) {
   }
 }
 
+v1::FieldKind ToWire(FieldKind value) {
+  switch (value) {
+    case FieldKind::kImage:
+      return v1::FIELD_KIND_IMAGE;
+    case FieldKind::kBytes:
+      return v1::FIELD_KIND_BYTES;
+    case FieldKind::kAuto:
+      break;
+  }
+  return v1::FIELD_KIND_UNSPECIFIED;
+}
+
+std::optional<FieldKind> FromWire(v1::FieldKind value) {
+  switch (value) {
+    case v1::FIELD_KIND_UNSPECIFIED:
+      return FieldKind::kAuto;
+    case v1::FIELD_KIND_IMAGE:
+      return FieldKind::kImage;
+    case v1::FIELD_KIND_BYTES:
+      return FieldKind::kBytes;
+    default:
+      return std::nullopt;
+  }
+}
+
+v1::MissingField ToWire(MissingField value) {
+  return value == MissingField::kSkip ? v1::MISSING_FIELD_SKIP
+                                      : v1::MISSING_FIELD_ERROR;
+}
+
+std::optional<MissingField> FromWire(v1::MissingField value) {
+  switch (value) {
+    case v1::MISSING_FIELD_UNSPECIFIED:
+    case v1::MISSING_FIELD_ERROR:
+      return MissingField::kError;
+    case v1::MISSING_FIELD_SKIP:
+      return MissingField::kSkip;
+    default:
+      return std::nullopt;
+  }
+}
+
 }  // namespace stoker

@@ -3,8 +3,8 @@
 //
 // ToWire gives each value's wire enum. FromWire reads one: UNSPECIFIED is
 // the wire's documented default (REPLACE, UINT8, BILINEAR, EXCLUSIVE,
-// DETACH), and nullopt means a value this build does not know (or, for
-// DType, INT64, which is no image type). Layout, JobState and DatasetKind
+// DETACH, AUTO, ERROR), and nullopt means a value this build does not know (or,
+// for DType, INT64, which is no image type). Layout, JobState and DatasetKind
 // have no
 // default: UNSPECIFIED reads as nullopt (an image's layout then follows its
 // dtype, see loader.proto).
@@ -26,6 +26,8 @@ v1::ConsumerMode ToWire(ConsumerMode value);
 v1::LagPolicy ToWire(LagPolicy value);
 v1::JobState ToWire(JobState value);
 v1::DatasetKind ToWire(DatasetKind value);
+v1::FieldKind ToWire(FieldKind value);
+v1::MissingField ToWire(MissingField value);
 
 std::optional<OnError> FromWire(v1::OnError value);
 std::optional<DType> FromWire(v1::DType value);
@@ -35,6 +37,8 @@ std::optional<ConsumerMode> FromWire(v1::ConsumerMode value);
 std::optional<LagPolicy> FromWire(v1::LagPolicy value);
 std::optional<JobState> FromWire(v1::JobState value);
 std::optional<DatasetKind> FromWire(v1::DatasetKind value);
+std::optional<FieldKind> FromWire(v1::FieldKind value);
+std::optional<MissingField> FromWire(v1::MissingField value);
 
 }  // namespace stoker
 

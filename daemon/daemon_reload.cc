@@ -14,6 +14,7 @@ RegistryLimits RegistryLimitsOf(const DaemonOptions& options) {
           .shm_budget_per_user_bytes = options.shm_budget_per_user_bytes,
           .max_dataset_samples = options.max_dataset_samples,
           .max_index_bytes_per_user = options.max_index_bytes_per_user,
+          .max_field_bytes = options.max_field_bytes,
           .scan_timeout = options.scan_timeout,
           .fetch_timeout = options.fetch_timeout,
           .orphan_timeout = options.orphan_timeout,

@@ -1,6 +1,7 @@
 // The C ABI (stoker/stoker_c.h) under misuse, against a real daemon: a
 // handle closed twice, used after close or passed as another kind gets an
 // error code, never undefined behaviour; timeouts saturate.
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -141,8 +142,9 @@ TEST_F(CAbiTest, StructSizesAreCheckedAndBoundWhatIsWritten) {
   std::memset(&grown, 0xAB, sizeof(grown));
   grown.info.struct_size = sizeof(grown);
   stoker_batch* batch = nullptr;
+  // ABI 2's struct ended with `index`: one that ends before it is refused.
   stoker_batch_info small{};
-  small.struct_size = sizeof(small) - 8;
+  small.struct_size = offsetof(stoker_batch_info, index);
   EXPECT_EQ(stoker_next(consumer, 10000, &batch, &small),
             STOKER_STATUS_INVALID_ARGUMENT);
   ASSERT_EQ(stoker_next(consumer, 10000, &batch, &grown.info), STOKER_STATUS_OK)
@@ -151,7 +153,17 @@ TEST_F(CAbiTest, StructSizesAreCheckedAndBoundWhatIsWritten) {
   EXPECT_EQ(grown.info.size, 4u);
   EXPECT_EQ(grown.info.dtype, STOKER_DTYPE_UINT8);
   EXPECT_EQ(grown.info.layout, STOKER_LAYOUT_NHWC);
+  EXPECT_EQ(grown.info.field_count, 2u);  // images, labels
   for (unsigned char byte : grown.later) EXPECT_EQ(byte, 0xAB);
+  stoker_batch_release(batch);
+  // A caller built for ABI 2 (no field_count) gets its struct and no more.
+  stoker_batch_info v2;
+  std::memset(&v2, 0xAB, sizeof(v2));
+  v2.struct_size = offsetof(stoker_batch_info, field_count);
+  ASSERT_EQ(stoker_next(consumer, 10000, &batch, &v2), STOKER_STATUS_OK)
+      << stoker_last_error();
+  EXPECT_EQ(v2.size, 4u);
+  EXPECT_EQ(v2.field_count, 0xABABABABu);
   stoker_batch_release(batch);
 
   stoker_input_stats stats{};
@@ -159,7 +171,7 @@ TEST_F(CAbiTest, StructSizesAreCheckedAndBoundWhatIsWritten) {
             STOKER_STATUS_INVALID_ARGUMENT);
   stats.struct_size = sizeof(stats);
   EXPECT_EQ(stoker_consumer_input_stats(consumer, &stats), STOKER_STATUS_OK);
-  EXPECT_EQ(stats.batches, 1u);
+  EXPECT_EQ(stats.batches, 2u);
   stoker_consumer_close(consumer);
   EXPECT_EQ(stoker_delete_job(client, id.c_str()), STOKER_STATUS_OK);
   stoker_client_close(client);

@@ -270,7 +270,7 @@ TEST(DatasetIndex, ShardSamplesCostTwentyBytesAndWideLabelsEight) {
   EXPECT_LT(double(large->MemoryBytes()) / large->size(), 24.1);
   EXPECT_EQ(small->label(99999), 999);
   EXPECT_EQ(large->label(100000), int64_t{1} << 40);
-  const MemberRange range = small->Range(7);
+  const MemberRange range = small->Value(7, 0).range;
   EXPECT_EQ(range.offset, 1536 + 2048 * 7u);
   EXPECT_EQ(range.size, 900u);
   EXPECT_EQ(small->Describe(7), "/data/shard-000000.tar member at byte " +

@@ -22,19 +22,53 @@ std::string UniqueName(const std::string& test) {
   return SegmentPrefix("/ring_test/" + std::to_string(::getpid())) + test;
 }
 
+// A classic job's slot: images of `image_bytes` each, then int64 labels.
+SlotLayout ClassicSlot(uint32_t batch_size, uint64_t image_bytes) {
+  return ComputeSlotLayout(batch_size, {{image_bytes}, {sizeof(int64_t)}});
+}
+
 RingGeometry SmallGeometry(uint32_t slots = 3) {
-  return ComputeRingGeometry(slots, ComputeSlotLayout(4, 8 * 10 * 3));
+  return ComputeRingGeometry(slots, ClassicSlot(4, 8 * 10 * 3));
 }
 
 TEST(RingLayout, SlotLayoutIsAlignedAndHoldsEveryTensor) {
-  const SlotLayout layout = ComputeSlotLayout(5, 7 * 9 * 3);
-  EXPECT_EQ(layout.images_bytes, 5u * 7 * 9 * 3);
-  EXPECT_EQ(layout.labels_offset % kTensorAlignment, 0u);
-  EXPECT_GE(layout.labels_offset, layout.images_bytes);
+  const SlotLayout layout = ClassicSlot(5, 7 * 9 * 3);
+  ASSERT_EQ(layout.tensors.size(), 2u);
+  const SlotTensor& images = layout.tensors[0];
+  const SlotTensor& labels = layout.tensors[1];
+  EXPECT_EQ(images.offset, 0u);
+  EXPECT_EQ(images.bytes, 5u * 7 * 9 * 3);
+  EXPECT_EQ(labels.offset % kTensorAlignment, 0u);
+  EXPECT_GE(labels.offset, images.bytes);
+  EXPECT_EQ(labels.bytes, 5u * 8);
   EXPECT_EQ(layout.indices_offset % kTensorAlignment, 0u);
-  EXPECT_GE(layout.indices_offset, layout.labels_offset + 5 * 8);
+  EXPECT_GE(layout.indices_offset, labels.offset + 5 * 8);
   EXPECT_EQ(layout.slot_bytes % kPageBytes, 0u);
   EXPECT_GE(layout.slot_bytes, layout.indices_offset + 5 * 8);
+}
+
+TEST(RingLayout, VariableBytesTensorsHaveRowsThenLengthsApart) {
+  // An image field, a caption field of 100-byte rows, a json field of 0.
+  const SlotLayout layout =
+      ComputeSlotLayout(3, {{150}, {100, true}, {0, true}});
+  ASSERT_EQ(layout.tensors.size(), 3u);
+  uint64_t end = 0;
+  for (const SlotTensor& t : layout.tensors) {
+    EXPECT_EQ(t.offset % kTensorAlignment, 0u);
+    EXPECT_GE(t.offset, end);
+    EXPECT_EQ(t.bytes, 3 * t.row_bytes);
+    end = t.offset + t.bytes;
+    if (t.variable) {
+      EXPECT_EQ(t.lengths_offset % kTensorAlignment, 0u);
+      EXPECT_GE(t.lengths_offset, end);
+      end = t.lengths_offset + 3 * 8;
+    }
+  }
+  EXPECT_FALSE(layout.tensors[0].variable);
+  EXPECT_TRUE(layout.tensors[1].variable);
+  EXPECT_EQ(layout.tensors[1].row_bytes, 100u);
+  EXPECT_GE(layout.indices_offset, end);
+  EXPECT_GE(layout.slot_bytes, layout.indices_offset + 3 * 8);
 }
 
 TEST(RingLayout, GeometryPlacesSlotsAfterHeadersOnPageBoundaries) {
@@ -87,7 +121,7 @@ TEST(Ring, SegmentLargerThanDevShmIsResourceExhausted) {
   struct statvfs vfs;
   ASSERT_EQ(::statvfs("/dev/shm", &vfs), 0);
   const uint64_t too_big = uint64_t(vfs.f_blocks) * vfs.f_frsize * 2;
-  SlotLayout slot = ComputeSlotLayout(1, 3);
+  SlotLayout slot = ClassicSlot(1, 3);
   slot.slot_bytes = too_big;
   const std::string name = UniqueName("huge");
   auto ring = Ring::Create(name, ComputeRingGeometry(1, slot), 0600);

@@ -94,9 +94,32 @@ v1::JobSpec WithPipeline() {
   return spec;
 }
 
+// Common() on shards of named fields, with a pipeline.
+v1::JobSpec WithFields() {
+  v1::JobSpec spec = Common();
+  spec.mutable_dataset()->add_shards("/data/pairs-{0..3}.tar");
+  v1::Resize* resize = spec.add_pipeline()->mutable_resize();
+  resize->set_height(40);
+  resize->set_width(56);
+  resize->set_interpolation(v1::INTERPOLATION_BILINEAR);
+  v1::SampleField* image = spec.add_fields();
+  image->set_name("image");
+  image->add_source("jpg");
+  image->add_source("png");
+  image->set_kind(v1::FIELD_KIND_IMAGE);
+  v1::SampleField* caption = spec.add_fields();
+  caption->set_name("txt");
+  caption->add_source("txt");
+  caption->set_kind(v1::FIELD_KIND_BYTES);
+  spec.set_missing(v1::MISSING_FIELD_SKIP);
+  spec.set_max_field_bytes(4096);
+  return spec;
+}
+
 TEST(SpecAgreement, TheTestSetsEveryWireField) {
   v1::JobSpec both = WithOutputSize();
   both.MergeFrom(WithPipeline());
+  both.MergeFrom(WithFields());
   std::vector<std::string> unset;
   Unset(both, "", &unset);
   EXPECT_TRUE(unset.empty())
@@ -107,7 +130,8 @@ TEST(SpecAgreement, TheTestSetsEveryWireField) {
 
 TEST(SpecAgreement, TheSdkSpecCarriesEveryField) {
   // A pipeline sets the output size, so the SDK sends one or the other.
-  for (const v1::JobSpec& wire : {WithOutputSize(), WithPipeline()}) {
+  for (const v1::JobSpec& wire :
+       {WithOutputSize(), WithPipeline(), WithFields()}) {
     v1::Job job;
     *job.mutable_spec() = wire;
     const JobSpec sdk = internal::FromProto(job).spec;
@@ -131,6 +155,23 @@ TEST(SpecAgreement, TheDaemonsConfigCarriesEveryField) {
   // What the daemon adds: the pipeline the output size stands for.
   v1::JobSpec expected = wire;
   *expected.mutable_pipeline() = effective.pipeline();
+  std::string differences;
+  MessageDifferencer differ;
+  differ.ReportDifferencesToString(&differences);
+  EXPECT_TRUE(differ.Compare(expected, effective)) << differences;
+}
+
+TEST(SpecAgreement, TheDaemonsConfigCarriesEveryFieldOfNamedFields) {
+  v1::JobSpec wire = WithFields();
+  wire.mutable_reference()->set_pillow("10.0");  // (see above)
+  wire.mutable_reference()->set_numpy("2.0");
+  auto config = ValidateJobSpec(wire);
+  ASSERT_TRUE(config.ok()) << config.status();
+  const v1::JobSpec effective = EffectiveSpec(*config);
+  // What the daemon adds: the output size its pipeline makes.
+  v1::JobSpec expected = wire;
+  expected.mutable_output()->set_height(effective.output().height());
+  expected.mutable_output()->set_width(effective.output().width());
   std::string differences;
   MessageDifferencer differ;
   differ.ReportDifferencesToString(&differences);

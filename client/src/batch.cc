@@ -23,8 +23,16 @@ Batch& Batch::operator=(Batch&& other) noexcept {
     image_ = other.image_;
     labels_ = other.labels_;
     indices_ = other.indices_;
+    fields_ = std::move(other.fields_);
   }
   return *this;
+}
+
+const Batch::Field* Batch::field(std::string_view name) const {
+  for (const Field& f : fields_) {
+    if (f.name == name) return &f;
+  }
+  return nullptr;
 }
 
 Batch::~Batch() { Release(); }

@@ -14,68 +14,103 @@
 namespace stoker {
 namespace {
 
-const v1::TensorLayout* FindTensor(const v1::BatchHandle& handle,
-                                   absl::string_view name) {
-  for (const v1::TensorLayout& t : handle.tensors()) {
-    if (t.name() == name) return &t;
-  }
-  return nullptr;
+absl::Status BadHandle(absl::string_view name, absl::string_view why) {
+  return absl::InternalError(absl::StrCat(
+      "the daemon sent a batch handle whose '", name, "' tensor ", why));
 }
 
-// The tensor `name`, checked to be `bytes` long and inside the handle's slot.
+// Tensor `t`'s bytes, checked to be `bytes` long and inside the handle's
+// slot.
 absl::StatusOr<const uint8_t*> Locate(const internal::RingMapping& ring,
                                       const v1::BatchHandle& handle,
-                                      absl::string_view name, uint64_t bytes) {
-  const v1::TensorLayout* t = FindTensor(handle, name);
-  if (t == nullptr || t->bytes() != bytes ||
-      !ring.InSlot(handle.slot(), t->offset(), t->bytes())) {
-    return absl::InternalError(absl::StrCat(
-        "the daemon sent a batch handle whose '", name,
-        "' tensor does not fit slot ", handle.slot(), " of the ring"));
+                                      const v1::TensorLayout& t,
+                                      uint64_t bytes) {
+  if (t.bytes() != bytes || !ring.InSlot(handle.slot(), t.offset(), bytes)) {
+    return BadHandle(t.name(), absl::StrCat("does not fit slot ", handle.slot(),
+                                            " of the ring"));
   }
-  return ring.view() + t->offset();
+  return ring.view() + t.offset();
 }
 
-// The images of a handle as it describes them (dtype, layout, shape),
+// An image tensor as the handle describes it (dtype, layout, shape),
 // checked for consistency and to lie inside its slot.
-absl::StatusOr<Batch::ImageTensor> ImagesOf(const internal::RingMapping& ring,
-                                            const v1::BatchHandle& handle,
-                                            int64_t n) {
-  const v1::TensorLayout* t = FindTensor(handle, kImagesTensor);
-  const auto bad = [&](absl::string_view why) {
-    return absl::InternalError(
-        absl::StrCat("the daemon sent a batch handle whose images ", why));
-  };
-  if (t == nullptr) return bad("are missing");
+absl::StatusOr<Batch::ImageTensor> ImageOf(const internal::RingMapping& ring,
+                                           const v1::BatchHandle& handle,
+                                           const v1::TensorLayout& t,
+                                           int64_t n) {
   Batch::ImageTensor images;
   // A handle names its dtype (UNSPECIFIED is not one).
-  const std::optional<DType> dtype = FromWire(t->dtype());
-  if (t->dtype() == v1::DTYPE_UNSPECIFIED || !dtype) {
-    return bad(absl::StrCat("have dtype ", t->dtype()));
+  const std::optional<DType> dtype = FromWire(t.dtype());
+  if (t.dtype() == v1::DTYPE_UNSPECIFIED || !dtype) {
+    return BadHandle(t.name(), absl::StrCat("has dtype ", t.dtype()));
   }
   images.dtype = *dtype;
-  if (t->shape_size() != 4) return bad("are not a 4-d tensor");
   // A daemon older than the layout field: the channels' place says it.
-  const bool nhwc = t->layout() == v1::LAYOUT_UNSPECIFIED
-                        ? t->shape(3) == kImageChannels
-                        : t->layout() == v1::LAYOUT_NHWC;
+  const bool nhwc = t.layout() == v1::LAYOUT_UNSPECIFIED
+                        ? t.shape(3) == kImageChannels
+                        : t.layout() == v1::LAYOUT_NHWC;
   images.layout = nhwc ? Layout::kNHWC : Layout::kNCHW;
   uint64_t values = 1;
   for (int i = 0; i < 4; ++i) {
-    if (t->shape(i) <= 0 || t->shape(i) > (int64_t{1} << 20)) {
-      return bad(absl::StrCat("have dimension ", i, " of ", t->shape(i)));
+    if (t.shape(i) <= 0 || t.shape(i) > (int64_t{1} << 20)) {
+      return BadHandle(t.name(),
+                       absl::StrCat("has dimension ", i, " of ", t.shape(i)));
     }
-    images.shape[i] = t->shape(i);
-    values *= static_cast<uint64_t>(t->shape(i));
+    images.shape[i] = t.shape(i);
+    values *= static_cast<uint64_t>(t.shape(i));
   }
   if (images.shape[0] != n || images.shape[nhwc ? 3 : 1] != kImageChannels) {
-    return bad("have a shape that does not match the batch");
+    return BadHandle(t.name(), "has a shape that does not match the batch");
   }
-  images.bytes = values * DTypeBytes(t->dtype());
-  STOKER_ASSIGN_OR_RETURN(const uint8_t* data,
-                          Locate(ring, handle, kImagesTensor, images.bytes));
-  images.data = data;
+  images.bytes = values * DTypeBytes(t.dtype());
+  STOKER_ASSIGN_OR_RETURN(images.data, Locate(ring, handle, t, images.bytes));
   return images;
+}
+
+// A bytes field: its rows and their lengths (read where they lie, so that
+// a reclaimed slot is seen by the generation check, never trusted past a
+// row: see Batch::Field::value).
+absl::Status BytesOf(const internal::RingMapping& ring,
+                     const v1::BatchHandle& handle, const v1::TensorLayout& t,
+                     int64_t n, Batch::Field* field) {
+  if (t.dtype() != v1::DTYPE_UINT8 || t.shape_size() != 2 || t.shape(0) != n ||
+      t.shape(1) < 0 || t.shape(1) > (int64_t{1} << 30)) {
+    return BadHandle(t.name(), "is not a [n, row] uint8 tensor");
+  }
+  field->kind = Batch::Field::Kind::kBytes;
+  field->row_stride = uint64_t(t.shape(1));
+  STOKER_ASSIGN_OR_RETURN(field->rows,
+                          Locate(ring, handle, t, n * field->row_stride));
+  const uint64_t lengths = t.variable().lengths_offset();
+  if (!ring.InSlot(handle.slot(), lengths, n * sizeof(int64_t))) {
+    return BadHandle(t.name(), "has lengths outside its slot");
+  }
+  field->lengths = {reinterpret_cast<const int64_t*>(ring.view() + lengths),
+                    size_t(n)};
+  return absl::OkStatus();
+}
+
+// One tensor of a handle as a field.
+absl::StatusOr<Batch::Field> FieldOf(const internal::RingMapping& ring,
+                                     const v1::BatchHandle& handle,
+                                     const v1::TensorLayout& t, int64_t n) {
+  Batch::Field field;
+  field.name = t.name();
+  if (t.has_variable()) {
+    STOKER_RETURN_IF_ERROR(BytesOf(ring, handle, t, n, &field));
+  } else if (t.dtype() == v1::DTYPE_INT64 && t.shape_size() == 1 &&
+             t.shape(0) == n) {
+    field.kind = Batch::Field::Kind::kInt64;
+    STOKER_ASSIGN_OR_RETURN(const uint8_t* data,
+                            Locate(ring, handle, t, n * sizeof(int64_t)));
+    field.int64s = {reinterpret_cast<const int64_t*>(data), size_t(n)};
+  } else if (t.shape_size() == 4) {
+    field.kind = Batch::Field::Kind::kImage;
+    STOKER_ASSIGN_OR_RETURN(field.image, ImageOf(ring, handle, t, n));
+  } else {
+    return BadHandle(t.name(), "is of no kind this SDK knows");
+  }
+  return field;
 }
 
 }  // namespace
@@ -141,24 +176,35 @@ absl::StatusOr<Batch> Consumer::BatchOf(
         absl::StrCat("the daemon sent a batch of ", n, " samples"));
   }
   // The handle says what the tensors are; the SDK checks, not re-derives.
-  auto images = ImagesOf(ring, handle, static_cast<int64_t>(n));
-  if (!images.ok()) return images.status();
-  const uint64_t index_bytes = n * DTypeBytes(v1::DTYPE_INT64);
-  auto labels = Locate(ring, handle, kLabelsTensor, index_bytes);
-  auto indices = Locate(ring, handle, kIndicesTensor, index_bytes);
-  for (const auto* located : {&labels, &indices}) {
-    if (!located->ok()) return located->status();
-  }
   Batch batch;
+  for (const v1::TensorLayout& t : handle.tensors()) {
+    STOKER_ASSIGN_OR_RETURN(Batch::Field field,
+                            FieldOf(ring, handle, t, int64_t(n)));
+    if (t.name() == kIndicesTensor) {
+      batch.indices_ = field.int64s.data();
+      continue;
+    }
+    if (field.kind == Batch::Field::Kind::kImage &&
+        batch.image_.data == nullptr) {
+      batch.image_ = field.image;
+    }
+    if (t.name() == kLabelsTensor && spec.fields.empty()) {
+      batch.labels_ = field.int64s.data();
+    }
+    batch.fields_.push_back(std::move(field));
+  }
+  if (batch.image_.data == nullptr || batch.indices_ == nullptr ||
+      (spec.fields.empty() && batch.labels_ == nullptr)) {
+    return absl::InternalError(
+        "the daemon sent a batch handle without its images, labels or "
+        "indices");
+  }
   batch.core_ = core;
   batch.slot_ = handle.slot();
   batch.generation_ = handle.generation();
   batch.epoch_ = handle.epoch();
   batch.index_ = handle.batch();
   batch.size_ = static_cast<uint32_t>(n);
-  batch.image_ = *images;
-  batch.labels_ = reinterpret_cast<const int64_t*>(*labels);
-  batch.indices_ = reinterpret_cast<const int64_t*>(*indices);
   const uint64_t now = ring.Generation(batch.slot_);
   if (now != batch.generation_ || !core->Live(batch.slot_, batch.generation_)) {
     batch.core_.reset();  // not ours to release any more

@@ -48,7 +48,27 @@ JobSpec SpecFrom(const v1::JobSpec& p) {
   spec.access_group = p.access_group();
   spec.fast_resample = p.fast_resample();
   spec.repeated_augmentations = p.repeated_augmentations();
+  for (const v1::SampleField& f : p.fields()) {
+    spec.fields.push_back({f.name(),
+                           {f.source().begin(), f.source().end()},
+                           FromWire(f.kind()).value_or(FieldKind::kAuto)});
+  }
+  spec.missing = FromWire(p.missing()).value_or(MissingField::kError);
+  spec.max_field_bytes = p.max_field_bytes();
   return spec;
+}
+
+void FieldsToProto(const JobSpec& spec, v1::JobSpec* p) {
+  for (const SampleField& field : spec.fields) {
+    v1::SampleField* f = p->add_fields();
+    f->set_name(field.name);
+    for (const std::string& source : field.source) f->add_source(source);
+    f->set_kind(ToWire(field.kind));
+  }
+  if (!spec.fields.empty()) {  // the daemon refuses them without fields
+    p->set_missing(ToWire(spec.missing));
+    p->set_max_field_bytes(spec.max_field_bytes);
+  }
 }
 
 }  // namespace
@@ -102,6 +122,7 @@ v1::JobSpec ToProto(const JobSpec& spec) {
   p.set_access_group(spec.access_group);
   p.set_fast_resample(spec.fast_resample);
   p.set_repeated_augmentations(spec.repeated_augmentations);
+  FieldsToProto(spec, &p);
   return p;
 }
 
@@ -121,6 +142,7 @@ JobInfo FromProto(const v1::Job& job) {
       FromWire(job.dataset_kind()).value_or(DatasetKind::kImageFolder);
   info.num_shards = job.num_shards();
   info.index_bytes = job.index_bytes();
+  info.samples_skipped = job.samples_skipped();
   return info;
 }
 
@@ -186,6 +208,17 @@ std::vector<Op> TrainPipeline(uint32_t size) {
 std::vector<Op> EvalPipeline(uint32_t resize, uint32_t crop) {
   return {Resize{.shorter_side = resize},
           CenterCrop{.height = crop, .width = crop}};
+}
+
+SampleField SampleFieldOf(std::string_view spec) {
+  SampleField field{.name = std::string(spec)};
+  for (std::string_view rest = spec;;) {
+    const size_t semicolon = rest.find(';');
+    field.source.emplace_back(rest.substr(0, semicolon));
+    if (semicolon == std::string_view::npos) break;
+    rest.remove_prefix(semicolon + 1);
+  }
+  return field;
 }
 
 }  // namespace stoker

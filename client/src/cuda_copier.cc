@@ -121,7 +121,7 @@ class STOKER_LOCAL CudaCopier::Impl {
       error = cudaMemcpyAsync(images, view.data, view.bytes,
                               cudaMemcpyHostToDevice, stream);
     }
-    if (error == cudaSuccess && labels != nullptr) {
+    if (error == cudaSuccess && labels != nullptr && !batch.labels().empty()) {
       error = cudaMemcpyAsync(labels, batch.labels().data(),
                               batch.labels().size_bytes(),
                               cudaMemcpyHostToDevice, stream);

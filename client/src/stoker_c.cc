@@ -11,7 +11,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "client/src/c_handles.h"
+#include "client/src/c_handle_types.h"
 #include "client/src/c_results.h"
 #include "client/src/client_impl.h"
 #include "client/src/convert.h"
@@ -21,19 +21,6 @@
 #include "stoker/consumer.h"
 #include "stoker/cuda.h"
 
-struct stoker_client {
-  std::unique_ptr<stoker::Client> client;
-};
-struct stoker_consumer {
-  std::unique_ptr<stoker::Consumer> consumer;
-};
-struct stoker_batch {
-  stoker::Batch batch;
-};
-struct stoker_cuda_copier {
-  std::unique_ptr<stoker::CudaCopier> copier;
-};
-
 namespace {
 
 using stoker::internal::Check;
@@ -42,33 +29,17 @@ using stoker::internal::Close;
 using stoker::internal::Fail;
 using stoker::internal::Guard;
 using stoker::internal::HandleKind;
+using stoker::internal::Live;
 using stoker::internal::NullArgument;
 using stoker::internal::Track;
 using stoker::internal::WriteJson;
 using stoker::internal::WriteOut;
 using stoker::internal::WriteResult;
 
-// 0 when `handle` is a live handle of `kind`, else the error code.
-int Live(const void* handle, HandleKind kind, const char* what) {
-  return Check(stoker::internal::CheckHandle(handle, kind, what));
-}
-
 // The SDK's connect timeout for timeout_ms: < 0 the default 5 s (the SDK
 // takes any larger value, INT64_MAX included, as no deadline).
 std::chrono::milliseconds ConnectTimeout(int64_t timeout_ms) {
   return std::chrono::milliseconds(timeout_ms < 0 ? 5000 : timeout_ms);
-}
-
-int32_t DTypeCode(stoker::DType dtype) {
-  switch (dtype) {
-    case stoker::DType::kUInt8:
-      return STOKER_DTYPE_UINT8;
-    case stoker::DType::kFloat32:
-      return STOKER_DTYPE_FLOAT32;
-    case stoker::DType::kFloat16:
-      return STOKER_DTYPE_FLOAT16;
-  }
-  return -1;
 }
 
 // The smallest struct_size each struct accepts: its size in C ABI version 2,
@@ -78,8 +49,6 @@ constexpr size_t kConsumerOptionsV2 =
     offsetof(stoker_consumer_options, copy_on_write) + sizeof(int);
 constexpr size_t kInputStatsV2 =
     offsetof(stoker_input_stats, recent_input_bound_percent) + sizeof(double);
-constexpr size_t kBatchInfoV2 =
-    offsetof(stoker_batch_info, index) + sizeof(uint64_t);
 
 }  // namespace
 
@@ -269,64 +238,6 @@ int stoker_consumer_input_stats(stoker_consumer* consumer,
                                 stats.recent_input_bound_percent});
     return STOKER_STATUS_OK;
   });
-}
-
-int stoker_next(stoker_consumer* consumer, int64_t timeout_ms,
-                stoker_batch** out, stoker_batch_info* info) {
-  return Guard([&]() -> int {
-    if (int bad = Live(consumer, HandleKind::kConsumer, "consumer")) {
-      return bad;
-    }
-    if (out == nullptr || info == nullptr) {
-      return NullArgument("out or info");
-    }
-    if (int bad = CheckStructSize(info->struct_size, kBatchInfoV2,
-                                  "stoker_batch_info")) {
-      return bad;
-    }
-    absl::StatusOr<stoker::Batch> batch =
-        timeout_ms < 0
-            ? consumer->consumer->Next()
-            : consumer->consumer->Next(std::chrono::milliseconds(timeout_ms));
-    if (!batch.ok()) {
-      if (stoker::IsNextTimeout(batch.status())) {
-        stoker::internal::LastError() = "no batch arrived in time";
-        return STOKER_STATUS_NEXT_TIMED_OUT;
-      }
-      return Fail(batch.status());
-    }
-    const stoker::Batch::ImageTensor images = batch->image_tensor();
-    stoker_batch_info full{};
-    full.images = const_cast<void*>(images.data);
-    full.dtype = DTypeCode(images.dtype);
-    full.layout = images.layout == stoker::Layout::kNHWC ? STOKER_LAYOUT_NHWC
-                                                         : STOKER_LAYOUT_NCHW;
-    for (int i = 0; i < 4; ++i) full.shape[i] = images.shape[i];
-    full.image_bytes = images.bytes;
-    full.labels = batch->labels().data();
-    full.indices = batch->indices().data();
-    full.size = batch->size();
-    full.slot = batch->slot();
-    full.epoch = batch->epoch();
-    full.index = batch->index();
-    WriteOut(info, full);
-    *out = Track(new stoker_batch{*std::move(batch)}, HandleKind::kBatch);
-    return STOKER_STATUS_OK;
-  });
-}
-
-int stoker_batch_check_intact(const stoker_batch* batch) {
-  return Guard([&]() -> int {
-    if (int bad = Live(batch, HandleKind::kBatch, "batch")) return bad;
-    return Check(batch->batch.CheckIntact());
-  });
-}
-
-void stoker_batch_release(stoker_batch* batch) {
-  try {
-    Close(batch, HandleKind::kBatch);
-  } catch (...) {  // a Batch releases without throwing; be sure of it here
-  }
 }
 
 int stoker_cuda_available(void) {

@@ -12,7 +12,7 @@
 namespace stoker {
 namespace {
 
-v1::TensorLayout* AddTensor(const char* name, v1::DType dtype,
+v1::TensorLayout* AddTensor(const std::string& name, v1::DType dtype,
                             std::initializer_list<int64_t> shape,
                             uint64_t offset, uint64_t bytes,
                             v1::BatchHandle* out) {
@@ -72,6 +72,7 @@ void JobToProto(const Job& job, v1::Job* out) {
   out->set_dataset_kind(ToWire(job.dataset().kind));
   out->set_num_shards(job.dataset().shards);
   out->set_index_bytes(job.dataset().index_bytes);
+  out->set_samples_skipped(job.dataset().skipped);
   AddClassNames(job, 0, kJobClassNameBytes, out->mutable_class_names());
   out->set_num_classes(job.dataset().class_names.size());
   out->set_batches_per_epoch(job.batches_per_epoch());
@@ -151,19 +152,34 @@ void DeliveredToHandle(const Job& job, const Delivered& batch,
   const Pipeline& p = config.pipeline;
   const int64_t h = p.output.height;
   const int64_t w = p.output.width;
-  const v1::DType dtype = ToWire(p.dtype);
-  const uint64_t image_bytes = n * p.BytesPerImage();
-  if (p.layout == Layout::kNHWC) {
-    AddTensor(kImagesTensor, dtype, {n, h, w, kImageChannels},
-              base + g.slot.images_offset, image_bytes, out)
-        ->set_layout(v1::LAYOUT_NHWC);
-  } else {
-    AddTensor(kImagesTensor, dtype, {n, kImageChannels, h, w},
-              base + g.slot.images_offset, image_bytes, out)
-        ->set_layout(v1::LAYOUT_NCHW);
+  for (size_t f = 0; f < config.fields.size(); ++f) {
+    const FieldConfig& field = config.fields[f];
+    const SlotTensor& place = g.slot.tensors[f];
+    const uint64_t offset = base + place.offset;
+    const uint64_t bytes = n * place.row_bytes;
+    switch (field.role) {
+      case FieldRole::kImage:
+        if (p.layout == Layout::kNHWC) {
+          AddTensor(field.name, ToWire(p.dtype), {n, h, w, kImageChannels},
+                    offset, bytes, out)
+              ->set_layout(v1::LAYOUT_NHWC);
+        } else {
+          AddTensor(field.name, ToWire(p.dtype), {n, kImageChannels, h, w},
+                    offset, bytes, out)
+              ->set_layout(v1::LAYOUT_NCHW);
+        }
+        break;
+      case FieldRole::kLabel:
+        AddTensor(field.name, v1::DTYPE_INT64, {n}, offset, bytes, out);
+        break;
+      case FieldRole::kBytes:
+        AddTensor(field.name, v1::DTYPE_UINT8, {n, int64_t(place.row_bytes)},
+                  offset, bytes, out)
+            ->mutable_variable()
+            ->set_lengths_offset(base + place.lengths_offset);
+        break;
+    }
   }
-  AddTensor(kLabelsTensor, v1::DTYPE_INT64, {n}, base + g.slot.labels_offset,
-            n * DTypeBytes(v1::DTYPE_INT64), out);
   AddTensor(kIndicesTensor, v1::DTYPE_INT64, {n}, base + g.slot.indices_offset,
             n * DTypeBytes(v1::DTYPE_INT64), out);
 }

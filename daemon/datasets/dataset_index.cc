@@ -77,24 +77,42 @@ std::string DatasetIndex::Path(uint32_t i) const {
       absl::string_view(names_).substr(begin, name_end_[i] - begin));
 }
 
-MemberRange DatasetIndex::Range(uint32_t i) const {
-  const Member& m = members_[i];
-  return {m.shard, m.offset, m.size};
+FieldValue DatasetIndex::Value(uint32_t i, uint32_t f) const {
+  FieldValue value;
+  if (stores_[f] == FieldStore::kFile) return value;
+  const Ref& ref = refs_[uint64_t{i} * refs_per_sample_ + ref_column_[f]];
+  if (ref.size == kAbsent) {
+    value.present = false;
+  } else if (stores_[f] == FieldStore::kMember) {
+    value.range = {shard_of_[i], ref.offset(), ref.size};
+  } else {
+    value.text = std::string_view(texts_).substr(ref.offset(), ref.size);
+  }
+  return value;
 }
 
 std::string DatasetIndex::Describe(uint32_t i) const {
   if (!in_shards()) return Path(i);
-  const Member& m = members_[i];
-  return absl::StrCat(tables_[m.shard], " member at byte ", m.offset);
+  for (uint32_t f = 0; f < fields(); ++f) {
+    const FieldValue v = Value(i, f);
+    if (v.present) {
+      return absl::StrCat(tables_[shard_of_[i]], " member at byte ",
+                          v.range.offset);
+    }
+  }
+  return absl::StrCat(tables_[shard_of_[i]], " sample ", i);
 }
 
 uint64_t DatasetIndex::MemoryBytes() const {
-  uint64_t bytes =
-      HeapBytes(class_names_) + HeapBytes(tables_) + HeapBytes(labels32_) +
-      HeapBytes(labels_) + HeapBytes(dir_of_) + HeapBytes(name_end_) +
-      HeapBytes(members_) + stamps_.capacity() * sizeof(FileStamp) +
-      held_.capacity() * sizeof(HeldShard);
-  if (names_.capacity() > 15) bytes += names_.capacity() + 1;
+  uint64_t bytes = HeapBytes(class_names_) + HeapBytes(tables_) +
+                   HeapBytes(labels32_) + HeapBytes(labels_) +
+                   HeapBytes(dir_of_) + HeapBytes(name_end_) +
+                   HeapBytes(shard_of_) + HeapBytes(refs_) +
+                   stamps_.capacity() * sizeof(FileStamp) +
+                   held_.capacity() * sizeof(HeldShard);
+  for (const std::string* arena : {&names_, &texts_}) {
+    if (arena->capacity() > 15) bytes += arena->capacity() + 1;
+  }
   for (const FileStamp& s : stamps_) {
     if (s.path.capacity() > 15) bytes += s.path.capacity() + 1;
   }
@@ -102,16 +120,47 @@ uint64_t DatasetIndex::MemoryBytes() const {
 }
 
 DatasetSummary Summarize(const DatasetIndex& index) {
-  return {index.kind(), index.size(), index.class_names(),
-          index.in_shards() ? index.shards().size() : 0, index.MemoryBytes()};
+  return {index.kind(),        index.size(),
+          index.class_names(), index.in_shards() ? index.shards().size() : 0,
+          index.MemoryBytes(), index.skipped()};
 }
 
-absl::Status DatasetIndex::Builder::AddFile(const std::string& directory,
-                                            const std::string& name,
-                                            int64_t label) {
+DatasetIndex::Builder::Builder(DatasetKind kind)
+    : Builder(kind, {kind == DatasetKind::kTarShards ? FieldStore::kMember
+                                                     : FieldStore::kFile}) {}
+
+DatasetIndex::Builder::Builder(DatasetKind kind,
+                               std::vector<FieldStore> stores) {
+  index_.kind_ = kind;
+  for (FieldStore store : stores) {
+    index_.ref_column_.push_back(
+        store == FieldStore::kFile ? 0 : index_.refs_per_sample_++);
+  }
+  index_.largest_.assign(stores.size(), 0);
+  index_.stores_ = std::move(stores);
+}
+
+void DatasetIndex::Builder::AddRef(uint32_t field, uint64_t offset,
+                                   uint64_t size, bool present) {
+  const uint32_t stored = present ? uint32_t(size) : kAbsent;
+  index_.refs_.push_back({uint32_t(offset), uint32_t(offset >> 32), stored});
+  if (present) {
+    index_.largest_[field] = std::max(index_.largest_[field], size);
+  }
+}
+
+absl::Status DatasetIndex::Builder::AddFile(
+    const std::string& directory, const std::string& name, int64_t label,
+    const std::vector<std::optional<std::string>>& texts) {
   if (index_.names_.size() + name.size() > UINT32_MAX) {
     return absl::ResourceExhaustedError(
         "the dataset's file names pass 4 GiB, more than one index holds");
+  }
+  for (const std::optional<std::string>& text : texts) {
+    if (text && text->size() >= kAbsent) {
+      return absl::ResourceExhaustedError(
+          "a manifest value passes 4 GiB, more than one index holds");
+    }
   }
   if (last_dir_ == UINT32_MAX || index_.tables_[last_dir_] != directory) {
     auto [it, added] =
@@ -123,6 +172,16 @@ absl::Status DatasetIndex::Builder::AddFile(const std::string& directory,
   index_.dir_of_.push_back(last_dir_);
   index_.name_end_.push_back(uint32_t(index_.names_.size()));
   index_.labels_.push_back(label);
+  size_t next = 0;
+  for (uint32_t f = 0; f < index_.stores_.size(); ++f) {
+    if (index_.stores_[f] != FieldStore::kText) continue;
+    const std::optional<std::string>* text =
+        next < texts.size() ? &texts[next] : nullptr;
+    ++next;
+    const bool present = text != nullptr && text->has_value();
+    AddRef(f, index_.texts_.size(), present ? (*text)->size() : 0, present);
+    if (present) index_.texts_ += **text;
+  }
   return absl::OkStatus();
 }
 
@@ -133,8 +192,19 @@ uint32_t DatasetIndex::Builder::AddShard(std::string path) {
 
 void DatasetIndex::Builder::AddMember(uint32_t shard, uint64_t offset,
                                       uint32_t size, int64_t label) {
-  index_.members_.push_back({offset, size, shard});
+  index_.shard_of_.push_back(shard);
+  AddRef(0, offset, size, true);
   index_.labels_.push_back(label);
+}
+
+void DatasetIndex::Builder::AddMembers(
+    uint32_t shard, const std::vector<std::optional<MemberRange>>& members) {
+  index_.shard_of_.push_back(shard);
+  for (uint32_t f = 0; f < index_.stores_.size(); ++f) {
+    const std::optional<MemberRange>& m = members[f];
+    AddRef(f, m ? m->offset : 0, m ? m->size : 0, m.has_value());
+  }
+  index_.labels_.push_back(0);
 }
 
 std::shared_ptr<const DatasetIndex> DatasetIndex::Builder::Build() {
@@ -150,7 +220,9 @@ std::shared_ptr<const DatasetIndex> DatasetIndex::Builder::Build() {
   index_.dir_of_.shrink_to_fit();
   index_.name_end_.shrink_to_fit();
   index_.names_.shrink_to_fit();
-  index_.members_.shrink_to_fit();
+  index_.shard_of_.shrink_to_fit();
+  index_.refs_.shrink_to_fit();
+  index_.texts_.shrink_to_fit();
   index_.tables_.shrink_to_fit();
   index_.stamps_.shrink_to_fit();
   directories_.clear();

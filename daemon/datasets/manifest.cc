@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -40,12 +41,14 @@ absl::StatusOr<UniqueFd> OpenManifest(const std::string& path,
 class RowIndexer {
  public:
   RowIndexer(const std::string& manifest, const std::string& base,
-             const ScanLimits& limits, DatasetIndex::Builder* index)
+             const ScanLimits& limits, bool skip_missing,
+             DatasetIndex::Builder* index)
       : manifest_(manifest),
         base_(base),
         limits_(limits),
         policy_(PolicyOf(limits)),
         clock_(limits),
+        skip_missing_(skip_missing),
         index_(index) {}
 
   absl::Status Add(const ManifestRow& row);
@@ -65,6 +68,7 @@ class RowIndexer {
   const ScanLimits& limits_;
   const PathPolicy& policy_;
   const ScanClock clock_;
+  const bool skip_missing_;
   DatasetIndex::Builder* const index_;
   absl::flat_hash_map<std::string, std::string> resolved_;
   std::vector<std::optional<std::string>> classes_;
@@ -113,6 +117,12 @@ absl::Status RowIndexer::Add(const ManifestRow& row) {
         " rows, the most stokerd takes in one dataset "
         "(--max_dataset_samples)"));
   }
+  if (skip_missing_ &&
+      std::any_of(row.values.begin(), row.values.end(),
+                  [](const auto& value) { return !value.has_value(); })) {
+    index_->Skip(1);
+    return absl::OkStatus();
+  }
   if (row.path.empty() || row.path.find('\0') != std::string::npos) {
     return Bad(row, "the path is empty or holds a NUL byte");
   }
@@ -137,7 +147,8 @@ absl::Status RowIndexer::Add(const ManifestRow& row) {
     return Bad(row, absl::StrCat("'", row.path, "' is a directory"));
   }
   STOKER_RETURN_IF_ERROR(AddClass(row));
-  return index_->AddFile(directory == "/" ? "" : directory, name, row.label);
+  return index_->AddFile(directory == "/" ? "" : directory, name, row.label,
+                         row.values);
 }
 
 std::vector<std::string> RowIndexer::ClassNames() const {
@@ -147,10 +158,33 @@ std::vector<std::string> RowIndexer::ClassNames() const {
   return names;
 }
 
+// The columns a manifest's rows are read from for `schema`, and how its
+// index holds each field.
+ManifestColumns ColumnsOf(const SampleSchema& schema,
+                          std::vector<FieldStore>* stores) {
+  ManifestColumns columns;
+  if (schema.classic()) {
+    stores->push_back(FieldStore::kFile);
+    return columns;
+  }
+  columns.labels = false;
+  for (const SchemaField& field : schema.fields) {
+    if (field.image) {
+      columns.path = field.source.front();
+      stores->push_back(FieldStore::kFile);
+    } else {
+      columns.values.push_back(field.source.front());
+      stores->push_back(FieldStore::kText);
+    }
+  }
+  return columns;
+}
+
 }  // namespace
 
 absl::StatusOr<std::shared_ptr<const DatasetIndex>> IndexManifest(
-    const std::string& path, const ScanLimits& limits) {
+    const std::string& path, const ScanLimits& limits,
+    const SampleSchema& schema) {
   if (path.empty()) {
     return absl::InvalidArgumentError("dataset.manifest is empty");
   }
@@ -168,20 +202,24 @@ absl::StatusOr<std::shared_ptr<const DatasetIndex>> IndexManifest(
   STOKER_ASSIGN_OR_RETURN(
       const UniqueFd fd,
       OpenManifest(path, PolicyOf(limits), &resolved, &stamp));
-  DatasetIndex::Builder index(DatasetKind::kManifest);
+  std::vector<FieldStore> stores;
+  const ManifestColumns columns = ColumnsOf(schema, &stores);
+  DatasetIndex::Builder index(DatasetKind::kManifest, std::move(stores));
   index.AddStamp(std::move(stamp));
   const std::string base =
       std::filesystem::path(resolved).parent_path().string();
-  RowIndexer rows(path, base, limits, &index);
+  RowIndexer rows(path, base, limits, schema.skip_missing, &index);
   const RowSink sink = [&rows](const ManifestRow& row) {
     return rows.Add(row);
   };
   const std::unique_ptr<ManifestLines> lines = LinesOfFile(fd.get(), path);
-  STOKER_RETURN_IF_ERROR(csv ? ParseCsvManifest(*lines, path, sink)
-                             : ParseJsonLinesManifest(*lines, path, sink));
+  STOKER_RETURN_IF_ERROR(
+      csv ? ParseCsvManifest(*lines, path, sink, columns)
+          : ParseJsonLinesManifest(*lines, path, sink, columns));
   if (index.samples() == 0) {
     return absl::InvalidArgumentError(
-        absl::StrCat("dataset.manifest '", path, "' holds no row"));
+        absl::StrCat("dataset.manifest '", path, "' holds no row",
+                     schema.classic() ? "" : " with the job's fields"));
   }
   index.SetClassNames(rows.ClassNames());
   return index.Build();

@@ -1,4 +1,8 @@
-// The index of a manifest: a list of (path, label) rows, in dataset order.
+// The index of a manifest: a list of (path, label) rows, in dataset order;
+// or, for a job of named fields, rows of the image's path (its column
+// named by the field marked `image`) and further columns, kept as text:
+// a CSV cell's text, a JSON value's JSON text (a row without the key lacks
+// that field).
 //
 //   CSV (*.csv): a header row naming the columns "path" and "label", and
 //     optionally "class" (the label's name); other columns are ignored.
@@ -22,6 +26,7 @@
 
 #include "absl/status/statusor.h"
 #include "daemon/datasets/dataset_index.h"
+#include "daemon/datasets/sample_schema.h"
 #include "daemon/datasets/scan_limits.h"
 
 namespace stoker {
@@ -40,7 +45,8 @@ inline constexpr int64_t kMaxManifestClasses = int64_t{1} << 20;
 // PERMISSION_DENIED for a path outside the roots; RESOURCE_EXHAUSTED past
 // kMaxManifestBytes or limits.max_samples.
 absl::StatusOr<std::shared_ptr<const DatasetIndex>> IndexManifest(
-    const std::string& path, const ScanLimits& limits);
+    const std::string& path, const ScanLimits& limits,
+    const SampleSchema& schema = {});
 
 }  // namespace stoker
 

@@ -111,26 +111,67 @@ absl::Status ParseLabel(const std::string& manifest, uint64_t line,
   return absl::OkStatus();
 }
 
+// Where each wanted column is in a CSV's rows (-1: absent).
 struct Columns {
   int path = -1;
   int label = -1;
   int class_name = -1;
+  std::vector<int> values;
 };
 
+int Find(const std::vector<std::string>& header, absl::string_view name) {
+  for (size_t i = 0; i < header.size(); ++i) {
+    if (header[i] == name) return int(i);
+  }
+  return -1;
+}
+
 absl::StatusOr<Columns> ReadHeader(const std::vector<std::string>& header,
+                                   const ManifestColumns& wanted,
                                    const std::string& manifest, uint64_t line) {
   Columns columns;
-  for (size_t i = 0; i < header.size(); ++i) {
-    if (header[i] == "path") columns.path = int(i);
-    if (header[i] == "label") columns.label = int(i);
-    if (header[i] == "class") columns.class_name = int(i);
-  }
-  if (columns.path < 0 || columns.label < 0) {
+  columns.path = Find(header, wanted.path);
+  if (wanted.labels) {
+    columns.label = Find(header, "label");
+    columns.class_name = Find(header, "class");
+    if (columns.path < 0 || columns.label < 0) {
+      return Bad(manifest, line,
+                 "the header row must name the columns \"path\" and "
+                 "\"label\" (and may name \"class\")");
+    }
+  } else if (columns.path < 0) {
     return Bad(manifest, line,
-               "the header row must name the columns \"path\" and \"label\" "
-               "(and may name \"class\")");
+               absl::StrCat("the header row has no column ", Quote(wanted.path),
+                            " (the image's path)"));
+  }
+  for (const std::string& name : wanted.values) {
+    columns.values.push_back(Find(header, name));
+    if (columns.values.back() < 0) {
+      return Bad(manifest, line,
+                 absl::StrCat("the header row has no column ", Quote(name)));
+    }
   }
   return columns;
+}
+
+// A classic JSON-lines row's "label" (an integer) and optional "class".
+absl::Status ReadJsonLabel(const std::string& manifest,
+                           simdjson::dom::object& object, uint64_t line,
+                           ManifestRow* row) {
+  simdjson::dom::element label;
+  if (object["label"].get(label) != simdjson::SUCCESS) {
+    return Bad(manifest, line, "has no \"label\"");
+  }
+  if (label.get(row->label) != simdjson::SUCCESS) {
+    return Bad(manifest, line,
+               absl::StrCat("the label ", Quote(simdjson::minify(label)),
+                            " is not an integer"));
+  }
+  std::string_view class_name;
+  if (object["class"].get(class_name) == simdjson::SUCCESS) {
+    row->class_name = std::string(class_name);
+  }
+  return absl::OkStatus();
 }
 
 // A path or class name past its bound is refused naming the line (a path
@@ -151,21 +192,50 @@ absl::Status CheckNames(const ManifestRow& row, const std::string& manifest) {
   return absl::OkStatus();
 }
 
+// A CSV record's row, the record at `line` holding `fields`.
+absl::Status CsvRow(const std::vector<std::string>& fields,
+                    const Columns& columns, const std::string& manifest,
+                    uint64_t line, ManifestRow* row) {
+  int needed = std::max({columns.path, columns.label, columns.class_name}) + 1;
+  for (int value : columns.values) needed = std::max(needed, value + 1);
+  if (int(fields.size()) < needed) {
+    return Bad(manifest, line,
+               absl::StrCat("has ", fields.size(),
+                            " fields; the header needs at least ", needed));
+  }
+  row->line = line;
+  row->path = fields[columns.path];
+  row->label = 0;
+  if (columns.label >= 0) {
+    STOKER_RETURN_IF_ERROR(
+        ParseLabel(manifest, line, fields[columns.label], &row->label));
+  }
+  row->class_name.reset();
+  if (columns.class_name >= 0) row->class_name = fields[columns.class_name];
+  row->values.clear();
+  for (int value : columns.values) row->values.push_back(fields[value]);
+  return CheckNames(*row, manifest);
+}
+
 }  // namespace
 
 absl::Status ParseCsvManifest(absl::string_view text,
-                              const std::string& manifest, const RowSink& row) {
-  return ParseCsvManifest(*LinesOfText(text, manifest), manifest, row);
+                              const std::string& manifest, const RowSink& row,
+                              const ManifestColumns& columns) {
+  return ParseCsvManifest(*LinesOfText(text, manifest), manifest, row, columns);
 }
 
 absl::Status ParseJsonLinesManifest(absl::string_view text,
                                     const std::string& manifest,
-                                    const RowSink& row) {
-  return ParseJsonLinesManifest(*LinesOfText(text, manifest), manifest, row);
+                                    const RowSink& row,
+                                    const ManifestColumns& columns) {
+  return ParseJsonLinesManifest(*LinesOfText(text, manifest), manifest, row,
+                                columns);
 }
 
 absl::Status ParseCsvManifest(ManifestLines& lines, const std::string& manifest,
-                              const RowSink& sink) {
+                              const RowSink& sink,
+                              const ManifestColumns& wanted) {
   std::vector<std::string> fields;
   std::string error;
   std::optional<Columns> columns;
@@ -196,25 +266,11 @@ absl::Status ParseCsvManifest(ManifestLines& lines, const std::string& manifest,
     }
     if (fields.empty()) continue;
     if (!columns) {
-      STOKER_ASSIGN_OR_RETURN(columns, ReadHeader(fields, manifest, line));
+      STOKER_ASSIGN_OR_RETURN(columns,
+                              ReadHeader(fields, wanted, manifest, line));
       continue;
     }
-    const int needed =
-        std::max({columns->path, columns->label, columns->class_name}) + 1;
-    if (int(fields.size()) < needed) {
-      return Bad(manifest, line,
-                 absl::StrCat("has ", fields.size(),
-                              " fields; the header "
-                              "needs at least ",
-                              needed));
-    }
-    row.line = line;
-    row.path = fields[columns->path];
-    STOKER_RETURN_IF_ERROR(
-        ParseLabel(manifest, line, fields[columns->label], &row.label));
-    row.class_name.reset();
-    if (columns->class_name >= 0) row.class_name = fields[columns->class_name];
-    STOKER_RETURN_IF_ERROR(CheckNames(row, manifest));
+    STOKER_RETURN_IF_ERROR(CsvRow(fields, *columns, manifest, line, &row));
     STOKER_RETURN_IF_ERROR(sink(row));
   }
   if (!columns) return Bad(manifest, lines.line() + 1, "no header row");
@@ -223,7 +279,8 @@ absl::Status ParseCsvManifest(ManifestLines& lines, const std::string& manifest,
 
 absl::Status ParseJsonLinesManifest(ManifestLines& lines,
                                     const std::string& manifest,
-                                    const RowSink& sink) {
+                                    const RowSink& sink,
+                                    const ManifestColumns& wanted) {
   simdjson::dom::parser parser;
   ManifestRow row;
   absl::string_view content;
@@ -240,24 +297,26 @@ absl::Status ParseJsonLinesManifest(ManifestLines& lines,
                               simdjson::error_message(error)));
     }
     std::string_view path;
-    if (object["path"].get(path) != simdjson::SUCCESS) {
-      return Bad(manifest, line, "has no \"path\" string");
-    }
-    simdjson::dom::element label;
-    if (object["label"].get(label) != simdjson::SUCCESS) {
-      return Bad(manifest, line, "has no \"label\"");
-    }
-    if (label.get(row.label) != simdjson::SUCCESS) {
+    if (object[wanted.path].get(path) != simdjson::SUCCESS) {
       return Bad(manifest, line,
-                 absl::StrCat("the label ", Quote(simdjson::minify(label)),
-                              " is not an integer"));
+                 absl::StrCat("has no \"", absl::CHexEscape(wanted.path),
+                              "\" string"));
     }
     row.line = line;
     row.path = std::string(path);
+    row.label = 0;
     row.class_name.reset();
-    std::string_view class_name;
-    if (object["class"].get(class_name) == simdjson::SUCCESS) {
-      row.class_name = std::string(class_name);
+    if (wanted.labels) {
+      STOKER_RETURN_IF_ERROR(ReadJsonLabel(manifest, object, line, &row));
+    }
+    row.values.clear();
+    for (const std::string& key : wanted.values) {
+      simdjson::dom::element value;
+      if (object[key].get(value) == simdjson::SUCCESS) {
+        row.values.push_back(simdjson::minify(value));
+      } else {
+        row.values.push_back(std::nullopt);
+      }
     }
     STOKER_RETURN_IF_ERROR(CheckNames(row, manifest));
     STOKER_RETURN_IF_ERROR(sink(row));

@@ -136,7 +136,7 @@ absl::StatusOr<std::vector<std::string>> RemoteNames(
 }  // namespace
 
 absl::StatusOr<std::shared_ptr<const DatasetIndex>> IndexRemoteShards(
-    const std::vector<std::string>& patterns, const LabelSource& labels,
+    const std::vector<std::string>& patterns, const SampleSchema& schema,
     const ScanLimits& limits, const RemoteShardSource& source,
     RemoteTally* tally) {
   STOKER_ASSIGN_OR_RETURN(const std::vector<std::string> names,
@@ -150,11 +150,10 @@ absl::StatusOr<std::shared_ptr<const DatasetIndex>> IndexRemoteShards(
   ShardFetch fetch(names, source);
   tally->shards = names.size();
   STOKER_RETURN_IF_ERROR(fetch.Run(tally));
-  ShardIndexer index(limits);
+  ShardIndexer index(limits, schema);
   for (size_t i = 0; i < names.size(); ++i) {
     const Entry& entry = fetch.entries()[i];
-    STOKER_RETURN_IF_ERROR(
-        index.Add(entry->fd(), names[i], names[i], labels).status());
+    STOKER_RETURN_IF_ERROR(index.Add(entry->fd(), names[i], names[i]).status());
     index.builder().AddHeld({entry->fd(), entry});
   }
   return index.Build(names.size());

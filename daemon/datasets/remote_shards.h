@@ -62,7 +62,7 @@ struct RemoteTally {
 // ShardCache::Get (RESOURCE_EXHAUSTED when the shards do not fit the
 // cache), and those IndexTarShards gives for a shard's contents.
 absl::StatusOr<std::shared_ptr<const DatasetIndex>> IndexRemoteShards(
-    const std::vector<std::string>& patterns, const LabelSource& labels,
+    const std::vector<std::string>& patterns, const SampleSchema& schema,
     const ScanLimits& limits, const RemoteShardSource& source,
     RemoteTally* tally);
 

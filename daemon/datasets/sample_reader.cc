@@ -37,12 +37,21 @@ absl::StatusOr<int> SampleReader::Shard(uint64_t job_serial,
 }
 
 absl::StatusOr<std::span<const uint8_t>> SampleReader::Read(
-    uint64_t job_serial, const DatasetIndex& index, uint32_t sample) {
-  if (!index.in_shards()) {
+    uint64_t job_serial, const DatasetIndex& index, uint32_t sample,
+    uint32_t field) {
+  if (index.store(field) == FieldStore::kFile) {
     STOKER_RETURN_IF_ERROR(ReadFile(index.Path(sample), &buffer_, policy_));
     return std::span<const uint8_t>(buffer_);
   }
-  const MemberRange range = index.Range(sample);
+  const FieldValue value = index.Value(sample, field);
+  if (!value.present) {
+    return absl::InvalidArgumentError("the sample has no such member");
+  }
+  if (index.store(field) == FieldStore::kText) {
+    return std::span<const uint8_t>(
+        reinterpret_cast<const uint8_t*>(value.text.data()), value.text.size());
+  }
+  const MemberRange& range = value.range;
   int fd = -1;
   if (index.held()) {
     // A remote shard: the cache's copy, which never changes while held.

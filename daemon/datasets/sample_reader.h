@@ -29,13 +29,15 @@ class SampleReader {
 
   explicit SampleReader(const PathPolicy* policy) : policy_(policy) {}
 
-  // The bytes of sample `sample` of `index` (the dataset of the job
-  // numbered `job_serial`), valid until the next call. A file or member
-  // over kMaxFileBytes is INVALID_ARGUMENT; a shard rewritten since it was
-  // indexed is DATA_LOSS.
+  // The bytes of field `field` of sample `sample` of `index` (the dataset
+  // of the job numbered `job_serial`): its file, its shard member or its
+  // text; valid until the next call. A file or member over kMaxFileBytes
+  // is INVALID_ARGUMENT, and so is a field the sample lacks; a shard
+  // rewritten since it was indexed is DATA_LOSS.
   absl::StatusOr<std::span<const uint8_t>> Read(uint64_t job_serial,
                                                 const DatasetIndex& index,
-                                                uint32_t sample);
+                                                uint32_t sample,
+                                                uint32_t field = 0);
 
   // The file buffer kept between samples, and freeing it.
   size_t buffer_bytes() const { return buffer_.capacity(); }

@@ -1,35 +1,16 @@
 #include "daemon/datasets/webdataset.h"
 
-#include <array>
-
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "common/image_suffixes.h"
 #include "common/status_macros.h"
 #include "simdjson.h"
 
 namespace stoker {
 namespace {
-
-constexpr std::array<absl::string_view, 9> kImageExtensions = {
-    "jpg", "jpeg", "png", "webp", "ppm", "pgm", "bmp", "tif", "tiff"};
-
-int ImageRank(const std::string& extension) {
-  for (size_t i = 0; i < kImageExtensions.size(); ++i) {
-    if (extension == kImageExtensions[i]) return int(i);
-  }
-  return -1;
-}
-
-// (key, lower-cased extension) of a member's name.
-std::pair<std::string, std::string> Split(const std::string& name) {
-  const size_t slash = name.rfind('/');
-  const size_t dot = name.find('.', slash == std::string::npos ? 0 : slash + 1);
-  if (dot == std::string::npos) return {name, ""};
-  return {name.substr(0, dot), absl::AsciiStrToLower(name.substr(dot + 1))};
-}
 
 absl::Status Bad(const std::string& shard, const std::string& key,
                  absl::string_view what) {
@@ -140,7 +121,76 @@ class Grouper {
 }  // namespace
 
 bool IsImageExtension(const std::string& extension) {
-  return ImageRank(extension) >= 0;
+  return ImageSuffixRank(extension) >= 0;
+}
+
+std::optional<KeySuffix> SplitMemberName(const std::string& name) {
+  const size_t slash = name.rfind('/');
+  const size_t base = slash == std::string::npos ? 0 : slash + 1;
+  const size_t dot = name.find('.', base);
+  if (dot == std::string::npos) return std::nullopt;
+  if (dot == base) {
+    // A base name that starts with a dot: the key is the directory (its
+    // last segment, without a dot, is what [^.]+ takes), the suffix the
+    // rest of the base name.
+    if (slash == std::string::npos) return std::nullopt;
+    const size_t previous =
+        slash == 0 ? std::string::npos : name.rfind('/', slash - 1);
+    const size_t segment = previous == std::string::npos ? 0 : previous + 1;
+    if (name.find('.', segment) < slash) return std::nullopt;
+  }
+  return KeySuffix{name.substr(0, dot),
+                   absl::AsciiStrToLower(name.substr(dot + 1))};
+}
+
+absl::StatusOr<std::vector<FieldSample>> GroupFieldSamples(
+    const std::string& shard, const std::vector<TarMember>& members,
+    const std::vector<std::vector<std::string>>& fields, bool skip_missing,
+    uint64_t* skipped) {
+  std::vector<FieldSample> samples;
+  std::string key;
+  // The current sample's members, by suffix.
+  std::vector<std::pair<std::string, const TarMember*>> group;
+  const auto finish = [&] {
+    if (group.empty()) return;
+    FieldSample sample;
+    bool complete = true;
+    for (const std::vector<std::string>& suffixes : fields) {
+      std::optional<MemberRange> found;
+      for (const std::string& suffix : suffixes) {
+        for (const auto& [have, member] : group) {
+          if (have == suffix)
+            found = MemberRange{0, member->offset, member->size};
+        }
+        if (found) break;
+      }
+      complete = complete && found.has_value();
+      sample.members.push_back(found);
+    }
+    group.clear();
+    if (!complete && skip_missing) {
+      ++*skipped;
+    } else {
+      samples.push_back(std::move(sample));
+    }
+  };
+  for (const TarMember& m : members) {
+    std::optional<KeySuffix> split = SplitMemberName(m.name);
+    if (!split) continue;
+    if (!group.empty() && split->key != key) finish();
+    key = std::move(split->key);
+    for (const auto& [have, member] : group) {
+      if (have == split->suffix) {
+        return Bad(shard, key,
+                   absl::StrCat("has two members with the suffix '",
+                                absl::CHexEscape(have),
+                                "' (webdataset refuses them too)"));
+      }
+    }
+    group.emplace_back(std::move(split->suffix), &m);
+  }
+  finish();
+  return samples;
 }
 
 absl::StatusOr<std::vector<ShardSample>> GroupShardSamples(
@@ -152,7 +202,9 @@ absl::StatusOr<std::vector<ShardSample>> GroupShardSamples(
   Group group;
   bool open = false;
   for (const TarMember& m : members) {
-    auto [key, extension] = Split(m.name);
+    std::optional<KeySuffix> split = SplitMemberName(m.name);
+    if (!split) continue;
+    auto& [key, extension] = *split;
     if (open && key != group.key) {
       STOKER_RETURN_IF_ERROR(grouper.Finish(group, &samples));
       open = false;
@@ -161,7 +213,7 @@ absl::StatusOr<std::vector<ShardSample>> GroupShardSamples(
       group = Group{std::move(key)};
       open = true;
     }
-    const int rank = ImageRank(extension);
+    const int rank = ImageSuffixRank(extension);
     if (rank >= 0 && (group.image == nullptr || rank < group.image_rank)) {
       group.image = &m;
       group.image_rank = rank;

@@ -1,17 +1,22 @@
-// WebDataset samples from a shard's members (see tar_members.h): the
-// members that share a key (the name up to the first dot after the last
-// slash) and follow one another form a sample, as webdataset's
-// group_by_keys forms them; its image is the member whose extension (what
-// follows that dot, lower-cased) is an image one, its label the integer
-// in its "cls" member or in a field of its "json" member.
+// WebDataset samples from a shard's members (see tar_members.h), grouped as
+// webdataset's group_by_keys groups them: a member's key is its path up to
+// the first dot of its base name and its suffix the rest, lower-cased
+// (base_plus_ext); members that share a key and follow one another form a
+// sample. A classic sample's image is the member whose suffix is an image
+// extension, its label the integer in its "cls" member or in a field of its
+// "json" member; a sample of named fields takes, for each field, the first
+// of its suffixes the sample has.
 #ifndef STOKER_DAEMON_DATASETS_WEBDATASET_H_
 #define STOKER_DAEMON_DATASETS_WEBDATASET_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "daemon/datasets/dataset_index.h"  // MemberRange
+#include "daemon/datasets/sample_schema.h"  // LabelSource
 #include "daemon/datasets/tar_members.h"
 
 namespace stoker {
@@ -27,12 +32,15 @@ struct ShardSample {
 // several: jpg jpeg png webp ppm pgm bmp tif tiff.
 bool IsImageExtension(const std::string& extension);
 
-// Where a sample's label comes from: its "cls" member (an integer as
-// text), or, when `json_field` is set, that field of its "json" member (a
-// top-level name, or a JSON pointer when it starts with '/').
-struct LabelSource {
-  std::string json_field;
+// A member name's key and suffix as webdataset's base_plus_ext splits it
+// (the regular expression ^((?:.*/|)[^.]+)[.]([^/]*)$), the suffix
+// lower-cased; nullopt for a name it does not split (a base name without a
+// dot), which belongs to no sample.
+struct KeySuffix {
+  std::string key;
+  std::string suffix;
 };
+std::optional<KeySuffix> SplitMemberName(const std::string& name);
 
 // Largest "json" member read for a label.
 inline constexpr uint64_t kMaxLabelJsonBytes = 64 << 10;
@@ -46,6 +54,22 @@ inline constexpr uint64_t kMaxLabelJsonBytes = 64 << 10;
 absl::StatusOr<std::vector<ShardSample>> GroupShardSamples(
     int fd, const std::string& shard, const std::vector<TarMember>& members,
     const LabelSource& labels = {});
+
+// A sample of named fields: for each field, its member (nullopt: none).
+struct FieldSample {
+  std::vector<std::optional<MemberRange>> members;
+};
+
+// Groups `members` of `shard` into samples of `fields` (each field's
+// suffixes, in the order they are preferred), reading no member. A sample
+// without some field is left out and counted in *skipped when
+// `skip_missing`, else kept with that field absent. INVALID_ARGUMENT
+// naming the shard and the sample's key for a sample with two members of
+// one suffix (webdataset refuses them too).
+absl::StatusOr<std::vector<FieldSample>> GroupFieldSamples(
+    const std::string& shard, const std::vector<TarMember>& members,
+    const std::vector<std::vector<std::string>>& fields, bool skip_missing,
+    uint64_t* skipped);
 
 }  // namespace stoker
 

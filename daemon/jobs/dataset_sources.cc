@@ -1,20 +1,64 @@
 #include "daemon/jobs/dataset_sources.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "daemon/datasets/image_folder.h"
 #include "daemon/datasets/manifest.h"
 #include "daemon/datasets/shard_index.h"
+#include "daemon/spec/job_spec.h"
 
 namespace stoker {
 
+SampleSchema SchemaOf(const JobConfig& config) {
+  SampleSchema schema{.labels = {config.label_field},
+                      .skip_missing = config.missing == MissingField::kSkip};
+  if (!config.named_fields) return schema;
+  for (const FieldConfig& field : config.fields) {
+    schema.fields.push_back({field.source, field.role == FieldRole::kImage});
+  }
+  return schema;
+}
+
 std::string DatasetKey(const JobConfig& config, const PathPolicy& policy) {
-  // NUL cannot appear in a path, so the parts cannot run into each other.
+  // NUL cannot appear in a path or a field's source, and 1 and 2 mark the
+  // schema's parts, so the parts cannot run into each other.
   const absl::string_view nul("\0", 1);
+  const SampleSchema schema = SchemaOf(config);
+  std::string fields = schema.skip_missing ? "skip" : "error";
+  for (const SchemaField& field : schema.fields) {
+    absl::StrAppend(&fields, "\1", field.image ? "image" : "",
+                    absl::StrJoin(field.source, "\2"));
+  }
   return absl::StrCat(int(config.dataset_kind), nul, config.dataset_path, nul,
                       absl::StrJoin(config.shards, nul), nul,
-                      config.label_field, nul,
+                      config.label_field, nul, fields, nul,
                       absl::StrJoin(policy.roots(), nul));
+}
+
+absl::Status BoundFields(uint64_t cap, JobConfig* config) {
+  if (!config->named_fields) return absl::OkStatus();
+  if (config->max_field_bytes > cap) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "max_field_bytes ", config->max_field_bytes,
+        " is more than stokerd takes (its max_field_bytes setting, ", cap,
+        ")"));
+  }
+  if (config->max_field_bytes == 0) config->max_field_bytes = uint32_t(cap);
+  return absl::OkStatus();
+}
+
+absl::Status SizeFields(const DatasetIndex& index, JobConfig* config) {
+  if (!config->named_fields) return absl::OkStatus();
+  for (uint32_t f = 0; f < config->fields.size(); ++f) {
+    FieldConfig& field = config->fields[f];
+    if (field.role == FieldRole::kBytes) {
+      field.row_bytes =
+          std::min<uint64_t>(index.largest(f), config->max_field_bytes);
+    }
+  }
+  return CheckSlotBytes(*config);
 }
 
 std::string DatasetName(const JobConfig& config) {
@@ -36,9 +80,9 @@ absl::StatusOr<std::shared_ptr<const DatasetIndex>> BuildDatasetIndex(
     const JobConfig& config, const ScanLimits& limits) {
   switch (config.dataset_kind) {
     case DatasetKind::kTarShards:
-      return IndexTarShards(config.shards, {config.label_field}, limits);
+      return IndexTarShards(config.shards, SchemaOf(config), limits);
     case DatasetKind::kManifest:
-      return IndexManifest(config.dataset_path, limits);
+      return IndexManifest(config.dataset_path, limits, SchemaOf(config));
     case DatasetKind::kImageFolder:
       break;
   }

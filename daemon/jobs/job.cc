@@ -155,10 +155,7 @@ bool Job::TakeTask(SampleTask* task) {
   task->sample = Order(epoch)[position];
   task->copy = RepeatCopy(position, dataset_.samples, config_.sharding);
   task->dataset = index_.get();
-  task->image = data + layout.images_offset +
-                uint64_t{row} * config_.pipeline.BytesPerImage();
-  task->label = reinterpret_cast<int64_t*>(data + layout.labels_offset) + row;
-  task->index = reinterpret_cast<int64_t*>(data + layout.indices_offset) + row;
+  task->out = {data, &layout, row};
   ++inflight_tasks_;
   return true;
 }

@@ -38,6 +38,7 @@
 #include "daemon/jobs/delivery_policy.h"
 #include "daemon/jobs/epoch_order.h"
 #include "daemon/jobs/job_tally.h"
+#include "daemon/jobs/sample_worker.h"  // SlotRow
 #include "daemon/shm/ring.h"
 #include "daemon/spec/job_config.h"
 
@@ -51,11 +52,10 @@ struct SampleTask {
   uint32_t row = 0;
   uint32_t sample = 0;  // dataset index
   uint32_t copy = 0;    // repeated augmentation: which copy of the sample
-  // The job's index; valid until FinishTask.
+  // The job's index, and where the sample's values go; valid until
+  // FinishTask.
   const DatasetIndex* dataset = nullptr;
-  uint8_t* image = nullptr;
-  int64_t* label = nullptr;
-  int64_t* index = nullptr;
+  SlotRow out;
 };
 
 // What the workers can do for a job now (WorkerPool's scheduling).

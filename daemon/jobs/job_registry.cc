@@ -235,6 +235,8 @@ absl::StatusOr<std::shared_ptr<Job>> JobRegistry::Create(
     STOKER_RETURN_IF_ERROR(MakeRoom(config));
     absl::MutexLock lock(&mu_);
     if (closed_) return absl::UnavailableError("stokerd is shutting down");
+    STOKER_RETURN_IF_ERROR(
+        BoundFields(options_.limits.max_field_bytes, &config));
     scan.max_samples = options_.limits.max_dataset_samples;
     scan.max_entries = 2 * scan.max_samples + (uint64_t{1} << 20);
     scan.timeout = options_.limits.scan_timeout;
@@ -244,6 +246,7 @@ absl::StatusOr<std::shared_ptr<Job>> JobRegistry::Create(
       Index(&config, scan, fetch_timeout);
   config.remote = {};  // the credentials go no further than the index
   if (!dataset.ok()) return dataset.status();
+  STOKER_RETURN_IF_ERROR(SizeFields(**dataset, &config));
   const std::string id = NewJobId();
   uint64_t ticket = 0;
   {

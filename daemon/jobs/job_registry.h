@@ -57,6 +57,8 @@ struct RegistryLimits {
   uint64_t shm_budget_per_user_bytes;
   uint64_t max_dataset_samples;
   uint64_t max_index_bytes_per_user;  // 0: no limit
+  // A job's bytes fields: what one value may hold at most.
+  uint64_t max_field_bytes = uint64_t{64} << 10;
   absl::Duration scan_timeout;
   // Longest the fetch of one job's remote shards may take.
   absl::Duration fetch_timeout;

@@ -24,7 +24,7 @@ absl::StatusOr<std::shared_ptr<const DatasetIndex>> JobRegistry::IndexRemote(
   source.fetch.cancelled = limits.cancelled;
   RemoteTally tally;
   const absl::Time start = absl::Now();
-  auto index = IndexRemoteShards(config.shards, {config.label_field}, limits,
+  auto index = IndexRemoteShards(config.shards, SchemaOf(config), limits,
                                  source, &tally);
   spdlog::info(
       "remote shards for uid {} on {}: {} shards, {} from the shard cache, {} "

@@ -1,16 +1,56 @@
 #include "daemon/jobs/sample_worker.h"
 
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+
 namespace stoker {
 
-absl::Status SampleWorker::Decode(uint64_t job_serial,
-                                  const DatasetIndex& index, uint32_t sample,
-                                  const Pipeline& pipeline, uint64_t key,
-                                  uint8_t* out) {
+absl::Status SampleWorker::FillField(const JobConfig& config, size_t f,
+                                     uint64_t job_serial,
+                                     const DatasetIndex& index, uint32_t sample,
+                                     uint64_t key, const SlotRow& out) {
+  const FieldConfig& field = config.fields[f];
+  if (field.role == FieldRole::kLabel) {
+    *reinterpret_cast<int64_t*>(out.Tensor(f)) = index.label(sample);
+    return absl::OkStatus();
+  }
+  if (index.store(f) != FieldStore::kFile && !index.Value(sample, f).present) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "has no ", index.store(f) == FieldStore::kText ? "value" : "member",
+        " for field '", field.name, "' (missing=error)"));
+  }
   absl::StatusOr<std::span<const uint8_t>> bytes =
-      reader_.Read(job_serial, index, sample);
-  const absl::Status status =
-      bytes.ok() ? decoder_.ProcessBytes(*bytes, pipeline, key, out)
-                 : bytes.status();
+      reader_.Read(job_serial, index, sample, uint32_t(f));
+  if (!bytes.ok()) return bytes.status();
+  if (field.role == FieldRole::kImage) {
+    return decoder_.ProcessBytes(*bytes, config.pipeline, key, out.Tensor(f));
+  }
+  if (bytes->size() > config.max_field_bytes ||
+      bytes->size() > out.layout->tensors[f].row_bytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "field '", field.name, "' holds ", bytes->size(),
+        " bytes, more than max_field_bytes (", config.max_field_bytes, ")"));
+  }
+  if (!bytes->empty()) std::memcpy(out.Tensor(f), bytes->data(), bytes->size());
+  *out.Length(f) = int64_t(bytes->size());
+  return absl::OkStatus();
+}
+
+absl::Status SampleWorker::Fill(const JobConfig& config, uint64_t job_serial,
+                                const DatasetIndex& index, uint32_t sample,
+                                uint64_t key, const SlotRow& out) {
+  absl::Status status;
+  for (size_t f = 0; f < config.fields.size() && status.ok(); ++f) {
+    status = FillField(config, f, job_serial, index, sample, key, out);
+    if (!status.ok() && config.named_fields &&
+        config.fields[f].role == FieldRole::kImage) {
+      status = absl::Status(status.code(),
+                            absl::StrCat("field '", config.fields[f].name,
+                                         "': ", status.message()));
+    }
+  }
+  if (status.ok()) *out.Index() = sample;
   if (decoder_.TrimScratch(reader_.buffer_bytes())) reader_.FreeBuffer();
   return status;
 }

@@ -1,6 +1,7 @@
-// SampleWorker: one worker thread's way from a sample to its ring row: the
-// bytes from daemon/datasets/ (SampleReader), decoded and augmented by
-// daemon/image/ (SampleDecoder), with their buffers bounded together by
+// SampleWorker: one worker thread's way from a sample to its ring row: each
+// field's bytes from daemon/datasets/ (SampleReader); an image field decoded
+// and augmented by daemon/image/ (SampleDecoder), a bytes field copied as
+// it is, a classic label from the index; their buffers bounded together by
 // DecodeLimits::max_scratch_bytes. Not thread-safe: one per worker thread.
 #ifndef STOKER_DAEMON_JOBS_SAMPLE_WORKER_H_
 #define STOKER_DAEMON_JOBS_SAMPLE_WORKER_H_
@@ -8,29 +9,58 @@
 #include <cstdint>
 
 #include "absl/status/status.h"
+#include "common/ring_layout.h"
 #include "daemon/datasets/dataset_index.h"
 #include "daemon/datasets/sample_reader.h"
 #include "daemon/image/sample_decoder.h"
 #include "daemon/os/path_policy.h"
+#include "daemon/spec/job_config.h"
 
 namespace stoker {
+
+// Where one sample's values go: row `row` of a slot whose data starts at
+// `slot`, laid out as `layout` says (one tensor per field, then indices).
+struct SlotRow {
+  uint8_t* slot = nullptr;
+  const SlotLayout* layout = nullptr;
+  uint32_t row = 0;
+
+  uint8_t* Tensor(size_t t) const {
+    const SlotTensor& tensor = layout->tensors[t];
+    return slot + tensor.offset + uint64_t{row} * tensor.row_bytes;
+  }
+  int64_t* Length(size_t t) const {
+    return reinterpret_cast<int64_t*>(slot +
+                                      layout->tensors[t].lengths_offset) +
+           row;
+  }
+  int64_t* Index() const {
+    return reinterpret_cast<int64_t*>(slot + layout->indices_offset) + row;
+  }
+};
 
 class SampleWorker {
  public:
   SampleWorker(DecodeLimits limits, const PathPolicy* policy)
       : reader_(policy), decoder_(limits) {}
 
-  // Decodes sample `sample` of `index` (the dataset of the job numbered
-  // `job_serial`) through `pipeline` with the random parameters of `key`,
-  // writing pipeline.BytesPerImage() bytes to `out`.
-  absl::Status Decode(uint64_t job_serial, const DatasetIndex& index,
-                      uint32_t sample, const Pipeline& pipeline, uint64_t key,
-                      uint8_t* out);
+  // Fills `out` with sample `sample` of `index` (the dataset of the job
+  // numbered `job_serial`, whose config is `config`): each field in turn,
+  // an image through config.pipeline with the random parameters of `key`.
+  // A field the sample lacks, or a bytes value past max_field_bytes, fails
+  // naming the field (INVALID_ARGUMENT), as any unreadable sample does.
+  absl::Status Fill(const JobConfig& config, uint64_t job_serial,
+                    const DatasetIndex& index, uint32_t sample, uint64_t key,
+                    const SlotRow& out);
 
   // Closes the shards kept open (a worker with nothing to do).
   void CloseShards() { reader_.CloseShards(); }
 
  private:
+  absl::Status FillField(const JobConfig& config, size_t f, uint64_t job_serial,
+                         const DatasetIndex& index, uint32_t sample,
+                         uint64_t key, const SlotRow& out);
+
   SampleReader reader_;
   SampleDecoder decoder_;
 };

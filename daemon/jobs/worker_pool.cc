@@ -149,14 +149,12 @@ void WorkerPool::Process(Job& job, const SampleTask& task,
   for (int attempt = 0;; ++attempt) {
     status = identity.Use(config.owner_files);
     if (status.ok()) {
-      status = samples.Decode(
-          job.serial(), dataset, sample, config.pipeline,
+      status = samples.Fill(
+          config, job.serial(), dataset, sample,
           CopyKey(SampleKey(config.seed, task.epoch, sample), task.copy),
-          task.image);
+          task.out);
     }
     if (status.ok()) {
-      *task.label = dataset.label(sample);
-      *task.index = sample;
       samples_decoded_.fetch_add(1, std::memory_order_relaxed);
       break;
     }

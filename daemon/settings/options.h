@@ -39,6 +39,8 @@ struct DaemonOptions {
   std::string remote_ca_file;
   // The dataset indexes one user's jobs may hold (0: no limit).
   uint64_t max_index_bytes_per_user = uint64_t{2} << 30;
+  // The most bytes one sample's value of a bytes field may hold.
+  uint64_t max_field_bytes = uint64_t{64} << 10;
   // A running job with no consumer for this long is ended; an ended job is
   // forgotten this long after it ended. Zero: never.
   absl::Duration orphan_timeout = absl::Minutes(5);

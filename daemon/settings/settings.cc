@@ -90,6 +90,17 @@ absl::StatusOr<std::string> LogLevel(absl::string_view text) {
   return Invalid(text, "is not one of trace, debug, info, warn, error, off");
 }
 
+// A bytes field's bound: 1 byte to 16 MiB (a job's slot, at most 2 GiB,
+// bounds it further).
+absl::StatusOr<uint64_t> FieldBytes(absl::string_view text) {
+  auto value = ParseByteSize(text);
+  if (!value.ok()) return value.status();
+  if (*value < 1 || *value > (uint64_t{16} << 20)) {
+    return Invalid(text, "is not a size from 1 byte to 16M");
+  }
+  return *value;
+}
+
 // A row's reader: member `kMember` set to the value `kParse` reads.
 template <auto kMember, auto kParse>
 absl::Status Read(absl::string_view text, DaemonOptions* o) {
@@ -119,7 +130,7 @@ constexpr uint64_t kUint32Max = std::numeric_limits<uint32_t>::max();
 constexpr uint64_t kUint64Max = std::numeric_limits<uint64_t>::max();
 using O = DaemonOptions;
 
-const std::array<Setting, 28> kSettings = {{
+const std::array<Setting, 29> kSettings = {{
     {"socket", false,
      "the Unix socket to serve: a path, unix:PATH or unix://PATH; the ring "
      "socket is PATH.ring beside it",
@@ -188,6 +199,11 @@ const std::array<Setting, 28> kSettings = {{
      "once); 0: no limit",
      Read<&O::max_index_bytes_per_user, ParseByteSize>,
      [](const O& o) { return FormatByteSize(o.max_index_bytes_per_user); }},
+    {"max_field_bytes", true,
+     "most bytes one sample's value of a bytes field (caption, JSON, array) "
+     "may hold; a job may ask for less",
+     Read<&O::max_field_bytes, FieldBytes>,
+     [](const O& o) { return FormatByteSize(o.max_field_bytes); }},
     {"orphan_timeout", true,
      "a running job with no consumer for this long is ended and its ring "
      "freed; 0 disables",

@@ -42,6 +42,27 @@ struct SharingConfig {
   uint32_t min_consumers = 1;
 };
 
+// How a job's slots hold one field of its samples.
+enum class FieldRole {
+  kImage,  // decoded and sent through the pipeline
+  kLabel,  // a classic job's int64 label, from the dataset index
+  kBytes,  // the value passed through: variable length, at most row_bytes
+};
+
+struct FieldConfig {
+  std::string name;
+  // Shards: member suffixes, the first a sample has taken; manifests: one
+  // column. Empty for a classic job's fields.
+  std::vector<std::string> source;
+  FieldRole role = FieldRole::kBytes;
+  // kBytes: what a slot holds per sample: set when the job is created (the
+  // dataset's largest value, within max_field_bytes); 0 before.
+  uint64_t row_bytes = 0;
+};
+
+// A classic job's fields: "images" and "labels".
+std::vector<FieldConfig> ClassicFields();
+
 struct JobConfig {
   std::string name;
   // The dataset: an ImageFolder root or a manifest file (dataset_path), or
@@ -50,6 +71,14 @@ struct JobConfig {
   std::string dataset_path;
   std::vector<std::string> shards;
   std::string label_field;  // shards: the json field; empty: cls
+  // What each sample carries, in the order of a batch's tensors: a classic
+  // job's images and labels, or the fields the spec named (named_fields).
+  std::vector<FieldConfig> fields = ClassicFields();
+  bool named_fields = false;
+  MissingField missing = MissingField::kError;
+  // kBytes fields: the most one value may hold; 0 until the registry
+  // applies the daemon's max_field_bytes (JobRegistry::Create).
+  uint32_t max_field_bytes = 0;
   // Remote shards: how to reach them, the trainer's credentials included.
   // Used while the job is created, then cleared (JobRegistry::Create); never
   // part of the effective spec.
@@ -89,8 +118,10 @@ struct JobAccess {
   std::optional<gid_t> group;
 };
 
-// The ring a job of this config reserves.
+// The ring a job of this config reserves: one tensor per field (an image
+// field's size is the pipeline's output), then the indices.
 RingGeometry RingGeometryFor(const JobConfig& config);
+SlotLayout SlotLayoutFor(const JobConfig& config);
 
 }  // namespace stoker
 

@@ -6,6 +6,7 @@
 #include "common/ring_layout.h"
 #include "common/status_macros.h"
 #include "common/vocabulary_wire.h"
+#include "daemon/spec/fields_proto.h"
 #include "daemon/spec/pipeline_proto.h"
 
 namespace stoker {
@@ -146,6 +147,15 @@ absl::StatusOr<Sharding> ParseSharding(const v1::JobSpec& spec) {
 
 }  // namespace
 
+absl::Status CheckSlotBytes(const JobConfig& config) {
+  const uint64_t slot_bytes = SlotLayoutFor(config).slot_bytes;
+  if (slot_bytes <= kMaxSlotBytes) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "batch_size x (image size x 3 x dtype size",
+      config.named_fields ? " + each bytes field's largest value" : "", ") = ",
+      slot_bytes, " bytes per slot, above the limit of ", kMaxSlotBytes));
+}
+
 absl::StatusOr<JobConfig> ValidateJobSpec(const v1::JobSpec& spec) {
   JobConfig config;
   STOKER_RETURN_IF_ERROR(ParseDataset(spec.dataset(), &config));
@@ -164,14 +174,8 @@ absl::StatusOr<JobConfig> ValidateJobSpec(const v1::JobSpec& spec) {
   auto pipeline = ParsePipeline(spec);
   if (!pipeline.ok()) return pipeline.status();
   config.pipeline = *pipeline;
-  const uint64_t slot_bytes =
-      ComputeSlotLayout(config.batch_size, config.pipeline.BytesPerImage())
-          .slot_bytes;
-  if (slot_bytes > kMaxSlotBytes) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("batch_size x image size x 3 x dtype size = ", slot_bytes,
-                     " bytes per slot, above the limit of ", kMaxSlotBytes));
-  }
+  STOKER_RETURN_IF_ERROR(ParseFields(spec, &config));
+  STOKER_RETURN_IF_ERROR(CheckSlotBytes(config));
   auto on_error = ParseOnError(spec.on_error());
   if (!on_error.ok()) return on_error.status();
   config.on_error = *on_error;
@@ -217,6 +221,7 @@ v1::JobSpec EffectiveSpec(const JobConfig& config) {
   spec.set_batch_size(config.batch_size);
   spec.set_slots(config.slots);
   PipelineToProto(config.pipeline, &spec);
+  FieldsToProto(config, &spec);
   spec.set_seed(config.seed);
   spec.set_shuffle(config.shuffle);
   spec.set_drop_last(config.drop_last);

@@ -28,6 +28,9 @@ inline constexpr uint32_t kMaxWeight = 100;
 // The dataset itself is not looked at here (see ScanImageFolder).
 absl::StatusOr<JobConfig> ValidateJobSpec(const v1::JobSpec& spec);
 
+// INVALID_ARGUMENT when one slot of the job would pass kMaxSlotBytes.
+absl::Status CheckSlotBytes(const JobConfig& config);
+
 // The spec as the daemon applies it (defaults filled in), for Job replies.
 v1::JobSpec EffectiveSpec(const JobConfig& config);
 

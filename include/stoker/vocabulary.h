@@ -49,6 +49,19 @@ enum class DatasetKind {
   kManifest,     // a CSV or JSON-lines file of (path, label) rows
 };
 
+// What the daemon does with a sample field's value (JobSpec::fields).
+enum class FieldKind {
+  kAuto,   // an image suffix, or a manifest's "path" column: kImage; else kBytes
+  kImage,  // decoded and sent through the pipeline: a tensor like images
+  kBytes,  // passed through unparsed: variable-length bytes per sample
+};
+
+// What happens to a sample that lacks one of a job's fields.
+enum class MissingField {
+  kError,  // it fails when read, naming the field, through on_error
+  kSkip,   // it is left out of the dataset (counts stay exact)
+};
+
 // A failed job stays until deleted, with its error; a deleted one is gone
 // (its consumers are told why).
 enum class JobState { kRunning, kFinished, kFailed };

@@ -16,7 +16,7 @@ from typing import Any, Optional
 
 from stoker import errors
 
-ABI_VERSION = 2
+ABI_VERSION = 3
 _SONAME = "libstoker.so.1"
 
 # The header's stoker_status codes this package names (the rest are the
@@ -28,6 +28,10 @@ STATUS_NEXT_TIMED_OUT = 100
 DTYPE_UINT8 = 0
 DTYPE_FLOAT32 = 1
 DTYPE_FLOAT16 = 2
+DTYPE_INT64 = 3
+FIELD_IMAGE = 0
+FIELD_INT64 = 1
+FIELD_BYTES = 2
 LAYOUT_NHWC = 0
 LAYOUT_NCHW = 1
 
@@ -74,6 +78,23 @@ class BatchInfo(_Sized):
         ("slot", ctypes.c_uint32),
         ("epoch", ctypes.c_uint64),
         ("index", ctypes.c_uint64),
+        ("field_count", ctypes.c_uint32),
+    ]
+
+
+class FieldInfo(_Sized):
+    _fields_ = [
+        ("struct_size", ctypes.c_uint32),
+        ("name", ctypes.c_char_p),
+        ("kind", ctypes.c_int32),
+        ("dtype", ctypes.c_int32),
+        ("layout", ctypes.c_int32),
+        ("rank", ctypes.c_int32),
+        ("shape", ctypes.c_int64 * 4),
+        ("data", ctypes.c_void_p),
+        ("bytes", ctypes.c_uint64),
+        ("lengths", ctypes.c_void_p),
+        ("row_stride", ctypes.c_uint64),
     ]
 
 
@@ -104,6 +125,8 @@ _SIGNATURES = {
                                    ctypes.POINTER(BatchInfo)]),
     "stoker_batch_check_intact": (ctypes.c_int, [_P]),
     "stoker_batch_release": (None, [_P]),
+    "stoker_batch_field": (ctypes.c_int, [_P, ctypes.c_uint32,
+                                          ctypes.POINTER(FieldInfo)]),
     "stoker_cuda_available": (ctypes.c_int, []),
     "stoker_cuda_copier_create": (ctypes.c_int, [_P, ctypes.c_int, ctypes.POINTER(_P)]),
     "stoker_cuda_copier_pinned": (ctypes.c_int, [_P]),

@@ -44,7 +44,21 @@ int main(void) {
   MEMBER(stoker_batch_info, size, 0);
   MEMBER(stoker_batch_info, slot, 0);
   MEMBER(stoker_batch_info, epoch, 0);
-  MEMBER(stoker_batch_info, index, 1);
+  MEMBER(stoker_batch_info, index, 0);
+  MEMBER(stoker_batch_info, field_count, 1);
+  printf("  }},\n  \"FieldInfo\": {\"size\": %zu, \"members\": {\n",
+         sizeof(stoker_field_info));
+  MEMBER(stoker_field_info, struct_size, 0);
+  MEMBER(stoker_field_info, name, 0);
+  MEMBER(stoker_field_info, kind, 0);
+  MEMBER(stoker_field_info, dtype, 0);
+  MEMBER(stoker_field_info, layout, 0);
+  MEMBER(stoker_field_info, rank, 0);
+  MEMBER(stoker_field_info, shape, 0);
+  MEMBER(stoker_field_info, data, 0);
+  MEMBER(stoker_field_info, bytes, 0);
+  MEMBER(stoker_field_info, lengths, 0);
+  MEMBER(stoker_field_info, row_stride, 1);
   printf("  }}\n},\n\"constants\": {\n");
   CONSTANT(STOKER_C_ABI_VERSION, 0);
   CONSTANT(STOKER_STATUS_OK, 0);
@@ -68,6 +82,10 @@ int main(void) {
   CONSTANT(STOKER_DTYPE_UINT8, 0);
   CONSTANT(STOKER_DTYPE_FLOAT32, 0);
   CONSTANT(STOKER_DTYPE_FLOAT16, 0);
+  CONSTANT(STOKER_DTYPE_INT64, 0);
+  CONSTANT(STOKER_FIELD_IMAGE, 0);
+  CONSTANT(STOKER_FIELD_INT64, 0);
+  CONSTANT(STOKER_FIELD_BYTES, 0);
   CONSTANT(STOKER_LAYOUT_NHWC, 0);
   CONSTANT(STOKER_LAYOUT_NCHW, 1);
   printf("}\n}\n");

@@ -22,7 +22,8 @@ def header():
                                      text=True).stdout)
 
 
-@pytest.mark.parametrize("name", ["ConsumerOptions", "InputStats", "BatchInfo"])
+@pytest.mark.parametrize("name", ["ConsumerOptions", "InputStats", "BatchInfo",
+                                  "FieldInfo"])
 def test_structures_match_the_header(header, name):
     structure = getattr(_native, name)
     c = header["structs"][name]
@@ -40,7 +41,8 @@ def test_constants_match_the_header(header):
     constants = header["constants"]
     assert _native.ABI_VERSION == constants["STOKER_C_ABI_VERSION"]
     named = {"STATUS_OK", "STATUS_NEXT_TIMED_OUT", "DTYPE_UINT8",
-             "DTYPE_FLOAT32", "DTYPE_FLOAT16", "LAYOUT_NHWC", "LAYOUT_NCHW"}
+             "DTYPE_FLOAT32", "DTYPE_FLOAT16", "DTYPE_INT64", "FIELD_IMAGE",
+             "FIELD_INT64", "FIELD_BYTES", "LAYOUT_NHWC", "LAYOUT_NCHW"}
     for name in named:
         assert getattr(_native, name) == constants["STOKER_" + name], name
     # The gRPC codes: errors names each, and maps each to its class.

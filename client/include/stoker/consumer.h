@@ -38,6 +38,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "stoker/types.h"
@@ -80,14 +81,45 @@ class STOKER_API Batch {
     size_t bytes = 0;
   };
   ImageTensor image_tensor() const;
-  // Typed views; empty unless the job's dtype is the one asked for.
+  // Typed views; empty unless the job's dtype is the one asked for. In a
+  // job of named fields, its image field.
   TensorView<uint8_t> images() const;
   TensorView<float> images_f32() const;
   TensorView<uint16_t> images_f16() const;  // IEEE half bit patterns
-  // [size] class index of each row.
-  std::span<const int64_t> labels() const { return {labels_, size_}; }
+  // [size] class index of each row; empty in a job of named fields.
+  std::span<const int64_t> labels() const {
+    if (labels_ == nullptr) return {};
+    return {labels_, size_};
+  }
   // [size] dataset index of each row (see JobInfo::num_samples).
   std::span<const int64_t> indices() const { return {indices_, size_}; }
+
+  // One field of the batch, in shared memory like the rest: a tensor of
+  // images, an int64 per sample (a classic job's labels), or a bytes value
+  // per sample (a caption, a JSON object, an array: what the shard member
+  // or manifest column held, unparsed).
+  struct Field {
+    enum class Kind { kImage, kInt64, kBytes };
+    std::string name;
+    Kind kind = Kind::kBytes;
+    ImageTensor image;                // kImage
+    std::span<const int64_t> int64s;  // kInt64: [size]
+    // kBytes: sample i's value is lengths[i] bytes at rows + i * row_stride
+    // (value(i); never past its row, even in a slot reclaimed under it).
+    const uint8_t* rows = nullptr;
+    uint64_t row_stride = 0;
+    std::span<const int64_t> lengths;
+    std::string_view value(size_t i) const {
+      const uint64_t length = static_cast<uint64_t>(lengths[i]);
+      return {reinterpret_cast<const char*>(rows + i * row_stride),
+              static_cast<size_t>(length < row_stride ? length : row_stride)};
+    }
+  };
+  // Every field, in the job's order: a classic job's "images" and "labels",
+  // or the fields its spec named (JobSpec::fields).
+  const std::vector<Field>& fields() const { return fields_; }
+  // The field named `name`; nullptr if the job has none of that name.
+  const Field* field(std::string_view name) const;
 
   // Confirms the batch: OK means it is this consumer's for good (the daemon
   // never gives it to another consumer, even if this process stops now)
@@ -114,6 +146,7 @@ class STOKER_API Batch {
   ImageTensor image_;
   const int64_t* labels_ = nullptr;
   const int64_t* indices_ = nullptr;
+  std::vector<Field> fields_;
 };
 
 struct ConsumerOptions {

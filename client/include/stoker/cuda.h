@@ -51,8 +51,9 @@ class STOKER_API CudaCopier {
   CudaCopier& operator=(const CudaCopier&) = delete;
 
   // Enqueues on `stream` the copy of the batch's images
-  // (image_tensor().bytes bytes) to `device_images` and, unless null, of its
-  // labels (size() x int64) to `device_labels`. Returns at once; the batch is
+  // (image_tensor().bytes bytes; a job of named fields: its image field) to
+  // `device_images` and, unless null, of its labels (size() x int64; none
+  // in a job of named fields) to `device_labels`. Returns at once; the batch is
   // confirmed (Batch::CheckIntact) and released after the copy completes. A
   // batch whose lease the daemon already took back is refused with its
   // reason; one taken back during the copy makes the next CopyAsync() or

@@ -49,9 +49,11 @@ typedef struct stoker_consumer stoker_consumer;
 typedef struct stoker_batch stoker_batch;
 typedef struct stoker_cuda_copier stoker_cuda_copier;
 
-/* Bumped when a function or struct of this header changes incompatibly
- * (2: the struct_size fields). */
-#define STOKER_C_ABI_VERSION 2
+/* Bumped when this header changes: 2, the struct_size fields (an
+ * incompatible change, and the SONAME libstoker.so.1 with it); 3, named
+ * fields (stoker_batch_info.field_count and stoker_batch_field, an addition
+ * that callers of version 2 do not see). */
+#define STOKER_C_ABI_VERSION 3
 
 /* Status codes: the gRPC/absl codes, plus STOKER_STATUS_NEXT_TIMED_OUT.
  * Functions return them as int. */
@@ -79,11 +81,13 @@ typedef enum stoker_status {
   STOKER_STATUS_NEXT_TIMED_OUT = 100
 } stoker_status;
 
-/* The element type and layout of a batch's images (stoker_batch_info). */
+/* The element type of a batch's images (stoker_batch_info), or of one of
+ * its fields (stoker_field_info: INT64 for labels). */
 typedef enum stoker_dtype {
   STOKER_DTYPE_UINT8 = 0,
   STOKER_DTYPE_FLOAT32 = 1,
-  STOKER_DTYPE_FLOAT16 = 2
+  STOKER_DTYPE_FLOAT16 = 2,
+  STOKER_DTYPE_INT64 = 3
 } stoker_dtype;
 
 typedef enum stoker_layout {
@@ -163,6 +167,9 @@ typedef struct stoker_batch_info {
   uint32_t slot;
   uint64_t epoch;
   uint64_t index; /* batch index within the epoch */
+  /* ABI 3: the batch's fields (stoker_batch_field): a classic job's images
+   * and labels, or the fields its spec named. */
+  uint32_t field_count;
 } stoker_batch_info;
 
 /* The name of STOKER_STATUS_NEXT_TIMED_OUT in ABI version 1. */
@@ -180,6 +187,35 @@ STOKER_API int stoker_next(stoker_consumer* consumer, int64_t timeout_ms,
 STOKER_API int stoker_batch_check_intact(const stoker_batch* batch);
 /* Gives the slot back and frees the handle; from any thread. */
 STOKER_API void stoker_batch_release(stoker_batch* batch);
+
+/* One field of a batch (see stoker::Batch::Field). Pointers stay valid
+ * while the batch is held. */
+typedef enum stoker_field_kind {
+  STOKER_FIELD_IMAGE = 0, /* dtype, layout, shape and bytes at data */
+  STOKER_FIELD_INT64 = 1, /* size int64 values at data (labels) */
+  STOKER_FIELD_BYTES = 2  /* a value per sample: lengths[i] bytes at
+                             data + i * row_stride (a caption, a JSON object,
+                             an array: the member or column as it was) */
+} stoker_field_kind;
+
+typedef struct stoker_field_info {
+  uint32_t struct_size; /* set by the caller: sizeof(stoker_field_info) */
+  const char* name;
+  int32_t kind;   /* a stoker_field_kind */
+  int32_t dtype;  /* a stoker_dtype (UINT8 for bytes) */
+  int32_t layout; /* images: a stoker_layout */
+  int32_t rank;   /* of shape: 4 images, 1 int64, 2 bytes ([size, row]) */
+  int64_t shape[4];
+  const void* data;
+  uint64_t bytes;         /* at data */
+  const int64_t* lengths; /* bytes: [size] */
+  uint64_t row_stride;    /* bytes */
+} stoker_field_info;
+
+/* Field `index` (< stoker_batch_info.field_count) of `batch`, in the job's
+ * order; INVALID_ARGUMENT past the last one. */
+STOKER_API int stoker_batch_field(const stoker_batch* batch, uint32_t index,
+                                  stoker_field_info* out);
 
 /* GPU copies (see stoker::CudaCopier). `stream` is a cudaStream_t (NULL:
  * the legacy default stream). stoker_cuda_copy_async takes over `batch`

@@ -8,6 +8,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
@@ -43,6 +44,23 @@ struct Sharing {
   // (trainers started a little apart all begin at the first batch).
   uint32_t min_consumers = 1;
 };
+
+// One named field of every sample (JobSpec::fields): where its value comes
+// from and what the daemon does with it. See SampleFieldOf for webdataset's
+// "jpg;png" form.
+struct SampleField {
+  std::string name;  // its name in a Batch (Batch::field)
+  // Tar shards: member suffixes ("jpg", "seg.png"), the first one a sample
+  // has taken; manifests: one column (CSV) or key (JSON lines).
+  std::vector<std::string> source;
+  // kAuto: an image suffix or a manifest's "path" column is an image
+  // (decoded through the pipeline), anything else bytes (passed through).
+  FieldKind kind = FieldKind::kAuto;
+};
+
+// The field webdataset's to_tuple("jpg;png") names: `spec` split at ';',
+// named `spec`.
+STOKER_API SampleField SampleFieldOf(std::string_view spec);
 
 // What a trainer asks for. Defaults give a 224x224 ImageNet-style stream.
 struct JobSpec {
@@ -104,6 +122,17 @@ struct JobSpec {
   // Repeated augmentation (the classification recipe's RASampler): each
   // sample k times per epoch, each copy its own augmentation; 0 or 1: off.
   uint32_t repeated_augmentations = 0;
+  // Named fields instead of (images, labels), shards and manifests only:
+  // each batch holds one field per entry, in this order (Batch::fields),
+  // exactly one of them an image; e.g. {SampleFieldOf("jpg;png"),
+  // SampleFieldOf("txt"), SampleFieldOf("json")} for img2dataset shards.
+  std::vector<SampleField> fields;
+  // A sample without one of the fields fails when read (through on_error),
+  // or is left out of the dataset (kSkip).
+  MissingField missing = MissingField::kError;
+  // Bytes fields: the most one value may hold (0: the daemon's bound,
+  // 64 KiB unless its max_field_bytes setting says otherwise).
+  uint32_t max_field_bytes = 0;
 };
 
 struct JobInfo {
@@ -120,6 +149,8 @@ struct JobInfo {
   DatasetKind dataset_kind = DatasetKind::kImageFolder;
   uint64_t num_shards = 0;   // tar shards, after brace expansion
   uint64_t index_bytes = 0;  // the dataset index, shared by its jobs
+  // Samples left out because they lacked a field (MissingField::kSkip).
+  uint64_t samples_skipped = 0;
 };
 
 struct SampleError {
