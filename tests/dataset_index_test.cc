@@ -277,6 +277,75 @@ TEST(DatasetIndex, ShardSamplesCostTwentyBytesAndWideLabelsEight) {
                                     std::to_string(1536 + 2048 * 7));
 }
 
+// A manifest of named fields: the image's column (a file) and further
+// columns kept as text, a JSON-lines row without a key lacking that field
+// (kept, or left out and counted).
+TEST(IndexManifest, FieldsKeepTextColumnsAndTheirLargest) {
+  testdata::TempDir dir("stoker-manifest");
+  const std::string root = dir.path();
+  Write(root + "/img/a.jpg", "x");
+  Write(root + "/img/b.jpg", "x");
+  Write(root + "/pairs.csv",
+        "caption,path,ignored\n\"a, \"\"cat\"\"\",img/a.jpg,1\n,img/b.jpg,2\n");
+  SampleSchema schema;
+  schema.fields = {{{"path"}, true}, {{"caption"}, false}};
+  auto csv = IndexManifest(root + "/pairs.csv", {}, schema);
+  ASSERT_TRUE(csv.ok()) << csv.status();
+  ASSERT_EQ((*csv)->fields(), 2u);
+  EXPECT_EQ((*csv)->store(0), FieldStore::kFile);
+  EXPECT_EQ((*csv)->Path(1), root + "/img/b.jpg");
+  EXPECT_EQ((*csv)->Value(0, 1).text, "a, \"cat\"");
+  EXPECT_TRUE((*csv)->Value(1, 1).present);  // an empty cell is a value
+  EXPECT_EQ((*csv)->Value(1, 1).text, "");
+  EXPECT_EQ((*csv)->largest(1), 8u);
+  Write(root + "/pairs.jsonl",
+        "{\"path\": \"img/a.jpg\", \"meta\": {\"w\": [1, 2]}}\n"
+        "{\"path\": \"img/b.jpg\"}\n");
+  schema.fields[1].source = {"meta"};
+  auto kept = IndexManifest(root + "/pairs.jsonl", {}, schema);
+  ASSERT_TRUE(kept.ok()) << kept.status();
+  ASSERT_EQ((*kept)->size(), 2u);
+  EXPECT_EQ((*kept)->Value(0, 1).text, "{\"w\":[1,2]}");
+  EXPECT_FALSE((*kept)->Value(1, 1).present);
+  schema.skip_missing = true;
+  auto skipped = IndexManifest(root + "/pairs.jsonl", {}, schema);
+  ASSERT_TRUE(skipped.ok()) << skipped.status();
+  EXPECT_EQ((*skipped)->size(), 1u);
+  EXPECT_EQ((*skipped)->skipped(), 1u);
+  auto none = IndexManifest(root + "/pairs.csv", {},
+                            {.fields = {{{"path"}, true}, {{"text"}, false}}});
+  EXPECT_NE(none.status().message().find("the header row has no column "
+                                         "'text'"),
+            std::string::npos)
+      << none.status();
+}
+
+TEST(DatasetIndex, EachFurtherShardFieldCostsTwelveBytes) {
+  DatasetIndex::Builder builder(
+      DatasetKind::kTarShards,
+      {FieldStore::kMember, FieldStore::kMember, FieldStore::kMember});
+  const uint32_t shard = builder.AddShard("/data/pairs-000000.tar");
+  constexpr int kSamples = 100000;
+  for (int i = 0; i < kSamples; ++i) {
+    const uint64_t at = 3072 * uint64_t(i);
+    builder.AddMembers(shard, {MemberRange{0, at + 512, 2000},
+                               MemberRange{0, at + 2560, uint64_t(i % 90)},
+                               i % 7 ? std::optional<MemberRange>{MemberRange{
+                                           0, uint64_t{1} << 40, 5}}
+                                     : std::nullopt});
+  }
+  auto index = builder.Build();
+  ASSERT_EQ(index->size(), uint32_t(kSamples));
+  // A shard number, a label and 12 bytes per field.
+  EXPECT_LT(double(index->MemoryBytes()) / index->size(), 4 + 4 + 3 * 12.1);
+  EXPECT_EQ(index->Value(7, 1).range.offset, 3072 * 7u + 2560);
+  EXPECT_EQ(index->Value(7, 1).range.size, 7u);
+  EXPECT_FALSE(index->Value(7, 2).present);
+  EXPECT_EQ(index->Value(8, 2).range.offset, uint64_t{1} << 40);
+  EXPECT_EQ(index->largest(0), 2000u);
+  EXPECT_EQ(index->largest(1), 89u);
+}
+
 TEST(DatasetCache, SharesWhileUnchangedAndRebuildsAfterAChange) {
   testdata::TempDir dir("stoker-cache");
   const std::string root = dir.path();

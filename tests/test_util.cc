@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 #include <thread>
 
@@ -196,6 +197,30 @@ ProbeLog ReadProbeLog(const std::string& path) {
     }
   }
   return log;
+}
+
+std::string WriteTarShard(
+    const std::string& dir, const std::string& name,
+    const std::vector<std::pair<std::string, std::string>>& members) {
+  const std::string script = dir + "/" + name + ".py";
+  const std::string path = dir + "/" + name + ".tar";
+  std::ofstream py(script);
+  py << "import io, tarfile\n"
+     << "t = tarfile.open('" << path << "', 'w')\n";
+  for (const auto& [member, content] : members) {
+    py << "data = bytes.fromhex('";
+    for (unsigned char c : content) {
+      static const char* kHex = "0123456789abcdef";
+      py << kHex[c >> 4] << kHex[c & 15];
+    }
+    py << "')\ninfo = tarfile.TarInfo('" << member << "')\n"
+       << "info.size = len(data)\n"
+       << "t.addfile(info, io.BytesIO(data))\n";
+  }
+  py << "t.close()\n";
+  py.close();
+  EXPECT_EQ(std::system(("python3 " + script).c_str()), 0);
+  return path;
 }
 
 std::vector<uint8_t> FileBytes(const std::string& path) {

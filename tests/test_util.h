@@ -26,6 +26,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "bench/support/dataset_gen.h"
@@ -88,6 +89,13 @@ RgbImage ReferenceDecode(const std::string& path);
 RgbImage ReferenceResize(const RgbImage& image, int width, int height);
 
 double MeanAbsDiff(const uint8_t* a, const uint8_t* b, size_t n);
+
+// A tar shard `dir`/`name`.tar holding these (name, bytes) members in this
+// order, written by Python's tarfile (as webdataset's TarWriter writes
+// shards); its path.
+std::string WriteTarShard(
+    const std::string& dir, const std::string& name,
+    const std::vector<std::pair<std::string, std::string>>& members);
 
 // The bytes of the file at `path` (empty if it cannot be read).
 std::vector<uint8_t> FileBytes(const std::string& path);

@@ -11,35 +11,16 @@
 
 #include "bench/support/process.h"
 #include "gtest/gtest.h"
+#include "tests/test_util.h"
 
 namespace stoker {
 namespace {
 
 using Members = std::vector<std::pair<std::string, std::string>>;
 
-// A shard with these members in this order, written by Python's tarfile
-// (as webdataset's TarWriter writes shards).
 std::string WriteShard(const testdata::TempDir& dir, const std::string& name,
                        const Members& members) {
-  const std::string script = dir.path() + "/" + name + ".py";
-  const std::string path = dir.path() + "/" + name + ".tar";
-  std::ofstream py(script);
-  py << "import io, tarfile\n"
-     << "t = tarfile.open('" << path << "', 'w')\n";
-  for (const auto& [member, content] : members) {
-    py << "data = bytes.fromhex('";
-    for (unsigned char c : content) {
-      static const char* kHex = "0123456789abcdef";
-      py << kHex[c >> 4] << kHex[c & 15];
-    }
-    py << "')\ninfo = tarfile.TarInfo('" << member << "')\n"
-       << "info.size = len(data)\n"
-       << "t.addfile(info, io.BytesIO(data))\n";
-  }
-  py << "t.close()\n";
-  py.close();
-  EXPECT_EQ(std::system(("python3 " + script).c_str()), 0);
-  return path;
+  return testing::WriteTarShard(dir.path(), name, members);
 }
 
 absl::StatusOr<std::vector<ShardSample>> Group(const std::string& path) {
@@ -113,6 +94,117 @@ TEST(GroupShardSamples, ASampleWithoutImageOrLabelIsNamed) {
         << samples.status();
     EXPECT_NE(samples.status().message().find(path), std::string::npos);
   }
+}
+
+// Member names split as webdataset's own expression splits them: each
+// name's (key, suffix), or none, from Python's re beside SplitMemberName's.
+TEST(SplitMemberName, SplitsAsWebdatasetsBasePlusExt) {
+  testdata::TempDir dir("stoker-wds");
+  const std::vector<std::string> names = {"000000001.jpg",
+                                          "000000001.JPG",
+                                          "dir/k.seg.png",
+                                          "a.b/c.jpg",
+                                          "a.b/c",
+                                          "README",
+                                          "k.",
+                                          ".hidden",
+                                          "x/.hidden.jpg",
+                                          "a/x/.h.jpg",
+                                          "a/b.c/.h",
+                                          "a.b/c/.h",
+                                          "/.h",
+                                          "x/.",
+                                          "k.tar.gz",
+                                          "d/e/f.TXT"};
+  const std::string script = dir.path() + "/split.py";
+  std::ofstream py(script);
+  py << "import json, re, sys\n"
+     << "r = re.compile(r'^((?:.*/|)[^.]+)[.]([^/]*)$')\n"
+     << "for name in sys.stdin.read().split('\\n'):\n"
+     << "    m = r.match(name)\n"
+     << "    print(json.dumps([m.group(1), m.group(2).lower()] if m else "
+        "None))\n";
+  py.close();
+  std::string input;
+  for (size_t i = 0; i < names.size(); ++i) {
+    input += (i ? "\n" : "") + names[i];
+  }
+  std::ofstream(dir.path() + "/names") << input;
+  const std::string out = dir.path() + "/split.out";
+  ASSERT_EQ(
+      std::system(("python3 " + script + " < " + dir.path() + "/names > " + out)
+                      .c_str()),
+      0);
+  std::ifstream lines(out);
+  for (const std::string& name : names) {
+    std::string want;
+    ASSERT_TRUE(std::getline(lines, want)) << name;
+    const std::optional<KeySuffix> got = SplitMemberName(name);
+    const std::string mine =
+        got ? "[\"" + got->key + "\", \"" + got->suffix + "\"]" : "null";
+    EXPECT_EQ(mine, want) << name;
+  }
+}
+
+std::vector<TarMember> MembersOf(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  EXPECT_GE(fd, 0) << path;
+  auto members = ReadTarMembers(fd, path);
+  ::close(fd);
+  EXPECT_TRUE(members.ok()) << members.status();
+  return members.ok() ? *members : std::vector<TarMember>{};
+}
+
+TEST(GroupFieldSamples, TakesTheFirstSuffixPresentOfEachField) {
+  testdata::TempDir dir("stoker-wds");
+  const std::string path = WriteShard(dir, "fields",
+                                      {{"000000000.png", "png zero"},
+                                       {"000000000.jpg", "jpg zero"},
+                                       {"000000000.txt", "caption zero"},
+                                       {"000000001.seg.png", "not a png"},
+                                       {"000000001.txt", "caption one"},
+                                       {"000000002.PNG", "png two"},
+                                       {"000000002.json", "{}"},
+                                       {"NOTES", "in no sample"},
+                                       {"000000003.webp", "webp three"},
+                                       {"000000003.txt", "caption three"}});
+  const std::vector<std::vector<std::string>> fields = {{"jpg", "png", "webp"},
+                                                        {"txt"}};
+  const std::vector<TarMember> members = MembersOf(path);
+  uint64_t skipped = 0;
+  auto kept = GroupFieldSamples(path, members, fields, false, &skipped);
+  ASSERT_TRUE(kept.ok()) << kept.status();
+  ASSERT_EQ(kept->size(), 4u);
+  EXPECT_EQ(skipped, 0u);
+  const auto bytes = [&](const std::optional<MemberRange>& m) {
+    return m ? BytesAt(path, {"", m->offset, m->size, 0}) : "(none)";
+  };
+  EXPECT_EQ(bytes((*kept)[0].members[0]), "jpg zero");  // jpg before png
+  EXPECT_EQ(bytes((*kept)[0].members[1]), "caption zero");
+  EXPECT_EQ(bytes((*kept)[1].members[0]), "(none)");   // seg.png is not png
+  EXPECT_EQ(bytes((*kept)[2].members[0]), "png two");  // suffixes lower-cased
+  EXPECT_EQ(bytes((*kept)[2].members[1]), "(none)");
+  EXPECT_EQ(bytes((*kept)[3].members[0]), "webp three");
+  auto complete = GroupFieldSamples(path, members, fields, true, &skipped);
+  ASSERT_TRUE(complete.ok()) << complete.status();
+  ASSERT_EQ(complete->size(), 2u);
+  EXPECT_EQ(skipped, 2u);
+  EXPECT_EQ(bytes((*complete)[1].members[1]), "caption three");
+}
+
+TEST(GroupFieldSamples, TwoMembersOfOneSuffixAreRefusedNamingTheSample) {
+  testdata::TempDir dir("stoker-wds");
+  const std::string path = WriteShard(
+      dir, "twice", {{"k1.jpg", "x"}, {"k1.txt", "a"}, {"k1.TXT", "b"}});
+  uint64_t skipped = 0;
+  auto samples =
+      GroupFieldSamples(path, MembersOf(path), {{"jpg"}}, false, &skipped);
+  ASSERT_FALSE(samples.ok());
+  EXPECT_EQ(samples.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(samples.status().message().find(
+                "sample 'k1' has two members with the suffix 'txt'"),
+            std::string::npos)
+      << samples.status();
 }
 
 }  // namespace

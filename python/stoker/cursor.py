@@ -91,8 +91,9 @@ class Cursor:
         raise NotImplementedError
 
     def take(self, iterator: Any):
-        """The next batch of `iterator`'s epoch, as (images, labels, epoch,
-        index); StopIteration when the epoch is over for it."""
+        """The next batch of `iterator`'s epoch, as (batch, epoch, index)
+        (batch: stream.Stream.next's); StopIteration when the epoch is over
+        for it."""
         raise NotImplementedError
 
 
@@ -150,7 +151,7 @@ class ExclusiveCursor(Cursor):
 
     def take(self, iterator: Any):
         try:
-            images, labels, epoch, index = self._next_batch()
+            batch, epoch, index = self._next_batch()
         except BaseException:
             self._in_step = False  # the next iteration opens afresh
             raise
@@ -160,7 +161,7 @@ class ExclusiveCursor(Cursor):
                 f"expected batch {self.next[1]} of epoch {self.next[0]}, "
                 f"the daemon sent batch {index} of epoch {epoch}")
         self.next = self.after(epoch, index)
-        return images, labels, epoch, index
+        return batch, epoch, index
 
     def _next_batch(self):
         """The stream's next batch; when the daemon went away (restart, lost
@@ -229,7 +230,7 @@ class SharedCursor(Cursor):
             batch, self._stash = self._stash, None
         else:
             batch = self.stream.next()
-        images, labels, epoch, index = batch
+        _, epoch, index = batch
         # A partition job sends a batch taken back from another consumer
         # (it went away, or was stopped past the lease timeout) again, after
         # later ones: it belongs to the epoch being iterated.

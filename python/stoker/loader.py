@@ -30,6 +30,7 @@ from typing import Any, Dict, Iterator, Optional, Sequence, Tuple, Union
 import torch
 
 from stoker import batch_transforms, datasets, errors, recipe, remote as remote_shards
+from stoker import fields as sample_fields
 from stoker import spec as job_spec
 from stoker.client import Client, default_socket
 from stoker.cursor import Cursor, ExclusiveCursor, SharedCursor
@@ -74,6 +75,17 @@ class DataLoader:
         taken from its directory.
     transform: a torchvision transform or Compose (see stoker.transforms for
         what translates), or a list of stoker.v1.Op dicts.
+    fields: instead of (images, labels), the fields each sample carries, as
+        webdataset's to_tuple names them: ("jpg;png;jpeg;webp", "txt",
+        "json") (shards: member suffixes, the first present; manifests: a
+        column, "path" the image). Each batch is a tuple in this order: the
+        image through transform, the others decoded and collated as
+        stoker.fields says (str, int, JSON, numpy arrays, bytes).
+        missing="skip" leaves out the samples without every field ("error":
+        they fail through on_error); max_field_bytes bounds one value (0:
+        the daemon's bound, 64 KiB). field_transforms={"txt": tokenize}
+        runs per sample in this process before collation, on field_workers
+        threads (0: inline).
     device: "cpu" (tensors are views of the daemon's shared memory) or a CUDA
         device (batches copied on the loader's own CUDA stream, which
         torch.cuda.current_stream() at next() waits for).
@@ -115,9 +127,8 @@ class DataLoader:
     """
 
     def __init__(self, root: Any = None, batch_size: int = 1,
-                 transform: Any = None,
-                 shuffle: bool = False, drop_last: bool = False,
-                 seed: Optional[int] = None,
+                 transform: Any = None, shuffle: bool = False,
+                 drop_last: bool = False, seed: Optional[int] = None,
                  device: Any = "cpu", socket: Optional[str] = None,
                  rank: Optional[int] = None, world_size: Optional[int] = None,
                  shard_drop_last: Optional[bool] = None, slots: int = 8,
@@ -126,11 +137,13 @@ class DataLoader:
                  on_lag: str = "detach", min_consumers: int = 1,
                  access_group: str = "", name: str = "python",
                  reconnect_timeout: float = 60.0, job_id: Optional[str] = None,
-                 fast_resample: bool = False,
-                 repeated_augmentations: int = 1,
+                 fast_resample: bool = False, repeated_augmentations: int = 1,
                  shards: Union[str, Sequence[str], None] = None,
                  manifest: Optional[str] = None, label_field: str = "",
                  remote: Optional[Dict[str, Any]] = None,
+                 fields: Optional[Sequence[str]] = None, missing: str = "error",
+                 max_field_bytes: int = 0, field_workers: int = 0,
+                 field_transforms: Optional[Dict[str, Any]] = None,
                  batch_transform: Any = None, sampler: Any = None,
                  generator: Optional[torch.Generator] = None,
                  collate_fn: Any = None, **ignored: Any):
@@ -142,9 +155,10 @@ class DataLoader:
             weight=weight, on_error=on_error, sharing=sharing,
             max_lag=max_lag, on_lag=on_lag, min_consumers=min_consumers,
             access_group=access_group, name=name, job_id=job_id,
-            fast_resample=fast_resample,
-            repeated_augmentations=repeated_augmentations, sampler=sampler,
-            generator=generator, collate_fn=collate_fn, ignored=ignored)
+            fast_resample=fast_resample, sampler=sampler,
+            repeated_augmentations=repeated_augmentations,
+            generator=generator, collate_fn=collate_fn, fields=fields,
+            missing=missing, max_field_bytes=max_field_bytes, ignored=ignored)
         self._spec = plan.spec
         self.rank, self.world_size = self._spec["rank"], self._spec["world_size"]
         self.device, self._cuda_device = plan.device, plan.cuda_device
@@ -152,11 +166,8 @@ class DataLoader:
         self._root, self._transform = plan.root, plan.transform
         self._dataset: Any = plan.folder
         self._held = None  # the batch under the last one transformed
-        self._batch_transform = batch_transform
-        self._with_generator = batch_transforms.accepts_generator(
-            batch_transform) if batch_transform is not None else False
-        self._check_batch_transform(0)
-        stream_args = (name, int(prefetch), self._cuda_device)
+        self._set_batch_transform(batch_transform, job_id, fields is not None,
+                                  field_transforms)
         # iter() and next() from several threads take turns: a stream one
         # thread opens is never replaced (and its job lost) by another's.
         self._guard = threading.RLock()
@@ -164,12 +175,13 @@ class DataLoader:
         self._resources = Resources(Client(socket or default_socket()), access)
         self._finalizer = weakref.finalize(self, self._resources.close)
         self._iterating: Optional["_EpochIterator"] = None
-        self._cursor: Cursor = (
-            SharedCursor(self._resources, self._spec, *stream_args, job_id)
-            if plan.shared else
-            ExclusiveCursor(self._resources, self._spec, *stream_args,
-                            float(reconnect_timeout)))
+        self._cursor = self._open_cursor(plan.shared, job_id, name, prefetch,
+                                         reconnect_timeout)
+        self._batcher: Optional[sample_fields.Batcher] = None
         try:
+            self._batcher = sample_fields.batcher_for(
+                self._stream.job["spec"], field_transforms, field_workers,
+                batch_transform)
             self._check_batch_transform(len(self._cursor.classes))
         except BaseException:
             self.close()
@@ -193,6 +205,12 @@ class DataLoader:
     def num_samples(self) -> int:
         """Samples in the dataset (all ranks)."""
         return self._cursor.num_samples
+
+    @property
+    def samples_skipped(self) -> int:
+        """Samples left out of the dataset because they lacked one of
+        fields= (missing="skip")."""
+        return int(self._stream.job.get("samples_skipped", 0))
 
     @property
     def classes(self) -> list:
@@ -273,6 +291,8 @@ class DataLoader:
     def close(self) -> None:
         """Detaches and deletes the job; batches still held stay readable."""
         self._held = None
+        if self._batcher is not None:
+            self._batcher.close()
         self._finalizer()
 
     def __enter__(self) -> "DataLoader":
@@ -283,6 +303,25 @@ class DataLoader:
 
     # -- internals -------------------------------------------------------------
 
+    def _set_batch_transform(self, batch_transform: Any, job_id: Any,
+                             named_fields: bool, field_transforms: Any) -> None:
+        self._batch_transform = batch_transform
+        self._with_generator = batch_transforms.accepts_generator(
+            batch_transform) if batch_transform is not None else False
+        if job_id is None:  # an attached job's fields are checked once known
+            sample_fields.check_options(named_fields, field_transforms,
+                                        batch_transform)
+        self._check_batch_transform(0)
+
+    def _open_cursor(self, shared: bool, job_id: Optional[str], name: str,
+                     prefetch: int, reconnect_timeout: float) -> Cursor:
+        stream_args = (name, int(prefetch), self._cuda_device)
+        if shared:
+            return SharedCursor(self._resources, self._spec, *stream_args,
+                                job_id)
+        return ExclusiveCursor(self._resources, self._spec, *stream_args,
+                               float(reconnect_timeout))
+
     @property
     def _stream(self) -> Stream:
         return self._cursor.stream
@@ -292,10 +331,14 @@ class DataLoader:
             batch_transforms.check_for_loader(
                 self._batch_transform, self._spec["output"], classes)
 
-    def _transformed(self, images, labels, epoch: int, index: int):
-        """The batch through batch_transform, with its generator. On the
+    def _transformed(self, batch, epoch: int, index: int):
+        """The batch through batch_transform, with its generator (or, for
+        named fields, each field decoded, transformed and collated). On the
         CPU the batch under it stays held until the next one is taken, so
         that the next take confirms it (as a loop holding the batch would)."""
+        if self._batcher is not None:
+            return self._batcher(batch)
+        images, labels = batch
         if self._batch_transform is None:
             return images, labels
         if self._cuda_device is None:
@@ -332,6 +375,6 @@ class _EpochIterator:
             if self is not loader._iterating:
                 raise RuntimeError("this iterator was replaced by a newer "
                                    "iter(loader); stoker serves one at a time")
-            images, labels, epoch, index = cursor.take(self)
+            batch, epoch, index = cursor.take(self)
             self.yielded += 1
-            return loader._transformed(images, labels, epoch, index)
+            return loader._transformed(batch, epoch, index)

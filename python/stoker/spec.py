@@ -18,6 +18,7 @@ from typing import Any, Dict, Optional, Tuple
 import torch
 
 from stoker import datasets, errors, recipe, remote, transforms
+from stoker import fields as sample_fields
 
 SHARING = {"exclusive": "CONSUMER_MODE_EXCLUSIVE",
            "broadcast": "CONSUMER_MODE_BROADCAST",
@@ -27,7 +28,7 @@ _ON_ERROR = {"replace": "ON_ERROR_REPLACE", "fail": "ON_ERROR_FAIL"}
 # What a saved state must agree on to resume the same stream.
 _STREAM_FIELDS = ("dataset", "batch_size", "output", "seed", "shuffle",
                   "drop_last", "pipeline", "rank", "world_size",
-                  "shard_drop_last")
+                  "shard_drop_last", "fields", "missing")
 
 
 @dataclasses.dataclass
@@ -141,7 +142,8 @@ def build(*, root: Any, transform: Any, shards: Any, manifest: Any,
           max_lag: int, on_lag: str, min_consumers: int, access_group: str,
           name: str, job_id: Optional[str], fast_resample: bool,
           repeated_augmentations: int, sampler: Any, generator: Any,
-          collate_fn: Any, ignored: Dict[str, Any]) -> Plan:
+          collate_fn: Any, fields: Any, missing: str, max_field_bytes: int,
+          ignored: Dict[str, Any]) -> Plan:
     """The Plan for DataLoader's arguments of these names (`ignored`: its
     **ignored), checked in the order the loader always checked them."""
     root, transform, folder = datasets.unpack_root(root, transform)
@@ -173,6 +175,14 @@ def build(*, root: Any, transform: Any, shards: Any, manifest: Any,
     }
     spec["sharing"].update(_lag_options(sharing, max_lag, on_lag,
                                         min_consumers))
+    if fields is not None:
+        spec.update(fields=sample_fields.spec_entries(
+                        sample_fields.plan(fields, shards, manifest)),
+                    missing=sample_fields.missing_value(missing),
+                    max_field_bytes=int(max_field_bytes))
+    elif missing != "error" or max_field_bytes:
+        raise errors.InvalidArgument(
+            "missing and max_field_bytes apply with fields= only")
     return Plan(spec, root, transform, folder, sampler_epoch, torch_device,
                 cuda_device, job_id is not None or sharing != "exclusive")
 

@@ -89,6 +89,27 @@ def _view(address: int, nbytes: int, lease: _Lease, dtype, shape):
     return torch.frombuffer(buffer, dtype=dtype).view(shape)
 
 
+def _bytes_fields(handle, count: int, n: int) -> List[Optional[List[bytes]]]:
+    """Per field of the batch: None for a tensor, else each sample's value
+    as bytes (copied out of the ring; a length is never read past its
+    row, as in Batch::Field::value)."""
+    lib = _native.library()
+    values: List[Optional[List[bytes]]] = []
+    for i in range(count):
+        info = _native.FieldInfo()
+        _native.check(lib.stoker_batch_field(handle, i, ctypes.byref(info)))
+        if info.kind != _native.FIELD_BYTES:
+            values.append(None)
+            continue
+        stride = int(info.row_stride)
+        lengths = (ctypes.c_int64 * n).from_address(info.lengths)
+        base = int(info.data or 0)
+        sizes = [min(max(lengths[j], 0), stride) for j in range(n)]
+        values.append([ctypes.string_at(base + j * stride, size) if size
+                       else b"" for j, size in enumerate(sizes)])
+    return values
+
+
 class Stream:
     """One job and the consumer attached to it."""
 
@@ -101,6 +122,8 @@ class Stream:
         self.owned = job_id is None
         self.job = (client.create_job(spec, remote) if self.owned
                     else client.get_job(job_id))
+        # A job of named fields (JobSpec.fields) yields them, not labels.
+        self.named_fields = bool(self.job["spec"].get("fields"))
         self._client = client
         self.cuda_device = cuda_device
         self.leases = _Leases()
@@ -152,7 +175,9 @@ class Stream:
                 _native.check(lib.stoker_batch_check_intact(handle))
 
     def next(self):
-        """The next batch as (images, labels, epoch, index)."""
+        """The next batch as ((images, labels), epoch, index); in a job of
+        named fields, (fields, epoch, index): per field an image tensor, or
+        the bytes of each sample's value."""
         lib = _native.library()
         # The batches yielded before were trained on: if the daemon took one
         # back (this process was stopped past the keepalive or the lease
@@ -180,13 +205,17 @@ class Stream:
             n = int(info.size)
             shape = tuple(info.shape)
             dtype = _TORCH_DTYPES[info.dtype]
+            # Bytes fields are read first: the copier releases the batch.
+            values = (None if not self.named_fields else
+                      _bytes_fields(handle, int(info.field_count), n))
             if self._copier is None:
                 lease = _Lease(handle, self.leases)
                 owned = True
                 self.leases.handed_out(lease)
                 images = _view(info.images, int(info.image_bytes), lease,
                                dtype, shape)
-                labels = _view(info.labels, n * 8, lease, torch.int64, (n,))
+                labels = (None if self.named_fields else
+                          _view(info.labels, n * 8, lease, torch.int64, (n,)))
             else:
                 images, labels, streams = self._allocate(shape, dtype, n)
                 owned = True  # taken by the copy, released once it completed
@@ -195,17 +224,20 @@ class Stream:
             if not owned:
                 lib.stoker_batch_release(handle)
             raise
-        return images, labels, int(info.epoch), int(info.index)
+        batch = ((images, labels) if values is None else
+                 tuple(images if v is None else v for v in values))
+        return batch, int(info.epoch), int(info.index)
 
     def _allocate(self, shape, dtype, n):
-        """GPU tensors for a batch, from the copy stream's pool, and the
-        (copy, current) streams."""
+        """GPU tensors for a batch (no labels in a job of named fields),
+        from the copy stream's pool, and the (copy, current) streams."""
         device = torch.device("cuda", self.cuda_device)
         current = torch.cuda.current_stream(device)
         copy = self._copy_stream if SIDE_STREAM_COPIES else current
         with torch.cuda.stream(copy):
             images = torch.empty(shape, dtype=dtype, device=device)
-            labels = torch.empty((n,), dtype=torch.int64, device=device)
+            labels = (None if self.named_fields else
+                      torch.empty((n,), dtype=torch.int64, device=device))
         return images, labels, (copy, current)
 
     def _copy(self, handle, images, labels, copy, current):
@@ -214,12 +246,14 @@ class Stream:
         caching allocator reuses their memory only once the trainer's work
         on them is done."""
         _native.check(_native.library().stoker_cuda_copy_async(
-            self._copier, handle, images.data_ptr(), labels.data_ptr(),
+            self._copier, handle, images.data_ptr(),
+            None if labels is None else labels.data_ptr(),
             ctypes.c_void_p(copy.cuda_stream)))
         if copy is not current:
             current.wait_stream(copy)
-            images.record_stream(current)
-            labels.record_stream(current)
+            for tensor in (images, labels):
+                if tensor is not None:
+                    tensor.record_stream(current)
 
     def input_stats(self) -> Dict[str, float]:
         stats = _native.InputStats()

@@ -47,6 +47,17 @@ _V2_NAMES = {"ToImage": "PILToTensor", "ToImageTensor": "PILToTensor",
              "ToPureTensor": None}
 
 
+# transforms.v2 ops that move boxes with the image: detection, which needs
+# targets that follow the image's geometry and images of varying size.
+_DETECTION = ("SanitizeBoundingBoxes", "ClampBoundingBoxes",
+              "ConvertBoundingBoxFormat", "RandomIoUCrop", "RandomZoomOut",
+              "RandomShortestSize", "ScaleJitter")
+_NO_DETECTION = (
+    "detection targets (boxes that follow the image's geometry, images of "
+    "varying size) are not supported yet; stoker serves fixed-size images "
+    "and passes other fields (fields=) through unchanged")
+
+
 def _refuse(what: str, why: str) -> UnsupportedTransform:
     return UnsupportedTransform(
         f"{what}: {why}. stoker's daemon runs: {SUPPORTED}")
@@ -192,6 +203,8 @@ class _State:
             self.pipeline.append(_normalize(t, self.dtype))
         elif kind == "RandomErasing":
             self._erase(t, rest)
+        elif kind in _DETECTION:
+            raise _refuse(repr(t), f"{kind}: {_NO_DETECTION}")
         else:
             raise _refuse(repr(t), f"{kind} is not supported")
 
@@ -275,7 +288,8 @@ def translate(transform: Any) -> Tuple[List[Dict[str, Any]], Dict[str, str]]:
     """
     if transform is None:
         raise _refuse("transform=None", "a transform must fix the image size "
-                      "(RandomResizedCrop, Resize with CenterCrop, or RandomCrop)")
+                      "(RandomResizedCrop, Resize with CenterCrop, or RandomCrop; "
+                      "images of varying size are not supported)")
     if isinstance(transform, (list, tuple)) and all(
             isinstance(op, dict) for op in transform):
         return [dict(op) for op in transform], {

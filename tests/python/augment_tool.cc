@@ -8,9 +8,9 @@
 //       the same through torchvision's tensor path (AugMix's); R = -1: no
 //       fill (fill=None);
 //   augment_tool draws SPEC_JSON WIDTH HEIGHT SEED EPOCH FIRST COUNT
-//       prints, one JSON line per sample index, the ops and the erasing box
-//       that sample draws in a job of that JobSpec (JSON) over images of
-//       WIDTH x HEIGHT;
+//       prints, one JSON line per sample index, the ops, the erasing box,
+//       the crop box and the flip that sample draws in a job of that
+//       JobSpec (JSON) over images of WIDTH x HEIGHT;
 //   augment_tool tables SPEC_JSON
 //       prints the magnitude table of each op of the spec's augmentation
 //       at its output size, as JSON.
@@ -149,6 +149,9 @@ int RunDraws(char** argv) {
     std::printf("]}");
     std::printf(", \"blur\": %.9g",
                 params.blur.apply ? params.blur.sigma : 0.0);
+    std::printf(", \"box\": [%d, %d, %d, %d], \"flip\": %s", params.box.x,
+                params.box.y, params.box.width, params.box.height,
+                params.flip ? "true" : "false");
     std::printf(", \"erase\": ");
     const ErasingParams& e = params.erasing;
     if (e.apply) {

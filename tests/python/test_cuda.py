@@ -69,3 +69,37 @@ def test_copies_on_the_loaders_stream_are_waited_for_and_not_overwritten(
     torch.cuda.synchronize()
     gpu.close()
     assert [int(s.item()) for s in sums] == expected
+
+
+def test_fields_reach_the_gpu_with_their_values(daemon, scratch):
+    """A job of named fields on the GPU: the image field copied, each
+    caption read from the ring before the copy releases the batch."""
+    if not _native.library().stoker_cuda_available():
+        pytest.skip("libstoker was built without CUDA")
+    import io
+    import os
+    import tarfile
+    from conftest import photo_paths
+    path = os.path.join(scratch, "pairs.tar")
+    with tarfile.open(path, "w") as tar:
+        for i, photo in enumerate(photo_paths()[:12]):
+            with open(photo, "rb") as f:
+                image = f.read()
+            for name, data in ((f"{i:09d}{os.path.splitext(photo)[1]}", image),
+                               (f"{i:09d}.txt", f"caption {i}".encode())):
+                info = tarfile.TarInfo(name)
+                info.size = len(data)
+                tar.addfile(info, io.BytesIO(data))
+    transform = T.Compose([T.Resize(64), T.CenterCrop(64), T.PILToTensor()])
+    runs = []
+    for device in ("cpu", "cuda"):
+        loader = stoker.DataLoader(shards=path, fields=("jpg;png", "txt"),
+                                   transform=transform, batch_size=4,
+                                   socket=daemon.socket, device=device)
+        runs.append([(images.cpu().clone(), captions)
+                     for images, captions in loader])
+        loader.close()
+    assert [c for _, c in runs[1]] == [[f"caption {i}" for i in range(b, b + 4)]
+                                       for b in range(0, 12, 4)]
+    for (a, ca), (b, cb) in zip(*runs):
+        assert torch.equal(a, b) and ca == cb

@@ -37,3 +37,36 @@ def test_recipe_example_trains_with_mixup_and_evaluates(daemon, dataset):
     assert re.search(r"step 3: loss \d+\.\d+", run.stdout)
     assert re.search(r"[\d.]+ train images/s; eval accuracy \d+/24",
                      run.stdout), run.stdout
+
+
+@pytest.mark.skipif(not SOURCE, reason="run through ctest")
+def test_clip_example_trains_on_image_text_shards(daemon, dataset, scratch):
+    """img2dataset's layout: <key>.jpg, <key>.txt (every fourth sample
+    without one), <key>.json."""
+    import io
+    import json
+    import tarfile
+    shard = os.path.join(scratch, "00000.tar")
+    images = sorted(os.path.join(d, n) for d, _, names in os.walk(dataset)
+                    for n in names)
+    with tarfile.open(shard, "w") as tar:
+        for i, path in enumerate(images):
+            with open(path, "rb") as f:
+                members = [(".jpg", f.read())]
+            if i % 4:
+                members.append((".txt", f"a photo of {i}".encode()))
+            members.append((".json", json.dumps({"key": i}).encode()))
+            for suffix, data in members:
+                info = tarfile.TarInfo(f"{i:09d}{suffix}")
+                info.size = len(data)
+                tar.addfile(info, io.BytesIO(data))
+    script = os.path.join(SOURCE, "python", "examples", "train_clip.py")
+    run = run_python(script, f"--shards={shard}", f"--socket={daemon.socket}",
+                     "--steps=3", "--batch_size=4", "--size=64",
+                     "--device=cpu")
+    assert run.returncode == 0, run.stderr
+    assert ("18 image-text pairs (6 without a caption left out), 4 batches "
+            "per epoch, on cpu") in run.stdout, run.stdout
+    assert re.search(r"step 3: contrastive loss \d+\.\d+", run.stdout)
+    assert re.search(r"[\d.]+ images/s over 2 steps; input-bound [\d.]+%",
+                     run.stdout), run.stdout

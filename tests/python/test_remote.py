@@ -132,6 +132,18 @@ def test_s3_and_http_shards_give_the_local_batches(node, shards, s3, nginx):
         assert stat.S_IMODE(os.stat(os.path.join(cache, name)).st_mode) == 0o600
 
 
+def test_fields_over_s3_and_http_are_the_local_ones(node, shards, s3, nginx):
+    def fields_of(source, **kw):
+        with load(node, source, fields=("jpg;png", "cls"), **kw) as loader:
+            return [(hashlib.sha256(x.numpy().tobytes()).hexdigest(),
+                     c.tolist()) for x, c in loader]
+    local = fields_of(shards)
+    assert sum(len(c) for _, c in local) == 24
+    assert fields_of("s3://data/train/train-{000000..000002}.tar",
+                     remote=s3_access(s3)) == local
+    assert fields_of(nginx.url("train-{000000..000002}.tar")) == local
+
+
 def test_https_with_the_stores_own_ca(scratch, shards, nginx):
     url = f"https://127.0.0.1:{nginx.tls_port}/train-{{000000..000002}}.tar"
     directory = os.path.join(scratch, "tls")

@@ -31,36 +31,66 @@ def keys(value, prefix=""):
     return set()
 
 
-def broadcast_plan(root):
+def plan_of(root=None, shards=None, fields=None):
     transform = T.Compose([T.RandomResizedCrop(48), T.RandomHorizontalFlip(),
                            T.ToTensor(),
                            T.Normalize([0.5, 0.5, 0.5], [0.2, 0.2, 0.2])])
     return job_spec.build(
-        root=root, transform=transform, shards=None, manifest=None,
+        root=root, transform=transform, shards=shards, manifest=None,
         label_field="", batch_size=4, shuffle=True, drop_last=True, seed=7,
         rank=0, world_size=1, shard_drop_last=None, device="cpu", slots=4,
         weight=2, on_error="fail", sharing="broadcast", max_lag=2,
         on_lag="skip", min_consumers=1, access_group="", name="fields",
         job_id=None, fast_resample=False, repeated_augmentations=1,
-        sampler=None, generator=None, collate_fn=None, ignored={})
+        sampler=None, generator=None, collate_fn=None, fields=fields,
+        missing="skip" if fields else "error",
+        max_field_bytes=1024 if fields else 0, ignored={})
 
 
-def test_every_key_the_loader_sends_is_a_wire_field(daemon, dataset):
-    plan = broadcast_plan(dataset)
+def pairs_shard(dataset, scratch):
+    """The dataset's images as a shard of image-caption pairs."""
+    import io
+    import os
+    import tarfile
+    path = os.path.join(scratch, "pairs.tar")
+    with tarfile.open(path, "w") as tar:
+        for i, (dirpath, _, files) in enumerate(os.walk(dataset)):
+            for name in sorted(files):
+                for member, data in ((f"{i}{name}", None),
+                                     (f"{i}{name[:-4]}.txt", b"a caption")):
+                    if data is None:
+                        with open(os.path.join(dirpath, name), "rb") as f:
+                            data = f.read()
+                    info = tarfile.TarInfo(member)
+                    info.size = len(data)
+                    tar.addfile(info, io.BytesIO(data))
+    return path
+
+
+def test_every_key_the_loader_sends_is_a_wire_field(daemon, dataset, scratch):
+    plans = [plan_of(root=dataset),
+             plan_of(shards=pairs_shard(dataset, scratch),
+                     fields=("jpg", "txt"))]
     client = stoker.Client(daemon.socket)
-    job = client.create_job(plan.spec)
+    top_sent, top_wire = set(), set()
     try:
-        echoed = client.get_job(job["id"])["spec"]
+        for plan in plans:
+            job = client.create_job(plan.spec)
+            try:
+                echoed = client.get_job(job["id"])["spec"]
+            finally:
+                client.delete_job(job["id"])
+            # The daemon prints every field of its effective spec, defaults
+            # too, but for the reference versions, which it keeps as the
+            # behaviours they select (echoed only where an older one
+            # differs): create_job above refused any key of them it does
+            # not know.
+            sent = {key for key in keys(plan.spec)
+                    if not key.startswith("reference")}
+            assert sent - keys(echoed) == set(), \
+                "keys the daemon does not echo"
+            top_sent |= set(plan.spec)
+            top_wire |= set(echoed)
     finally:
-        client.delete_job(job["id"])
         client.close()
-    # The daemon prints every field of its effective spec, defaults too,
-    # but for the reference versions, which it keeps as the behaviours they
-    # select (echoed only where an older one differs): create_job above
-    # refused any key of them it does not know.
-    sent = {key for key in keys(plan.spec) if not key.startswith("reference")}
-    wire = keys(echoed)
-    assert sent - wire == set(), "keys the daemon does not echo"
-    top_sent = {key for key in plan.spec}
-    top_wire = {key for key in echoed}
     assert top_wire - top_sent == SET_ELSEWHERE
