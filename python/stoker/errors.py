@@ -98,8 +98,9 @@ class Unavailable(StokerError, ConnectionError):
 
 
 class DataLoss(StokerError):
-    """A file could not be decoded (on_error="fail"), or a batch's slot was
-    refilled after it had been confirmed."""
+    """A file could not be decoded (on_error="fail"), a batch's slot was
+    refilled after it had been confirmed, or a named field's value does not
+    decode in the trainer (a caption that is not UTF-8)."""
     code = 15
 
 

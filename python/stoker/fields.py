@@ -38,7 +38,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import torch
 
-from stoker.errors import InvalidArgument, UnsupportedTransform
+from stoker.errors import DataLoss, InvalidArgument, UnsupportedTransform
 
 IMAGE_SUFFIXES = ("jpg", "jpeg", "png", "webp", "ppm", "pgm", "bmp", "tif",
                   "tiff")
@@ -237,7 +237,7 @@ class Batcher:
         self._pool: Optional[concurrent.futures.ThreadPoolExecutor] = None
         self._pid = os.getpid()
 
-    def _map(self, function: Callable, values: List[bytes]) -> List[Any]:
+    def _map(self, function: Callable, values: List[Any]) -> List[Any]:
         if self._workers <= 0 or len(values) < 2:
             return [function(v) for v in values]
         if self._pool is None or self._pid != os.getpid():
@@ -247,18 +247,30 @@ class Batcher:
             self._pid = os.getpid()
         return list(self._pool.map(function, values))
 
-    def _values(self, field: Field, raw: List[bytes]) -> Any:
+    def _values(self, field: Field, raw: List[bytes],
+                indices: Sequence[int]) -> Any:
         transform = self._transforms.get(field.name)
         decode = field.decode
 
-        def one(data: bytes) -> Any:
-            value = decode(data)
+        def one(row: int) -> Any:
+            try:
+                value = decode(raw[row])
+            except Exception as error:
+                raise DataLoss(
+                    f"field {field.name!r} of sample {indices[row]} does not "
+                    f"decode as {field.source[0]!r}: {error!r}") from error
             return value if transform is None else transform(value)
 
-        return collate(self._map(one, raw))
+        return collate(self._map(one, list(range(len(raw)))))
 
-    def __call__(self, raw: Sequence[Any]) -> Tuple[Any, ...]:
-        return tuple(value if field.image else self._values(field, value)
+    def __call__(self, raw: Sequence[Any],
+                 indices: Sequence[int]) -> Tuple[Any, ...]:
+        """The batch's values, field by field; `indices`, each row's
+        dataset index, names a sample whose value does not decode
+        (stoker.DataLoss; a field_transforms callable's own errors pass
+        through as they are)."""
+        return tuple(value if field.image else
+                     self._values(field, value, indices)
                      for field, value in zip(self._fields, raw))
 
     def close(self) -> None:

@@ -337,7 +337,7 @@ class DataLoader:
         CPU the batch under it stays held until the next one is taken, so
         that the next take confirms it (as a loop holding the batch would)."""
         if self._batcher is not None:
-            return self._batcher(batch)
+            return self._batcher(*batch)
         images, labels = batch
         if self._batch_transform is None:
             return images, labels

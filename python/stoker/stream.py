@@ -176,8 +176,9 @@ class Stream:
 
     def next(self):
         """The next batch as ((images, labels), epoch, index); in a job of
-        named fields, (fields, epoch, index): per field an image tensor, or
-        the bytes of each sample's value."""
+        named fields, ((fields, indices), epoch, index): per field an image
+        tensor, or the bytes of each sample's value; each row's dataset
+        index."""
         lib = _native.library()
         # The batches yielded before were trained on: if the daemon took one
         # back (this process was stopped past the keepalive or the lease
@@ -206,8 +207,10 @@ class Stream:
             shape = tuple(info.shape)
             dtype = _TORCH_DTYPES[info.dtype]
             # Bytes fields are read first: the copier releases the batch.
-            values = (None if not self.named_fields else
-                      _bytes_fields(handle, int(info.field_count), n))
+            values, indices = None, None
+            if self.named_fields:
+                values = _bytes_fields(handle, int(info.field_count), n)
+                indices = list((ctypes.c_int64 * n).from_address(info.indices))
             if self._copier is None:
                 lease = _Lease(handle, self.leases)
                 owned = True
@@ -225,7 +228,7 @@ class Stream:
                 lib.stoker_batch_release(handle)
             raise
         batch = ((images, labels) if values is None else
-                 tuple(images if v is None else v for v in values))
+                 (tuple(images if v is None else v for v in values), indices))
         return batch, int(info.epoch), int(info.index)
 
     def _allocate(self, shape, dtype, n):

@@ -392,6 +392,27 @@ def test_a_sample_with_two_members_of_one_suffix_is_refused(daemon, scratch):
                           socket=daemon.socket)
 
 
+def test_a_value_that_does_not_decode_names_its_field(daemon, scratch):
+    path = os.path.join(scratch, "bad.tar")
+    with open(photo_paths()[0], "rb") as f:
+        image = f.read()
+    with tarfile.open(path, "w") as tar:
+        for i, (caption, cls) in enumerate(((b"fine", b"1"), (b"\xff\xfe", b"2"),
+                                            (b"fine", b"two"))):
+            add(tar, f"{i:09d}.jpg", image)
+            add(tar, f"{i:09d}.txt", caption)
+            add(tar, f"{i:09d}.cls", cls)
+    for fields, message in (((IMAGE, "txt"), "field 'txt' of sample 1 does "
+                             "not decode as 'txt': UnicodeDecodeError"),
+                            ((IMAGE, "cls"), "field 'cls' of sample 2 does "
+                             "not decode as 'cls': ValueError")):
+        loader = stoker.DataLoader(shards=path, fields=fields, transform=EVAL,
+                                   batch_size=3, socket=daemon.socket)
+        with pytest.raises(stoker.DataLoss, match=re.escape(message)):
+            next(iter(loader))
+        loader.close()
+
+
 def write_manifests(directory):
     """A CC3M-like CSV (path,caption: quotes, commas, a line break, text
     beyond ASCII) and a JSON-lines file with a caption, an object and a
