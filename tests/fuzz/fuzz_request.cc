@@ -10,6 +10,7 @@
 #include "common/fd_passing.h"
 #include "common/ring_layout.h"
 #include "daemon/os/byte_size.h"
+#include "daemon/spec/fields_proto.h"
 #include "daemon/spec/job_config.h"
 #include "daemon/spec/job_spec.h"
 #include "stoker/v1/loader.pb.h"
@@ -35,6 +36,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       Check(config->dataset_path.size() <= stoker::kMaxPathBytes);
       Check(config->name.size() <= stoker::kMaxNameBytes);
       Check(config->access_group.size() <= stoker::kMaxGroupBytes);
+      // Named fields: within their bounds, one image among them.
+      Check(config->fields.size() <= stoker::kMaxFields);
+      int images = 0;
+      for (const stoker::FieldConfig& field : config->fields) {
+        Check(field.name.size() <= stoker::kMaxFieldNameBytes);
+        Check(field.source.size() <= stoker::kMaxFieldSources);
+        images += field.role == stoker::FieldRole::kImage;
+      }
+      Check(images == 1);
       const stoker::RingGeometry geometry = stoker::RingGeometryFor(*config);
       Check(geometry.segment_bytes >= geometry.slot.slot_bytes);
       // The effective spec validates again, to the same config.

@@ -28,4 +28,11 @@ seed broadcast <<<'spec { dataset { path: "/data/train" } batch_size: 16 slots: 
   sharing { mode: CONSUMER_MODE_BROADCAST max_lag: 4 on_lag: LAG_POLICY_SKIP min_consumers: 3 } }'
 seed partition <<<'spec { dataset { path: "/data/train" } batch_size: 8 slots: 6
   sharing { mode: CONSUMER_MODE_PARTITION } }'
+seed fields <<<'spec { dataset { shards: "/data/pairs-{00000..00099}.tar" } batch_size: 64 slots: 4
+  pipeline { random_resized_crop { height: 224 width: 224 interpolation: INTERPOLATION_BICUBIC } }
+  fields { name: "jpg;png" source: ["jpg", "png"] } fields { name: "txt" source: "txt" }
+  fields { name: "json" source: "json" kind: FIELD_KIND_BYTES }
+  missing: MISSING_FIELD_SKIP max_field_bytes: 4096 }'
+seed manifest_fields <<<'spec { dataset { manifest: "/data/cc3m.csv" } batch_size: 32 slots: 2
+  fields { name: "path" source: "path" } fields { name: "caption" source: "caption" } }'
 seed out_of_range <<<'spec { dataset { path: "" } batch_size: 100000 slots: 0 weight: 1000 }'
