@@ -300,9 +300,19 @@ TEST(IndexManifest, FieldsKeepTextColumnsAndTheirLargest) {
   EXPECT_EQ((*csv)->largest(1), 8u);
   Write(root + "/pairs.jsonl",
         "{\"path\": \"img/a.jpg\", \"meta\": {\"w\": [1, 2]}}\n"
-        "{\"path\": \"img/b.jpg\"}\n");
+        "{\"path\": \"img/b.jpg\"}\n"
+        "{\"meta\": 3}\n");
   schema.fields[1].source = {"meta"};
-  auto kept = IndexManifest(root + "/pairs.jsonl", {}, schema);
+  // A row without its image's path: refused (missing=error), left out
+  // (missing=skip).
+  auto pathless = IndexManifest(root + "/pairs.jsonl", {}, schema);
+  EXPECT_NE(pathless.status().message().find("line 3: has no image path"),
+            std::string::npos)
+      << pathless.status();
+  Write(root + "/two.jsonl",
+        "{\"path\": \"img/a.jpg\", \"meta\": {\"w\": [1, 2]}}\n"
+        "{\"path\": \"img/b.jpg\"}\n");
+  auto kept = IndexManifest(root + "/two.jsonl", {}, schema);
   ASSERT_TRUE(kept.ok()) << kept.status();
   ASSERT_EQ((*kept)->size(), 2u);
   EXPECT_EQ((*kept)->Value(0, 1).text, "{\"w\":[1,2]}");
@@ -311,7 +321,7 @@ TEST(IndexManifest, FieldsKeepTextColumnsAndTheirLargest) {
   auto skipped = IndexManifest(root + "/pairs.jsonl", {}, schema);
   ASSERT_TRUE(skipped.ok()) << skipped.status();
   EXPECT_EQ((*skipped)->size(), 1u);
-  EXPECT_EQ((*skipped)->skipped(), 1u);
+  EXPECT_EQ((*skipped)->skipped(), 2u);
   auto none = IndexManifest(root + "/pairs.csv", {},
                             {.fields = {{{"path"}, true}, {{"text"}, false}}});
   EXPECT_NE(none.status().message().find("the header row has no column "

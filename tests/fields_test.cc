@@ -2,6 +2,7 @@
 // the C++ SDK (Batch::fields, Batch::field) and the C ABI
 // (stoker_batch_field): img2dataset-like shards of JPEGs, captions and
 // JSON; and what the daemon refuses, by name.
+#include <cstddef>
 #include <cstdio>
 #include <string>
 #include <utility>
@@ -168,6 +169,15 @@ TEST_F(FieldsTest, TheCAbiNamesEachFieldAndItsValues) {
         static_cast<const char*>(caption.data) + i * caption.row_stride;
     EXPECT_EQ(std::string(row, size_t(caption.lengths[i])), Caption(i));
   }
+  stoker_batch_release(batch);
+  // A caller built for ABI 2 (no field_count) would read labels: refused.
+  stoker_batch_info v2{};
+  v2.struct_size = offsetof(stoker_batch_info, field_count);
+  EXPECT_EQ(stoker_next(consumer, 10000, &batch, &v2),
+            STOKER_STATUS_FAILED_PRECONDITION);
+  EXPECT_NE(std::string(stoker_last_error()).find("stoker_batch_field"),
+            std::string::npos);
+  ASSERT_EQ(stoker_next(consumer, 10000, &batch, &info), STOKER_STATUS_OK);
   stoker_field_info past{};
   past.struct_size = sizeof(past);
   EXPECT_EQ(stoker_batch_field(batch, 2, &past),
@@ -222,6 +232,9 @@ TEST_F(FieldsTest, WhatTheContractCannotCarryIsRefusedByName) {
   refused(bound,
           "max_field_bytes 1048576 is more than stokerd takes (its "
           "max_field_bytes setting, 65536)");
+  JobSpec upper = Spec(shard);
+  upper.fields[1] = SampleFieldOf("TXT");
+  refused(upper, "fields[1] source 'TXT' has upper-case letters");
   JobSpec labelled = Spec(shard);
   labelled.label_field = "n";
   refused(labelled, "dataset.label_field applies to a classic job");

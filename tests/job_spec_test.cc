@@ -1,7 +1,10 @@
 #include "daemon/spec/job_spec.h"
 
 #include <string>
+#include <utility>
+#include <vector>
 
+#include "daemon/jobs/dataset_sources.h"
 #include "gtest/gtest.h"
 
 namespace stoker {
@@ -90,6 +93,52 @@ TEST(ValidateJobSpec, ExactUnlessFastResampleIsAsked) {
   ASSERT_TRUE(fast.ok()) << fast.status();
   EXPECT_TRUE(fast->pipeline.fast_resample);
   EXPECT_TRUE(EffectiveSpec(*fast).fast_resample());  // GetJob shows it
+}
+
+}  // namespace
+}  // namespace stoker
+
+namespace stoker {
+namespace {
+
+// Jobs share a dataset's index only when their schemas agree: each field
+// and source is kept apart in the key (two field lists that once read the
+// same as text get two keys), and which field is the image counts in a
+// manifest (a file or a text), not in shards (members both).
+TEST(DatasetKey, KeepsEveryFieldAndSourceApart) {
+  const PathPolicy anywhere;
+  const auto key = [&](DatasetKind kind,
+                       std::vector<std::pair<std::string, FieldRole>> fields) {
+    JobConfig config;
+    config.dataset_kind = kind;
+    if (kind == DatasetKind::kTarShards) {
+      config.shards = {"/data/pairs.tar"};
+    } else {
+      config.dataset_path = "/data/pairs.csv";
+    }
+    config.named_fields = true;
+    config.fields.clear();
+    for (const auto& [source, role] : fields) {
+      config.fields.push_back({source, {source}, role});
+    }
+    return DatasetKey(config, anywhere);
+  };
+  constexpr auto kImage = FieldRole::kImage;
+  constexpr auto kBytes = FieldRole::kBytes;
+  const DatasetKind shards = DatasetKind::kTarShards;
+  const DatasetKind manifest = DatasetKind::kManifest;
+  EXPECT_NE(key(shards, {{"jpg", kImage}, {"imagetxt", kBytes}}),
+            key(shards, {{"imagejpg", kBytes}, {"txt", kImage}}));
+  EXPECT_NE(key(shards, {{"jpg", kImage}, {"txt", kBytes}}),
+            key(shards, {{"jpg", kImage}, {"json", kBytes}}));
+  EXPECT_EQ(key(shards, {{"jpg", kImage}, {"txt", kBytes}}),
+            key(shards, {{"jpg", kBytes}, {"txt", kImage}}));
+  EXPECT_NE(key(manifest, {{"path", kImage}, {"caption", kBytes}}),
+            key(manifest, {{"path", kBytes}, {"caption", kImage}}));
+  JobConfig classic;
+  classic.dataset_kind = shards;
+  classic.shards = {"/data/pairs.tar"};
+  EXPECT_NE(DatasetKey(classic, anywhere), key(shards, {{"jpg", kImage}}));
 }
 
 }  // namespace

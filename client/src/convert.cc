@@ -65,10 +65,11 @@ void FieldsToProto(const JobSpec& spec, v1::JobSpec* p) {
     for (const std::string& source : field.source) f->add_source(source);
     f->set_kind(ToWire(field.kind));
   }
-  if (!spec.fields.empty()) {  // the daemon refuses them without fields
+  // Without fields, only what is not their default (the daemon refuses it).
+  if (!spec.fields.empty() || spec.missing != MissingField::kError) {
     p->set_missing(ToWire(spec.missing));
-    p->set_max_field_bytes(spec.max_field_bytes);
   }
+  p->set_max_field_bytes(spec.max_field_bytes);
 }
 
 }  // namespace

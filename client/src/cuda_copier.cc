@@ -111,6 +111,11 @@ class STOKER_LOCAL CudaCopier::Impl {
       return batch.core_->VoidReason(batch.epoch_, batch.index_);
     }
     if (absl::Status earlier = TakeError(); !earlier.ok()) return earlier;
+    if (labels != nullptr && batch.labels().empty()) {
+      return absl::InvalidArgumentError(
+          "the job's samples are named fields, without labels: pass no "
+          "device_labels");
+    }
     const Batch::ImageTensor view = batch.image_tensor();
     // The stream's device, current on this thread for the copy only: the
     // SDK's CUDA runtime may be another copy than the trainer's, and the
@@ -121,7 +126,7 @@ class STOKER_LOCAL CudaCopier::Impl {
       error = cudaMemcpyAsync(images, view.data, view.bytes,
                               cudaMemcpyHostToDevice, stream);
     }
-    if (error == cudaSuccess && labels != nullptr && !batch.labels().empty()) {
+    if (error == cudaSuccess && labels != nullptr) {
       error = cudaMemcpyAsync(labels, batch.labels().data(),
                               batch.labels().size_bytes(),
                               cudaMemcpyHostToDevice, stream);

@@ -35,6 +35,8 @@ int32_t DTypeCode(stoker::DType dtype) {
 // (fields added later lie past it and keep these numbers).
 constexpr size_t kBatchInfoV2 =
     offsetof(stoker_batch_info, index) + sizeof(uint64_t);
+constexpr size_t kBatchInfoV3 =
+    offsetof(stoker_batch_info, field_count) + sizeof(uint32_t);
 constexpr size_t kFieldInfoV3 =
     offsetof(stoker_field_info, row_stride) + sizeof(uint64_t);
 
@@ -107,6 +109,13 @@ int stoker_next(stoker_consumer* consumer, int64_t timeout_ms,
         return STOKER_STATUS_NEXT_TIMED_OUT;
       }
       return Fail(batch.status());
+    }
+    if (info->struct_size < kBatchInfoV3 && batch->labels().empty()) {
+      // A caller of ABI 2 would read `labels`; it cannot see fields.
+      return Fail(absl::FailedPreconditionError(
+          "the job's samples are named fields, without labels: read them "
+          "with stoker_batch_field (C ABI version 3; build against its "
+          "stoker_c.h)"));
     }
     const stoker::Batch::ImageTensor images = batch->image_tensor();
     stoker_batch_info full{};

@@ -117,11 +117,18 @@ absl::Status RowIndexer::Add(const ManifestRow& row) {
         " rows, the most stokerd takes in one dataset "
         "(--max_dataset_samples)"));
   }
-  if (skip_missing_ &&
-      std::any_of(row.values.begin(), row.values.end(),
-                  [](const auto& value) { return !value.has_value(); })) {
+  const bool complete =
+      row.has_path &&
+      std::all_of(row.values.begin(), row.values.end(),
+                  [](const auto& value) { return value.has_value(); });
+  if (!complete && skip_missing_) {
     index_->Skip(1);
     return absl::OkStatus();
+  }
+  if (!row.has_path) {
+    return Bad(row,
+               "has no image path (a manifest lists files: with "
+               "missing=skip such rows are left out)");
   }
   if (row.path.empty() || row.path.find('\0') != std::string::npos) {
     return Bad(row, "the path is empty or holds a NUL byte");

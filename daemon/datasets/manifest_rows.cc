@@ -297,7 +297,10 @@ absl::Status ParseJsonLinesManifest(ManifestLines& lines,
                               simdjson::error_message(error)));
     }
     std::string_view path;
-    if (object[wanted.path].get(path) != simdjson::SUCCESS) {
+    simdjson::dom::element named;
+    row.has_path = object[wanted.path].get(named) == simdjson::SUCCESS;
+    if ((row.has_path || wanted.labels) &&
+        named.get(path) != simdjson::SUCCESS) {
       return Bad(manifest, line,
                  absl::StrCat("has no \"", absl::CHexEscape(wanted.path),
                               "\" string"));

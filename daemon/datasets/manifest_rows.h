@@ -22,6 +22,9 @@ struct ManifestRow {
   // ManifestColumns::values, in order: a CSV cell's text, or a JSON value's
   // JSON text (minified); nullopt where a JSON-lines row lacks the key.
   std::vector<std::optional<std::string>> values;
+  // False where a JSON-lines row of named fields (no labels) lacks the
+  // path's key: the row lacks its image (a classic row is refused).
+  bool has_path = true;
 };
 
 // The columns (CSV) or keys (JSON lines) a manifest's rows are read from.

@@ -1,5 +1,6 @@
 #include "daemon/datasets/webdataset.h"
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/numbers.h"
@@ -129,16 +130,20 @@ std::optional<KeySuffix> SplitMemberName(const std::string& name) {
   const size_t base = slash == std::string::npos ? 0 : slash + 1;
   const size_t dot = name.find('.', base);
   if (dot == std::string::npos) return std::nullopt;
-  if (dot == base) {
-    // A base name that starts with a dot: the key is the directory (its
-    // last segment, without a dot, is what [^.]+ takes), the suffix the
-    // rest of the base name.
-    if (slash == std::string::npos) return std::nullopt;
-    const size_t previous =
-        slash == 0 ? std::string::npos : name.rfind('/', slash - 1);
-    const size_t segment = previous == std::string::npos ? 0 : previous + 1;
-    if (name.find('.', segment) < slash) return std::nullopt;
+  // [^.]+ runs from where (?:.*/|) stops to `dot`: just after a slash
+  // reached without crossing a newline (which '.' does not match), or the
+  // name's start; the latest such place before `dot` is the one to try.
+  const size_t newline = name.find('\n');
+  size_t start = 0;
+  for (size_t s = name.rfind('/', dot - 1); s != std::string::npos && s > 0;
+       s = name.rfind('/', s - 1)) {
+    if (s + 1 < dot && s < newline) {
+      start = s + 1;
+      break;
+    }
   }
+  if (start == 0 && name[0] == '/' && 1 < dot && 0 < newline) start = 1;
+  if (start >= dot || name.find('.', start) != dot) return std::nullopt;
   return KeySuffix{name.substr(0, dot),
                    absl::AsciiStrToLower(name.substr(dot + 1))};
 }
@@ -150,7 +155,7 @@ absl::StatusOr<std::vector<FieldSample>> GroupFieldSamples(
   std::vector<FieldSample> samples;
   std::string key;
   // The current sample's members, by suffix.
-  std::vector<std::pair<std::string, const TarMember*>> group;
+  absl::flat_hash_map<std::string, const TarMember*> group;
   const auto finish = [&] {
     if (group.empty()) return;
     FieldSample sample;
@@ -158,11 +163,10 @@ absl::StatusOr<std::vector<FieldSample>> GroupFieldSamples(
     for (const std::vector<std::string>& suffixes : fields) {
       std::optional<MemberRange> found;
       for (const std::string& suffix : suffixes) {
-        for (const auto& [have, member] : group) {
-          if (have == suffix)
-            found = MemberRange{0, member->offset, member->size};
-        }
-        if (found) break;
+        auto it = group.find(suffix);
+        if (it == group.end()) continue;
+        found = MemberRange{0, it->second->offset, it->second->size};
+        break;
       }
       complete = complete && found.has_value();
       sample.members.push_back(found);
@@ -179,15 +183,12 @@ absl::StatusOr<std::vector<FieldSample>> GroupFieldSamples(
     if (!split) continue;
     if (!group.empty() && split->key != key) finish();
     key = std::move(split->key);
-    for (const auto& [have, member] : group) {
-      if (have == split->suffix) {
-        return Bad(shard, key,
-                   absl::StrCat("has two members with the suffix '",
-                                absl::CHexEscape(have),
-                                "' (webdataset refuses them too)"));
-      }
+    if (!group.emplace(split->suffix, &m).second) {
+      return Bad(shard, key,
+                 absl::StrCat("has two members with the suffix '",
+                              absl::CHexEscape(split->suffix),
+                              "' (webdataset refuses them too)"));
     }
-    group.emplace_back(std::move(split->suffix), &m);
   }
   finish();
   return samples;

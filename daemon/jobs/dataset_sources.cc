@@ -22,14 +22,19 @@ SampleSchema SchemaOf(const JobConfig& config) {
 }
 
 std::string DatasetKey(const JobConfig& config, const PathPolicy& policy) {
-  // NUL cannot appear in a path or a field's source, and 1 and 2 mark the
-  // schema's parts, so the parts cannot run into each other.
+  // NUL cannot appear in a path, nor a control character in a field's
+  // source, so \1 (a field) and \2 (a source) keep the parts apart. Which
+  // field is the image matters to a manifest's index (a file or a text),
+  // not to a shard's (members all).
   const absl::string_view nul("\0", 1);
   const SampleSchema schema = SchemaOf(config);
+  const bool manifest = config.dataset_kind == DatasetKind::kManifest;
   std::string fields = schema.skip_missing ? "skip" : "error";
   for (const SchemaField& field : schema.fields) {
-    absl::StrAppend(&fields, "\1", field.image ? "image" : "",
-                    absl::StrJoin(field.source, "\2"));
+    absl::StrAppend(&fields, "\1", manifest && field.image ? "I" : "B");
+    for (const std::string& source : field.source) {
+      absl::StrAppend(&fields, "\2", source);
+    }
   }
   return absl::StrCat(int(config.dataset_kind), nul, config.dataset_path, nul,
                       absl::StrJoin(config.shards, nul), nul,

@@ -247,6 +247,8 @@ absl::StatusOr<std::shared_ptr<Job>> JobRegistry::Create(
   config.remote = {};  // the credentials go no further than the index
   if (!dataset.ok()) return dataset.status();
   STOKER_RETURN_IF_ERROR(SizeFields(**dataset, &config));
+  // Bytes fields' rows are known now: room for the ring they make.
+  if (config.named_fields) STOKER_RETURN_IF_ERROR(MakeRoom(config));
   const std::string id = NewJobId();
   uint64_t ticket = 0;
   {

@@ -15,23 +15,36 @@ absl::Status SampleWorker::FillField(const JobConfig& config, size_t f,
     *reinterpret_cast<int64_t*>(out.Tensor(f)) = index.label(sample);
     return absl::OkStatus();
   }
-  if (index.store(f) != FieldStore::kFile && !index.Value(sample, f).present) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "has no ", index.store(f) == FieldStore::kText ? "value" : "member",
-        " for field '", field.name, "' (missing=error)"));
+  if (index.store(f) != FieldStore::kFile) {
+    const FieldValue value = index.Value(sample, f);
+    if (!value.present) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "has no ", index.store(f) == FieldStore::kText ? "value" : "member",
+          " for field '", field.name, "' (missing=error)"));
+    }
+    // A bytes value past its bound fails before it is read.
+    const uint64_t size = index.store(f) == FieldStore::kText
+                              ? value.text.size()
+                              : value.range.size;
+    if (field.role == FieldRole::kBytes &&
+        (size > config.max_field_bytes ||
+         size > out.layout->tensors[f].row_bytes)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "field '", field.name, "' holds ", size,
+          " bytes, more than max_field_bytes (", config.max_field_bytes, ")"));
+    }
   }
   absl::StatusOr<std::span<const uint8_t>> bytes =
       reader_.Read(job_serial, index, sample, uint32_t(f));
   if (!bytes.ok()) return bytes.status();
   if (field.role == FieldRole::kImage) {
-    return decoder_.ProcessBytes(*bytes, config.pipeline, key, out.Tensor(f));
+    absl::Status decoded =
+        decoder_.ProcessBytes(*bytes, config.pipeline, key, out.Tensor(f));
+    if (decoded.ok() || !config.named_fields) return decoded;
+    return absl::Status(decoded.code(), absl::StrCat("field '", field.name,
+                                                     "': ", decoded.message()));
   }
-  if (bytes->size() > config.max_field_bytes ||
-      bytes->size() > out.layout->tensors[f].row_bytes) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "field '", field.name, "' holds ", bytes->size(),
-        " bytes, more than max_field_bytes (", config.max_field_bytes, ")"));
-  }
+  // A bytes field is a member or a text, its size checked above.
   if (!bytes->empty()) std::memcpy(out.Tensor(f), bytes->data(), bytes->size());
   *out.Length(f) = int64_t(bytes->size());
   return absl::OkStatus();
@@ -43,12 +56,6 @@ absl::Status SampleWorker::Fill(const JobConfig& config, uint64_t job_serial,
   absl::Status status;
   for (size_t f = 0; f < config.fields.size() && status.ok(); ++f) {
     status = FillField(config, f, job_serial, index, sample, key, out);
-    if (!status.ok() && config.named_fields &&
-        config.fields[f].role == FieldRole::kImage) {
-      status = absl::Status(status.code(),
-                            absl::StrCat("field '", config.fields[f].name,
-                                         "': ", status.message()));
-    }
   }
   if (status.ok()) *out.Index() = sample;
   if (decoder_.TrimScratch(reader_.buffer_bytes())) reader_.FreeBuffer();

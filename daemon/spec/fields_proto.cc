@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "common/batch_wire.h"
@@ -59,6 +60,11 @@ absl::Status CheckSources(int i, const v1::SampleField& field, bool manifest) {
                           "' must be 1 to ", kMaxFieldSourceBytes,
                           " printable bytes",
                           manifest ? "" : " without '/' (a member suffix)"));
+    }
+    if (!manifest && source != absl::AsciiStrToLower(source)) {
+      return Bad(i, absl::StrCat("source '", absl::CHexEscape(source),
+                                 "' has upper-case letters; member suffixes "
+                                 "are lower-cased, so it would match none"));
     }
   }
   return absl::OkStatus();

@@ -26,7 +26,8 @@ _INT64_FIELDS = frozenset((
     "batches_skipped bytes dataset_index_bytes dataset_indexes decode_errors "
     "epoch generation id index_bytes lag num_samples num_shards "
     "offset position_batch position_epoch recent_step_us recent_wait_us "
-    "ring_bytes rss_bytes samples_decoded seed shape shm_budget_bytes "
+    "ring_bytes rss_bytes samples_decoded samples_skipped seed shape "
+    "shm_budget_bytes "
     "shm_bytes shm_free_bytes slot_bytes start_batch start_epoch step_us "
     "uptime_ms wait_us worker_busy_us").split())
 

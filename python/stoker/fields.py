@@ -199,13 +199,23 @@ def collate(values: List[Any]) -> Any:
                 and first.dtype.kind in "biufc"
                 and all(v.shape == first.shape and v.dtype == first.dtype
                         for v in values)):
-            return torch.as_tensor(numpy.stack(values))
+            return _tensor_or_list(lambda: torch.as_tensor(numpy.stack(values)),
+                                   values)
         return list(values)
     if kind is float:
         return torch.tensor(values, dtype=torch.float64)
     if kind in (int, bool):
-        return torch.tensor(values)
+        return _tensor_or_list(lambda: torch.tensor(values), values)
     return list(values)
+
+
+def _tensor_or_list(make: Callable[[], torch.Tensor], values: List[Any]) -> Any:
+    """A tensor of the values, or the list where torch has no tensor for
+    them (an int past int64, a big-endian or unsigned array torch lacks)."""
+    try:
+        return make()
+    except (TypeError, ValueError, RuntimeError, OverflowError):
+        return list(values)
 
 
 def check_transforms(fields: List[Field],

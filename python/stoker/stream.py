@@ -18,7 +18,8 @@ from stoker.client import Client
 _POLL_MS = 100  # how often a wait for a batch returns to check for Ctrl-C
 _TORCH_DTYPES = {_native.DTYPE_UINT8: torch.uint8,
                  _native.DTYPE_FLOAT32: torch.float32,
-                 _native.DTYPE_FLOAT16: torch.float16}
+                 _native.DTYPE_FLOAT16: torch.float16,
+                 _native.DTYPE_INT64: torch.int64}
 # device="cuda": copy each batch on the loader's own stream, which the
 # trainer's current stream then waits for, so that the copy of batch i+1
 # runs while the trainer's step i still computes (on the trainer's stream
@@ -89,24 +90,33 @@ def _view(address: int, nbytes: int, lease: _Lease, dtype, shape):
     return torch.frombuffer(buffer, dtype=dtype).view(shape)
 
 
-def _bytes_fields(handle, count: int, n: int) -> List[Optional[List[bytes]]]:
-    """Per field of the batch: None for a tensor, else each sample's value
-    as bytes (copied out of the ring; a length is never read past its
-    row, as in Batch::Field::value)."""
+def _fields(handle, count: int, n: int, lease: Optional[_Lease]) -> List[Any]:
+    """Per field of the batch: a bytes field's values, each copied out of
+    the ring (a length never read past its row, as in
+    Batch::Field::value); a tensor field as a view of the ring that keeps
+    `lease`, or None without one (the CUDA path copies the image field)."""
     lib = _native.library()
-    values: List[Optional[List[bytes]]] = []
+    values: List[Any] = []
     for i in range(count):
         info = _native.FieldInfo()
         _native.check(lib.stoker_batch_field(handle, i, ctypes.byref(info)))
-        if info.kind != _native.FIELD_BYTES:
+        if info.kind == _native.FIELD_BYTES:
+            stride = int(info.row_stride)
+            lengths = (ctypes.c_int64 * n).from_address(info.lengths)
+            base = int(info.data or 0)
+            sizes = [min(max(lengths[j], 0), stride) for j in range(n)]
+            values.append([ctypes.string_at(base + j * stride, size) if size
+                           else b"" for j, size in enumerate(sizes)])
+        elif lease is None:
             values.append(None)
-            continue
-        stride = int(info.row_stride)
-        lengths = (ctypes.c_int64 * n).from_address(info.lengths)
-        base = int(info.data or 0)
-        sizes = [min(max(lengths[j], 0), stride) for j in range(n)]
-        values.append([ctypes.string_at(base + j * stride, size) if size
-                       else b"" for j, size in enumerate(sizes)])
+        else:
+            values.append(_view(info.data, int(info.bytes), lease,
+                                _TORCH_DTYPES[info.dtype],
+                                tuple(info.shape[:info.rank])))
+    if lease is None and values.count(None) > 1:
+        raise errors.Unimplemented(
+            "a batch of several tensor fields cannot be copied to the GPU "
+            "yet; use device=\"cpu\"")
     return values
 
 
@@ -206,20 +216,24 @@ class Stream:
             n = int(info.size)
             shape = tuple(info.shape)
             dtype = _TORCH_DTYPES[info.dtype]
-            # Bytes fields are read first: the copier releases the batch.
-            values, indices = None, None
+            values, indices, images, labels = None, None, None, None
+            count = int(info.field_count)
             if self.named_fields:
-                values = _bytes_fields(handle, int(info.field_count), n)
                 indices = list((ctypes.c_int64 * n).from_address(info.indices))
             if self._copier is None:
                 lease = _Lease(handle, self.leases)
                 owned = True
                 self.leases.handed_out(lease)
-                images = _view(info.images, int(info.image_bytes), lease,
-                               dtype, shape)
-                labels = (None if self.named_fields else
-                          _view(info.labels, n * 8, lease, torch.int64, (n,)))
+                if self.named_fields:
+                    values = _fields(handle, count, n, lease)
+                else:
+                    images = _view(info.images, int(info.image_bytes), lease,
+                                   dtype, shape)
+                    labels = _view(info.labels, n * 8, lease, torch.int64,
+                                   (n,))
             else:
+                if self.named_fields:  # first: the copier releases the batch
+                    values = _fields(handle, count, n, None)
                 images, labels, streams = self._allocate(shape, dtype, n)
                 owned = True  # taken by the copy, released once it completed
                 self._copy(handle, images, labels, *streams)

@@ -510,6 +510,10 @@ def test_collation_follows_default_collate():
     assert collate([np.str_("a"), np.str_("b")]) == ["a", "b"]
     tensors = collate([torch.ones(2), torch.zeros(2)])
     assert tensors.shape == (2, 2)
+    # What torch has no tensor for stays a list, not an error.
+    assert collate([2 ** 70, 1]) == [2 ** 70, 1]
+    swapped = collate([np.zeros(2, ">f4"), np.ones(2, ">f4")])
+    assert isinstance(swapped, torch.Tensor) or len(swapped) == 2
 
 
 def test_broadcast_consumers_and_a_restarted_daemon_carry_the_fields(

@@ -105,11 +105,13 @@ class STOKER_API Batch {
     ImageTensor image;                // kImage
     std::span<const int64_t> int64s;  // kInt64: [size]
     // kBytes: sample i's value is lengths[i] bytes at rows + i * row_stride
-    // (value(i); never past its row, even in a slot reclaimed under it).
+    // (value(i); never past its row, even in a slot reclaimed under it;
+    // empty for another kind or a row past the batch).
     const uint8_t* rows = nullptr;
     uint64_t row_stride = 0;
     std::span<const int64_t> lengths;
     std::string_view value(size_t i) const {
+      if (kind != Kind::kBytes || i >= lengths.size()) return {};
       const uint64_t length = static_cast<uint64_t>(lengths[i]);
       return {reinterpret_cast<const char*>(rows + i * row_stride),
               static_cast<size_t>(length < row_stride ? length : row_stride)};

@@ -52,12 +52,12 @@ class STOKER_API CudaCopier {
 
   // Enqueues on `stream` the copy of the batch's images
   // (image_tensor().bytes bytes; a job of named fields: its image field) to
-  // `device_images` and, unless null, of its labels (size() x int64; none
-  // in a job of named fields) to `device_labels`. Returns at once; the batch is
-  // confirmed (Batch::CheckIntact) and released after the copy completes. A
-  // batch whose lease the daemon already took back is refused with its
-  // reason; one taken back during the copy makes the next CopyAsync() or
-  // Drain() return the reason (the copied data must not be used).
+  // `device_images` and, unless null, of its labels (size() x int64) to
+  // `device_labels` (a job of named fields has none: INVALID_ARGUMENT). Returns
+  // at once; the batch is confirmed (Batch::CheckIntact) and released after the
+  // copy completes. A batch whose lease the daemon already took back is refused
+  // with its reason; one taken back during the copy makes the next CopyAsync()
+  // or Drain() return the reason (the copied data must not be used).
   absl::Status CopyAsync(Batch batch, void* device_images, void* device_labels,
                          CUstream_st* stream);
 

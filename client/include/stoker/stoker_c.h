@@ -161,7 +161,7 @@ typedef struct stoker_batch_info {
   int32_t layout; /* a stoker_layout */
   int64_t shape[4];
   uint64_t image_bytes;
-  const int64_t* labels;  /* [size] */
+  const int64_t* labels;  /* [size]; NULL in a job of named fields */
   const int64_t* indices; /* [size] dataset index of each row */
   uint32_t size;
   uint32_t slot;
@@ -178,7 +178,9 @@ typedef struct stoker_batch_info {
 /* The next batch, waiting at most timeout_ms (< 0: no limit):
  * STOKER_STATUS_NEXT_TIMED_OUT when none came in time (call again; nothing is
  * lost), STOKER_STATUS_OUT_OF_RANGE after the job's last batch. `images` is
- * writable only for a copy_on_write consumer. */
+ * writable only for a copy_on_write consumer. A caller whose struct_size
+ * ends before field_count (ABI 2) gets FAILED_PRECONDITION for a batch of
+ * named fields (it has no labels), and the batch is released. */
 STOKER_API int stoker_next(stoker_consumer* consumer, int64_t timeout_ms,
                            stoker_batch** out, stoker_batch_info* info);
 /* Confirms the batch (Batch::CheckIntact): STOKER_STATUS_OK if it is this
