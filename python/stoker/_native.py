@@ -176,11 +176,13 @@ def library() -> ctypes.CDLL:
             version = lib.stoker_abi_version()
         except AttributeError:
             version = 0  # a libstoker from before the C ABI
-        if version != ABI_VERSION:
+        # One SONAME's versions only add (an incompatible change takes a
+        # new SONAME): a newer library serves this package.
+        if version < ABI_VERSION:
             raise errors.LibraryNotFound(
                 f"libstoker at {lib._name} has C ABI version {version}; this "
-                f"package needs {ABI_VERSION}: install the libstoker1 that "
-                "matches it, or set STOKER_LIBRARY")
+                f"package needs {ABI_VERSION} or later: install the "
+                "libstoker1 that matches it, or set STOKER_LIBRARY")
         for name, (restype, argtypes) in _SIGNATURES.items():
             function = getattr(lib, name)
             function.restype = restype
