@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "absl/strings/str_split.h"
 #include "client/src/op_convert.h"
 #include "common/vocabulary_wire.h"
 
@@ -212,14 +213,9 @@ std::vector<Op> EvalPipeline(uint32_t resize, uint32_t crop) {
 }
 
 SampleField SampleFieldOf(std::string_view spec) {
-  SampleField field{.name = std::string(spec)};
-  for (std::string_view rest = spec;;) {
-    const size_t semicolon = rest.find(';');
-    field.source.emplace_back(rest.substr(0, semicolon));
-    if (semicolon == std::string_view::npos) break;
-    rest.remove_prefix(semicolon + 1);
-  }
-  return field;
+  return {.name = std::string(spec),
+          .source =
+              absl::StrSplit(absl::string_view(spec.data(), spec.size()), ';')};
 }
 
 }  // namespace stoker
