@@ -55,6 +55,10 @@ void RemoveStaleSocket(const std::string& path) {
 // KiB).
 constexpr int kMaxRequestBytes = 64 << 10;
 constexpr int kMaxMetadataBytes = 16 << 10;
+// Calls in flight on one connection (a trainer has one Consume stream per
+// consumer and a few unary calls at a time). What the calls' answers may
+// hold is bounded per user by LoaderService (answers.h).
+constexpr int kMaxStreamsPerConnection = 256;
 
 int DefaultWorkers() {
   const int cores = static_cast<int>(std::thread::hardware_concurrency());
@@ -253,6 +257,8 @@ absl::Status Daemon::StartServer(const DaemonOptions& options) {
   // never ends, which gRPC 1.51 would buffer without bound, is cut off
   // before gRPC by the listener's relay: relay.h.)
   builder.AddChannelArgument(GRPC_ARG_MAX_METADATA_SIZE, kMaxMetadataBytes);
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS,
+                             kMaxStreamsPerConnection);
   const int keepalive_ms =
       static_cast<int>(absl::ToInt64Milliseconds(options.keepalive));
   if (keepalive_ms > 0) {

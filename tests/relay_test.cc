@@ -8,10 +8,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <random>
 #include <string>
 #include <thread>
 
+#include "daemon/api/answers.h"
 #include "gtest/gtest.h"
 
 namespace stoker {
@@ -147,6 +149,78 @@ TEST(ConnectionRelay, AHeaderBlockPastTheBoundEndsTheConnection) {
   EXPECT_EQ(ReadAll(client.a), "");
   ::close(client.a);
   EXPECT_EQ((*relay)->cut_off(), 1u);
+}
+
+}  // namespace
+}  // namespace stoker
+
+namespace stoker {
+namespace {
+
+// When gRPC closes its end (a bad preface, a connection shut for making no
+// call in time), the relay closes the client's end too, and only then is
+// the connection released (before, the relay kept both descriptors until
+// the client closed, uncounted: one user held 384 with the limit at 64).
+TEST(ConnectionRelay, GrpcClosingItsEndClosesTheClientsAndReleasesIt) {
+  auto relay = ConnectionRelay::Start();
+  ASSERT_TRUE(relay.ok()) << relay.status();
+  Pair client;
+  auto inner = ConnectionRelay::Pair();
+  ASSERT_TRUE(inner.ok());
+  std::atomic<int> released = 0;
+  (*relay)->Add(UniqueFd(client.b), std::move(inner->first), 42,
+                [&released] { ++released; });
+  UniqueFd grpc_end = std::move(inner->second);
+  const std::string goodbye = "goodbye";
+  ASSERT_EQ(::write(grpc_end.get(), goodbye.data(), goodbye.size()),
+            ssize_t(goodbye.size()));
+  EXPECT_EQ((*relay)->open(), 1u);
+  grpc_end.reset();  // the client never closes nor writes
+  // What gRPC sent before closing arrives, then the end.
+  EXPECT_EQ(ReadAll(client.a), goodbye);
+  for (int i = 0; i < 200 && released == 0; ++i) ::usleep(5000);
+  EXPECT_EQ(released, 1);
+  EXPECT_EQ((*relay)->open(), 0u);
+  EXPECT_EQ((*relay)->closed(), 1u);
+  ::close(client.a);
+}
+
+// gRPC half-closing (its writing side only) is not the end: the client's
+// requests still reach it.
+TEST(ConnectionRelay, GrpcHalfClosingKeepsTheConnection) {
+  auto relay = ConnectionRelay::Start();
+  ASSERT_TRUE(relay.ok()) << relay.status();
+  Pair client;
+  auto inner = ConnectionRelay::Pair();
+  ASSERT_TRUE(inner.ok());
+  UniqueFd grpc_end = std::move(inner->second);
+  ::fcntl(grpc_end.get(), F_SETFL, 0);
+  (*relay)->Add(UniqueFd(client.b), std::move(inner->first), 42);
+  ::shutdown(grpc_end.get(), SHUT_WR);
+  EXPECT_EQ(ReadAll(client.a), "");  // the half-close travels
+  ASSERT_EQ(::write(client.a, kPreface.data(), kPreface.size()),
+            ssize_t(kPreface.size()));
+  ::shutdown(client.a, SHUT_WR);
+  EXPECT_EQ(ReadAll(grpc_end.get()), kPreface);
+  ::close(client.a);
+}
+
+// Answers in flight are counted per user: one user at its bound is refused,
+// another is not, and the bound lifts as its answers are taken.
+TEST(AnswerLedger, BoundsEachUserApart) {
+  AnswerLedger ledger(100);
+  EXPECT_TRUE(ledger.MayAnswer(1000));
+  ledger.Add(1000, 60);
+  EXPECT_TRUE(ledger.MayAnswer(1000));  // under the bound: one more
+  ledger.Add(1000, 60);
+  EXPECT_FALSE(ledger.MayAnswer(1000));
+  EXPECT_TRUE(ledger.MayAnswer(1001));
+  EXPECT_EQ(ledger.held(1000), 120u);
+  ledger.Remove(1000, 60);
+  EXPECT_TRUE(ledger.MayAnswer(1000));
+  ledger.Remove(1000, 60);
+  ledger.Remove(1000, 60);  // more than held: stays at zero
+  EXPECT_EQ(ledger.held(1000), 0u);
 }
 
 }  // namespace

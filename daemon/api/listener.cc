@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <grpcpp/server_posix.h>
+#include <malloc.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -163,6 +164,14 @@ void Listener::Run(grpc::Server* server, PeerTable* peers,
       if (const int shut = peers->Sweep(now); shut > 0) {
         spdlog::info("closed {} connections that made no call in time", shut);
       }
+      // What closed connections' calls held goes back to the system, not
+      // only to malloc's free lists (a flood of unread answers left
+      // hundreds of MiB resident after its connection closed).
+      const uint64_t closed = relay_->closed();
+      if (closed != trimmed_at_) {
+        ::malloc_trim(0);
+        trimmed_at_ = closed;
+      }
       next_sweep = now + absl::Seconds(1);
     }
   }
@@ -196,11 +205,18 @@ void Listener::AcceptGrpc(grpc::Server* server, PeerTable* peers) {
                                        RingRequestsOf(credentials->uid));
   if (!admitted.ok()) {
     // Closed unanswered: the client's channel sees the connection drop.
-    spdlog::debug("refusing a connection of pid {}: {}", credentials->pid,
-                  admitted.message());
+    // Said once a minute per user (a flood would fill the log).
+    absl::Time& logged = limit_logged_[credentials->uid];
+    if (absl::Now() - logged >= absl::Minutes(1)) {
+      spdlog::warn("refusing connections of uid {} (pid {}): {}",
+                   credentials->uid, credentials->pid, admitted.message());
+      logged = absl::Now();
+    }
     return;
   }
-  relay_->Add(std::move(fd), std::move(relay_end), credentials->pid);
+  // It counts against its user until the relay has closed both ends.
+  relay_->Add(std::move(fd), std::move(relay_end), credentials->pid,
+              [peers, uid = credentials->uid] { peers->Release(uid); });
   // gRPC owns its end from here on.
   grpc::AddInsecureChannelFromFd(server, grpc_end.release());
 }

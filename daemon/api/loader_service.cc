@@ -28,14 +28,15 @@ LoaderService::LoaderService(JobRegistry* registry, WorkerPool* pool,
 grpc::ServerUnaryReactor* LoaderService::CreateJob(
     grpc::CallbackServerContext* context, const v1::CreateJobRequest* request,
     v1::Job* response) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  const Peer peer = PeerOf(*context, peers_);
+  AnswerReactor* reactor = Open(peer);
+  if (reactor->refused()) return reactor;
   auto config = ValidateJobSpec(request->spec());
   if (!config.ok()) {
     spdlog::info("CreateJob refused: {}", config.status().message());
     reactor->Finish(ToGrpcStatus(config.status()));
     return reactor;
   }
-  const Peer peer = PeerOf(*context, peers_);
   if (!peer.credentials) {
     reactor->Finish(ToGrpcStatus(CheckAccess(JobAccess{}, peer, "(new)")));
     return reactor;
@@ -77,7 +78,7 @@ grpc::ServerUnaryReactor* LoaderService::CreateJob(
       return;
     }
     JobToProto(**job, response);
-    reactor->Finish(grpc::Status::OK);
+    reactor->Answer(*response, grpc::Status::OK);
   });
   if (!posted.ok()) reactor->Finish(ToGrpcStatus(posted));
   return reactor;
@@ -95,17 +96,20 @@ absl::StatusOr<std::shared_ptr<Job>> LoaderService::AccessibleJob(
 grpc::ServerUnaryReactor* LoaderService::GetJob(
     grpc::CallbackServerContext* context, const v1::GetJobRequest* request,
     v1::Job* response) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  AnswerReactor* reactor = Open(PeerOf(*context, peers_));
+  if (reactor->refused()) return reactor;
   auto job = AccessibleJob(*context, request->job_id());
   if (job.ok()) JobToProto(**job, response);
-  reactor->Finish(ToGrpcStatus(job.status()));
+  reactor->Answer(*response, ToGrpcStatus(job.status()));
   return reactor;
 }
 
 grpc::ServerUnaryReactor* LoaderService::ListJobs(
     grpc::CallbackServerContext* context, const v1::ListJobsRequest* request,
     v1::ListJobsResponse* response) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  const Peer peer = PeerOf(*context, peers_);
+  AnswerReactor* reactor = Open(peer);
+  if (reactor->refused()) return reactor;
   const uint32_t page_size = request->page_size() == 0
                                  ? kDefaultJobsPage
                                  : std::min(request->page_size(), kMaxJobsPage);
@@ -115,7 +119,6 @@ grpc::ServerUnaryReactor* LoaderService::ListJobs(
   // Jobs the caller may not use are not listed. A page ends at page_size
   // jobs or past kJobsPageBytes; the token is the last job's id, so that
   // jobs created or ended meanwhile shift nothing.
-  const Peer peer = PeerOf(*context, peers_);
   size_t bytes = 0;
   for (const auto& job : jobs) {
     if (job->id() <= request->page_token() || !MayAccess(job->access(), peer)) {
@@ -130,24 +133,26 @@ grpc::ServerUnaryReactor* LoaderService::ListJobs(
     JobToProto(*job, out);
     bytes += out->ByteSizeLong();
   }
-  reactor->Finish(grpc::Status::OK);
+  reactor->Answer(*response, grpc::Status::OK);
   return reactor;
 }
 
 grpc::ServerUnaryReactor* LoaderService::GetClassNames(
     grpc::CallbackServerContext* context,
     const v1::GetClassNamesRequest* request, v1::ClassNames* response) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  AnswerReactor* reactor = Open(PeerOf(*context, peers_));
+  if (reactor->refused()) return reactor;
   auto job = AccessibleJob(*context, request->job_id());
   if (job.ok()) ClassNamesToProto(**job, request->offset(), response);
-  reactor->Finish(ToGrpcStatus(job.status()));
+  reactor->Answer(*response, ToGrpcStatus(job.status()));
   return reactor;
 }
 
 grpc::ServerUnaryReactor* LoaderService::DeleteJob(
     grpc::CallbackServerContext* context, const v1::DeleteJobRequest* request,
     v1::DeleteJobResponse* response) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  AnswerReactor* reactor = Open(PeerOf(*context, peers_));
+  if (reactor->refused()) return reactor;
   auto job = AccessibleJob(*context, request->job_id());
   absl::Status status = job.status();
   if (status.ok()) status = registry_->Delete(request->job_id());
@@ -158,15 +163,22 @@ grpc::ServerUnaryReactor* LoaderService::DeleteJob(
 grpc::ServerUnaryReactor* LoaderService::GetStats(
     grpc::CallbackServerContext* context, const v1::GetStatsRequest* request,
     v1::Stats* response) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   // Per-job figures only for the jobs the caller may use.
   const Peer peer = PeerOf(*context, peers_);
+  AnswerReactor* reactor = Open(peer);
+  if (reactor->refused()) return reactor;
   CollectStats(
       *pool_, *registry_, started_,
       [&peer](const Job& job) { return MayAccess(job.access(), peer); },
       response);
-  reactor->Finish(grpc::Status::OK);
+  reactor->Answer(*response, grpc::Status::OK);
   return reactor;
+}
+
+AnswerReactor* LoaderService::Open(const Peer& peer) {
+  return AnswerReactor::Open(
+      &answers_, peer.credentials ? std::optional<uid_t>(peer.credentials->uid)
+                                  : std::nullopt);
 }
 
 grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>*

@@ -11,6 +11,7 @@
 #include <memory>
 #include <string>
 
+#include "daemon/api/answers.h"
 #include "daemon/api/client_limits.h"
 #include "daemon/api/consume_reactor.h"
 #include "daemon/api/create_runner.h"
@@ -73,6 +74,9 @@ class LoaderService final : public LoaderCallbackService {
   // PERMISSION_DENIED).
   absl::StatusOr<std::shared_ptr<Job>> AccessibleJob(
       const grpc::CallbackServerContext& context, const std::string& id) const;
+  // A unary call's reactor, its answer counted against `peer`'s user (see
+  // answers.h); refused() when the user is at its bound.
+  AnswerReactor* Open(const Peer& peer);
   JobRegistry* const registry_;
   WorkerPool* const pool_;
   ConsumerSet* const consumers_;
@@ -80,6 +84,7 @@ class LoaderService final : public LoaderCallbackService {
   const PeerTable* const peers_;
   const std::chrono::steady_clock::time_point started_;
   CreateRunner creates_;
+  AnswerLedger answers_;
 };
 
 }  // namespace stoker

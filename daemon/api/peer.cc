@@ -71,22 +71,31 @@ absl::Status PeerTable::Admit(int fd, const PeerCredentials& credentials,
   }
   absl::MutexLock lock(&mu_);
   by_fd_.erase(fd);  // a closed connection's number, reused
-  uint32_t mine = pending;
-  for (const auto& [n, c] : by_fd_)
-    mine += c.credentials.uid == credentials.uid;
+  uint32_t& held = held_[credentials.uid];
+  const uint32_t mine = pending + held;
   if (mine >= max_per_user_) {
     return absl::ResourceExhaustedError(absl::StrCat(
         "uid ", credentials.uid, " already holds ", mine,
         " connections, the limit per user (--max_connections_per_user=",
         max_per_user_, ")"));
   }
-  if (by_fd_.size() >= max_total_) {
+  if (held_total_ >= max_total_) {
     return absl::ResourceExhaustedError(
-        absl::StrCat("stokerd already holds ", by_fd_.size(),
+        absl::StrCat("stokerd already holds ", held_total_,
                      " connections, all its descriptors allow"));
   }
   by_fd_[fd] = {credentials, st.st_ino, absl::Now()};
+  ++held;
+  ++held_total_;
   return absl::OkStatus();
+}
+
+void PeerTable::Release(uid_t uid) {
+  absl::MutexLock lock(&mu_);
+  auto it = held_.find(uid);
+  if (it == held_.end() || it->second == 0) return;
+  --held_total_;
+  if (--it->second == 0) held_.erase(it);
 }
 
 std::optional<PeerCredentials> PeerTable::Find(std::string_view peer) const {
@@ -128,9 +137,8 @@ int PeerTable::Sweep(absl::Time now) {
 
 uint32_t PeerTable::CountFor(uid_t uid) const {
   absl::MutexLock lock(&mu_);
-  uint32_t n = 0;
-  for (const auto& [fd, c] : by_fd_) n += c.credentials.uid == uid;
-  return n;
+  auto it = held_.find(uid);
+  return it == held_.end() ? 0 : it->second;
 }
 
 Peer PeerOf(const grpc::CallbackServerContext& context,

@@ -49,7 +49,9 @@ struct Peer {
 absl::StatusOr<PeerCredentials> ReadPeerCredentials(int fd);
 
 // The gRPC connections stokerd accepted: who holds each, and whether it
-// has made a call yet. Connections are counted per user: past
+// has made a call yet. Connections are counted per user from Admit() until
+// Release(), which the relay calls once both of a connection's ends are
+// closed (gRPC closing its end alone does not end the count): past
 // `max_per_user`, or `max_total` in all, new ones are refused; one that
 // makes no call within `handshake_timeout` is shut down by Sweep().
 class PeerTable {
@@ -63,6 +65,8 @@ class PeerTable {
   // elsewhere (the ring socket's) count too.
   absl::Status Admit(int fd, const PeerCredentials& credentials,
                      uint32_t pending = 0);
+  // A connection of `uid` admitted before is closed at both ends.
+  void Release(uid_t uid);
   // The credentials for a gRPC peer string ("fd:<n>"); the connection
   // counts as having made a call.
   std::optional<PeerCredentials> Find(std::string_view peer) const;
@@ -71,7 +75,7 @@ class PeerTable {
   // Call from the thread that accepts (so no descriptor number is reused
   // under it by an accept).
   int Sweep(absl::Time now);
-  // Open connections of `uid`.
+  // Connections of `uid` admitted and not yet released.
   uint32_t CountFor(uid_t uid) const;
   uint32_t max_per_user() const;
   void SetLimits(uint32_t max_per_user, absl::Duration handshake_timeout);
@@ -87,6 +91,8 @@ class PeerTable {
 
   mutable absl::Mutex mu_;
   std::map<int, Connection> by_fd_ ABSL_GUARDED_BY(mu_);
+  std::map<uid_t, uint32_t> held_ ABSL_GUARDED_BY(mu_);  // admitted, by user
+  uint64_t held_total_ ABSL_GUARDED_BY(mu_) = 0;
   uint32_t max_per_user_ ABSL_GUARDED_BY(mu_);
   absl::Duration handshake_timeout_ ABSL_GUARDED_BY(mu_);
   const uint32_t max_total_;

@@ -80,12 +80,16 @@ struct ConnectionRelay::Connection {
   };
   Side client, inner;
   pid_t pid = 0;
+  std::function<void()> on_closed;
   std::string up, down;  // bytes on their way to gRPC, to the client
   Http2HeaderScanner scanner;
 
+  // gRPC closed its end (not just its writing half): whatever the client
+  // has not taken by now it would never be answered on.
   bool done() const {
-    return (client.eof || client.gone) && (inner.eof || inner.gone) &&
-           (up.empty() || inner.gone) && (down.empty() || client.gone);
+    if (inner.gone) return true;
+    return (client.eof || client.gone) && inner.eof && up.empty() &&
+           (down.empty() || client.gone);
   }
 };
 
@@ -122,6 +126,16 @@ uint64_t ConnectionRelay::cut_off() const {
   return cut_off_;
 }
 
+size_t ConnectionRelay::open() const {
+  absl::MutexLock lock(&mu_);
+  return open_;
+}
+
+uint64_t ConnectionRelay::closed() const {
+  absl::MutexLock lock(&mu_);
+  return closed_;
+}
+
 absl::StatusOr<std::pair<UniqueFd, UniqueFd>> ConnectionRelay::Pair() {
   int pair[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0,
@@ -131,14 +145,17 @@ absl::StatusOr<std::pair<UniqueFd, UniqueFd>> ConnectionRelay::Pair() {
   return std::make_pair(UniqueFd(pair[0]), UniqueFd(pair[1]));
 }
 
-void ConnectionRelay::Add(UniqueFd client, UniqueFd inner, pid_t pid) {
+void ConnectionRelay::Add(UniqueFd client, UniqueFd inner, pid_t pid,
+                          std::function<void()> on_closed) {
   auto c = std::make_unique<Connection>();
   c->client.fd = std::move(client);
   c->inner.fd = std::move(inner);
   c->pid = pid;
+  c->on_closed = std::move(on_closed);
   {
     absl::MutexLock lock(&mu_);
     incoming_.push_back(std::move(c));
+    ++open_;
   }
   const uint64_t one = 1;
   (void)!::write(wake_.get(), &one, sizeof(one));
@@ -195,7 +212,8 @@ void ConnectionRelay::TakeNew() {
         ::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, inner_fd, &b) != 0) {
       spdlog::warn("dropping a connection of pid {}: epoll_ctl: {}", c->pid,
                    std::strerror(errno));
-      continue;  // both descriptors close: gRPC sees the connection end
+      Closed(std::move(c));  // gRPC sees the connection end
+      continue;
     }
     client_of_inner_[inner_fd] = client_fd;
     Connection& added = *(connections_[client_fd] = std::move(c));
@@ -300,8 +318,20 @@ void ConnectionRelay::Close(int client_fd) {
   auto it = connections_.find(client_fd);
   if (it == connections_.end()) return;
   client_of_inner_.erase(it->second->inner.fd.get());
-  // Closing a descriptor takes it out of the epoll set.
+  std::unique_ptr<Connection> c = std::move(it->second);
   connections_.erase(it);
+  Closed(std::move(c));
+}
+
+void ConnectionRelay::Closed(std::unique_ptr<Connection> c) {
+  std::function<void()> on_closed = std::move(c->on_closed);
+  c.reset();  // closing a descriptor takes it out of the epoll set
+  {
+    absl::MutexLock lock(&mu_);
+    --open_;
+    ++closed_;
+  }
+  if (on_closed) on_closed();
 }
 
 }  // namespace stoker

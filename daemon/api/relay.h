@@ -8,13 +8,18 @@
 // One thread serves every connection (epoll); the traffic is small, since
 // batches travel through shared memory. Each direction buffers at most
 // kRelayBufferBytes; past that the relay stops reading that side, and TCP-
-// like backpressure reaches the writer.
+// like backpressure reaches the writer. When gRPC closes its end (a bad
+// preface, a connection shut for making no call in time, a drain), the
+// relay sends the client what fits in its socket now and closes the
+// client's end too: a connection is over only when both ends are closed,
+// and only then is it released from its user's count.
 #ifndef STOKER_DAEMON_API_RELAY_H_
 #define STOKER_DAEMON_API_RELAY_H_
 
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <thread>
@@ -60,8 +65,15 @@ class ConnectionRelay {
   // A connected socket pair: the relay's end, and gRPC's.
   static absl::StatusOr<std::pair<UniqueFd, UniqueFd>> Pair();
   // Relays between `client` and `inner` (the relay's end of a Pair) from
-  // now on; `pid` names the client in the log.
-  void Add(UniqueFd client, UniqueFd inner, pid_t pid);
+  // now on; `pid` names the client in the log. `on_closed` runs on the
+  // relay's thread once both descriptors are closed (not when the relay
+  // itself is destroyed).
+  void Add(UniqueFd client, UniqueFd inner, pid_t pid,
+           std::function<void()> on_closed = nullptr);
+  // Connections relayed now (both ends not yet closed), and closed since
+  // start.
+  size_t open() const;
+  uint64_t closed() const;
   // Connections ended for a header block past the bound, since start.
   uint64_t cut_off() const;
 
@@ -78,6 +90,8 @@ class ConnectionRelay {
   void Flush(Connection& c, bool to_client);
   void Watch(Connection& c);
   void Close(int client_fd);
+  // Closes both of `c`'s descriptors, then runs its on_closed.
+  void Closed(std::unique_ptr<Connection> c);
 
   const UniqueFd epoll_;
   const UniqueFd wake_;  // an eventfd: new connections, or stop
@@ -86,6 +100,8 @@ class ConnectionRelay {
   std::deque<std::unique_ptr<Connection>> incoming_ ABSL_GUARDED_BY(mu_);
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
   uint64_t cut_off_ ABSL_GUARDED_BY(mu_) = 0;
+  size_t open_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t closed_ ABSL_GUARDED_BY(mu_) = 0;
   // Owned by the relay's thread: connections by their client descriptor
   // (the inner one maps to the same entry).
   std::map<int, std::unique_ptr<Connection>> connections_;

@@ -82,3 +82,90 @@ def test_a_header_block_that_never_ends_is_cut_off(daemon, value):
             assert client.stats()["daemon"]["workers"] == 2
     grown = rss(daemon.process.pid) - before
     assert grown < 32 * MIB, f"stokerd grew by {grown / MIB:.0f} MiB"
+
+
+def grpc_request(stream, path, message):
+    """A whole unary gRPC request on `stream`: HEADERS, then one DATA frame
+    with the length-prefixed message and END_STREAM."""
+    headers = (literal(b":method", b"POST") + literal(b":scheme", b"http") +
+               literal(b":path", path) + literal(b":authority", b"stoker") +
+               literal(b"content-type", b"application/grpc") +
+               literal(b"te", b"trailers"))
+    body = b"\x00" + struct.pack(">I", len(message)) + message
+    return frame(0x1, 0x4, stream, headers) + frame(0x0, 0x1, stream, body)
+
+
+def class_names_job(daemon, scratch, classes=4000, name_bytes=250):
+    """A job whose class names fill GetClassNames' 1 MiB page."""
+    import os
+    from conftest import make_dataset
+    image = os.path.join(make_dataset(os.path.join(scratch, "data"), 1, 1),
+                         "class_000")
+    image = os.path.join(image, os.listdir(image)[0])
+    manifest = os.path.join(scratch, "names.csv")
+    with open(manifest, "w") as f:
+        f.write("path,label,class\n")
+        for i in range(classes):
+            f.write(f"{image},{i},{'n' * (name_bytes - 6)}{i:06d}\n")
+    client = stoker.Client(daemon.socket)
+    job = client.create_job({"dataset": {"manifest": manifest},
+                             "batch_size": 1, "slots": 2, "pipeline": [
+                                 {"resize": {"height": 8, "width": 8}}]})
+    return client, job["id"]
+
+
+def unread_flood(path, job_id, calls):
+    """Pipelines `calls` GetClassNames requests on one connection and reads
+    nothing; the open socket."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(10)
+    s.connect(path)
+    s.sendall(PREFACE + frame(0x4, 0, 0, b""))
+    message = b"\x0a" + length(len(job_id)) + job_id.encode()
+    try:
+        for i in range(calls):
+            s.sendall(grpc_request(2 * i + 1, b"/stoker.v1.Loader/GetClassNames",
+                                   message))
+    except (BrokenPipeError, ConnectionResetError, socket.timeout):
+        pass  # stokerd ended the connection
+    return s
+
+
+def settled_rss(pid, seconds=3.0):
+    """The daemon's RSS once it stopped moving (the answers are built on
+    gRPC's threads after the requests arrive)."""
+    import time
+    deadline = time.monotonic() + seconds
+    last = rss(pid)
+    while time.monotonic() < deadline:
+        time.sleep(0.5)
+        now = rss(pid)
+        if abs(now - last) < MIB and now == max(now, last):
+            break
+        last = now
+    return rss(pid)
+
+
+def test_answers_a_client_never_reads_are_bounded(daemon, scratch):
+    """400 GetClassNames of 1 MiB each pipelined on one connection, none
+    read: stokerd holds a bounded number of them (before: 2.3 MiB a call,
+    891-955 MiB at 400, kept after the connection closed), and gives the
+    memory back once the connection goes."""
+    client, job_id = class_names_job(daemon, scratch)
+    pid = daemon.process.pid
+    before = settled_rss(pid)
+    flood = unread_flood(daemon.socket, job_id, 400)
+    held = settled_rss(pid) - before
+    # The flooding user's further calls wait for it to read (other users'
+    # go on: Hostile.UnreadAnswersOfOneUserHoldNoOneElse).
+    with pytest.raises(stoker.ResourceExhausted, match="not read yet"):
+        client.get_job(job_id)
+    flood.close()
+    left = settled_rss(pid) - before
+    with stoker.Client(daemon.socket) as again:
+        assert len(again.get_job(job_id)["class_names"]) == 4000
+    print(f"unread answers: stokerd +{held / MIB:.0f} MiB while held, "
+          f"+{left / MIB:.0f} MiB after close")
+    assert held < 160 * MIB, f"stokerd grew by {held / MIB:.0f} MiB"
+    assert left < 48 * MIB, f"stokerd kept {left / MIB:.0f} MiB"
+    client.close()
