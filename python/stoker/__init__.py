@@ -9,7 +9,7 @@ See DataLoader, MixUp, CutMix, RandomChoice (batch_transform=), Client,
 and the project's docs/python.md.
 """
 from stoker.errors import (Aborted, DataLoss, DeadlineExceeded,
-                           FailedPrecondition, Internal,
+                           FailedPrecondition, ForkedProcess, Internal,
                            InvalidArgument, LibraryNotFound, NotFound,
                            OutOfRange, PermissionDenied, ResourceExhausted,
                            StokerError, Unavailable, Unimplemented,
@@ -43,7 +43,8 @@ def __getattr__(name):
 __all__ = ["DataLoader", "MixUp", "CutMix", "RandomChoice", "Client",
            "default_socket", "translate_transform", "library_version",
            "StokerError", "Aborted", "DataLoss",
-           "DeadlineExceeded", "FailedPrecondition", "Internal",
+           "DeadlineExceeded", "FailedPrecondition", "ForkedProcess",
+           "Internal",
            "InvalidArgument",
            "LibraryNotFound", "NotFound", "OutOfRange", "PermissionDenied",
            "ResourceExhausted", "Unavailable", "Unimplemented",

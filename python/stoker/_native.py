@@ -137,6 +137,40 @@ _SIGNATURES = {
 
 _lock = threading.Lock()
 _lib: Optional[ctypes.CDLL] = None
+# The process that first connected to a daemon: gRPC's threads run in it
+# alone. A process forked from it cannot start gRPC again.
+_grpc_pid: Optional[int] = None
+
+
+def forked_from(pid: int) -> bool:
+    """Whether this process is not `pid` (an object made there was
+    inherited through fork(): its threads, connection and consumer are the
+    parent's; the child must leave them alone)."""
+    return pid != os.getpid()
+
+
+def fork_error(made_in: int, what: str) -> errors.ForkedProcess:
+    return errors.ForkedProcess(
+        f"{what} was made in process {made_in}, and this process "
+        f"({os.getpid()}) was forked from it: a forked child cannot use the "
+        "parent's stoker objects, nor connect once the parent has (gRPC does "
+        "not survive fork). Create loaders in the child before anything of "
+        "stoker runs in the parent, or start the child with the 'spawn' or "
+        "'forkserver' start method; torch DataLoader workers need nothing of "
+        "stoker (docs/python.md, \"Forked processes\")", 9)
+
+
+def check_may_connect() -> None:
+    """Raises ForkedProcess in a child forked after its parent connected."""
+    if _grpc_pid is not None and forked_from(_grpc_pid):
+        raise fork_error(_grpc_pid, "stoker's gRPC connection")
+
+
+def connected() -> None:
+    """Notes that this process connected (gRPC runs in it from now on)."""
+    global _grpc_pid
+    if _grpc_pid is None:
+        _grpc_pid = os.getpid()
 
 
 def _candidates() -> list:

@@ -52,8 +52,12 @@ class Client:
 
     def __init__(self, socket: Optional[str] = None, timeout: float = 5.0):
         self.socket = socket or default_socket()
+        self._handle = None
+        self._pid = os.getpid()
+        _native.check_may_connect()
         lib = _native.library()
         handle = ctypes.c_void_p()
+        _native.connected()  # gRPC starts in this process, even on failure
         _native.check(lib.stoker_connect(self.socket.encode(),
                                          int(timeout * 1000),
                                          ctypes.byref(handle)))
@@ -61,6 +65,8 @@ class Client:
 
     @property
     def handle(self) -> ctypes.c_void_p:
+        if _native.forked_from(self._pid):
+            raise _native.fork_error(self._pid, "this stoker.Client")
         if self._handle is None:
             raise ValueError("the client is closed")
         return self._handle
@@ -101,9 +107,11 @@ class Client:
         return self._json(_native.library().stoker_get_stats)
 
     def close(self) -> None:
-        if self._handle is not None:
-            _native.library().stoker_client_close(self._handle)
-            self._handle = None
+        """Closes the connection (in a forked child, only forgets the
+        parent's)."""
+        handle, self._handle = self._handle, None
+        if handle is not None and not _native.forked_from(self._pid):
+            _native.library().stoker_client_close(handle)
 
     def __enter__(self) -> "Client":
         return self

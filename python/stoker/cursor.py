@@ -54,12 +54,10 @@ class Cursor:
 
     def _open(self, start: Place) -> None:
         """A stream (a new job, or the one attached to) from `start` on."""
-        self._resources.close_stream()
         spec = dict(self._spec, start_epoch=start[0], start_batch=start[1])
-        self._resources.stream = Stream(
-            self._resources.client, spec, self._name, self._prefetch,
-            self._cuda_device, self._job_id, self._resources.remote)
-        job = self.stream.job
+        job = self._resources.open_stream(lambda client: Stream(
+            client, spec, self._name, self._prefetch, self._cuda_device,
+            self._job_id, self._resources.remote)).job
         self.batches_per_epoch = int(job["batches_per_epoch"])
         self.num_samples = int(job["num_samples"])
         self.classes = job.get("class_names", [])

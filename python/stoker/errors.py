@@ -72,6 +72,12 @@ class FailedPrecondition(StokerError):
     code = 9
 
 
+class ForkedProcess(FailedPrecondition, RuntimeError):
+    """A stoker object, or gRPC itself, was started in the process this one
+    was forked from: a forked child cannot use them (docs/python.md, "Forked
+    processes")."""
+
+
 class Aborted(StokerError):
     """The job was stopped from outside: its ring was deleted by another
     process (a cleanup of /dev/shm, systemd's RemoveIPC=)."""

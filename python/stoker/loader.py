@@ -29,7 +29,8 @@ from typing import Any, Dict, Iterator, Optional, Sequence, Tuple, Union
 
 import torch
 
-from stoker import batch_transforms, datasets, errors, recipe, remote as remote_shards
+from stoker import _native, batch_transforms, datasets, errors, recipe
+from stoker import remote as remote_shards
 from stoker import fields as sample_fields
 from stoker import spec as job_spec
 from stoker.client import Client, default_socket
@@ -170,11 +171,11 @@ class DataLoader:
                                   field_transforms)
         # iter() and next() from several threads take turns: a stream one
         # thread opens is never replaced (and its job lost) by another's.
-        self._guard = threading.RLock()
+        self._guard, self._pid = threading.RLock(), os.getpid()
         access = _remote_access(self._spec["dataset"].get("shards"), remote)
         self._resources = Resources(Client(socket or default_socket()), access)
         self._finalizer = weakref.finalize(self, self._resources.close)
-        self._iterating: Optional["_EpochIterator"] = None
+        self._iterating: Optional["weakref.ref[_EpochIterator]"] = None
         self._cursor = self._open_cursor(plan.shared, job_id, name, prefetch,
                                          reconnect_timeout)
         self._batcher: Optional[sample_fields.Batcher] = None
@@ -247,8 +248,12 @@ class DataLoader:
             if epoch is not None:  # the sampler= given was set_epoch()ed
                 self.set_epoch(epoch)
             self._cursor.begin()  # a shared stream goes on where it is
-            self._iterating = _EpochIterator(self, self._cursor.next[0])
-            return self._iterating
+            # The iterator holds its loader, never the other way round: a
+            # loader dropped with its iterators ends its job at once, not
+            # when the cycle collector runs (maybe in a forked child).
+            iterator = _EpochIterator(self, self._cursor.next[0])
+            self._iterating = weakref.ref(iterator)
+            return iterator
 
     def state_dict(self) -> Dict[str, Any]:
         """Where to resume: the batch after the last one yielded (what was
@@ -289,9 +294,11 @@ class DataLoader:
         self._stream.confirm(drain=True)
 
     def close(self) -> None:
-        """Detaches and deletes the job; batches still held stay readable."""
+        """Detaches and deletes the job; batches still held stay readable.
+        In a process forked from the one that made the loader, forgets it
+        (the parent's job goes on)."""
         self._held = None
-        if self._batcher is not None:
+        if self._batcher is not None and not _native.forked_from(self._pid):
             self._batcher.close()
         self._finalizer()
 
@@ -372,7 +379,7 @@ class _EpochIterator:
             cursor = loader._cursor
             if not cursor.in_epoch(self):
                 raise StopIteration
-            if self is not loader._iterating:
+            if loader._iterating is None or self is not loader._iterating():
                 raise RuntimeError("this iterator was replaced by a newer "
                                    "iter(loader); stoker serves one at a time")
             batch, epoch, index = cursor.take(self)

@@ -6,6 +6,7 @@ are gone.
 from __future__ import annotations
 
 import ctypes
+import os
 import threading
 import weakref
 from typing import Any, Dict, List, Optional
@@ -42,7 +43,8 @@ class _Lease:
         handle, self._handle = self._handle, None
         if handle is not None and _native is not None:
             self._owner.given_back()
-            _native.library().stoker_batch_release(handle)
+            if not _native.forked_from(self._owner.pid):  # else the parent's
+                _native.library().stoker_batch_release(handle)
 
 
 class _Leases:
@@ -51,6 +53,7 @@ class _Leases:
 
     def __init__(self):
         self._lock = threading.Lock()
+        self.pid = os.getpid()  # the process whose consumer took them
         self.held = 0
         self._unconfirmed: List["weakref.ref[_Lease]"] = []
 
@@ -128,6 +131,7 @@ class Stream:
                  job_id: Optional[str] = None,
                  remote: Optional[Dict[str, Any]] = None):
         lib = _native.library()
+        self._pid = os.getpid()
         # A job of its own (deleted on close), or another's to attach to.
         self.owned = job_id is None
         self.job = (client.create_job(spec, remote) if self.owned
@@ -172,6 +176,7 @@ class Stream:
         for good, or raises the daemon's reason for taking it back. With a
         CUDA copier, copies confirm their batch once done; `drain` waits for
         them."""
+        self._check_process()
         lib = _native.library()
         if self._copier is not None:
             if drain:
@@ -272,7 +277,12 @@ class Stream:
                 if tensor is not None:
                     tensor.record_stream(current)
 
+    def _check_process(self) -> None:
+        if _native.forked_from(self._pid):
+            raise _native.fork_error(self._pid, "this DataLoader's stream")
+
     def input_stats(self) -> Dict[str, float]:
+        self._check_process()
         stats = _native.InputStats()
         _native.check(_native.library().stoker_consumer_input_stats(
             self._consumer, ctypes.byref(stats)))
@@ -283,6 +293,11 @@ class Stream:
                 "recent_input_bound_percent": stats.recent_input_bound_percent}
 
     def close(self) -> None:
+        """Detaches (and deletes an owned job); in a forked child, only
+        forgets the parent's consumer and job."""
+        if _native.forked_from(self._pid):
+            self._copier = self._consumer = self.job = None
+            return
         lib = _native.library()
         with self._lock:  # waits for a poll in flight on another thread
             if self._copier is not None:
@@ -301,7 +316,11 @@ class Stream:
 
 class Resources:
     """What a DataLoader holds on the daemon; closed by its finalizer, so a
-    loader dropped without close() (or at exit) still deletes its job."""
+    loader dropped without close() (or at exit) still deletes its job. Once
+    closed, no stream opens again (a thread still iterating gets "closed"),
+    so no job outlives close(). In a process forked from the one that made
+    it, close() only forgets what it holds (the parent's, still in use
+    there)."""
 
     def __init__(self, client: Client,
                  remote: Optional[Dict[str, Any]] = None):
@@ -310,22 +329,48 @@ class Resources:
         # this loader creates, resumed ones included.
         self.remote = remote
         self.stream: Optional[Stream] = None
+        self._pid = os.getpid()
+        self._lock = threading.RLock()
+        self._closed = False
+
+    def open_stream(self, make) -> Stream:
+        """Replaces the stream with make(client) (a new job, or one attached
+        to); ValueError once closed."""
+        with self._lock:
+            if self._closed:
+                raise ValueError("the DataLoader is closed")
+            self.close_stream()
+            self.stream = make(self.client)
+            return self.stream
 
     def close_stream(self) -> None:
-        if self.stream is not None:
-            self.stream.close()
-            self.stream = None
+        with self._lock:
+            if self.stream is not None:
+                stream, self.stream = self.stream, None
+                stream.close()
 
     def close(self) -> None:
-        self.close_stream()
-        self.client.close()
+        if _native.forked_from(self._pid):
+            # The parent's, in use there; no lock (one a parent's thread
+            # held at fork stays held here).
+            if self.stream is not None:
+                self.stream.close()
+            self.client.close()
+            return
+        with self._lock:
+            self._closed = True
+            self.close_stream()
+            self.client.close()
 
     def reconnect(self, timeout: float) -> None:
         """A new connection, made as soon as the daemon answers (for
         ExclusiveCursor's reconnect loop). (Calls on the old one would
         notice a restarted daemon only when gRPC next polls its idle
         connection, up to 5 s later.)"""
-        self.close_stream()
-        fresh = Client(self.client.socket, timeout=timeout)
-        self.client.close()
-        self.client = fresh
+        with self._lock:
+            if self._closed:
+                raise ValueError("the DataLoader is closed")
+            self.close_stream()
+            fresh = Client(self.client.socket, timeout=timeout)
+            self.client.close()
+            self.client = fresh
