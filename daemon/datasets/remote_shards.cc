@@ -92,6 +92,10 @@ class ShardFetch {
             return policy_.cancelled() || absl::Now() > policy_.deadline;
           },
           hit);
+      if (absl::IsResourceExhausted(entry.status())) {  // which shard
+        return absl::ResourceExhaustedError(absl::StrCat(
+            "remote shard '", name, "': ", entry.status().message()));
+      }
       if (entry.ok() || !absl::IsAborted(entry.status())) return entry;
       changed = entry.status();  // replaced while fetched: its new version
     }

@@ -98,9 +98,11 @@ bool CheckBodyStart(HttpExchange* x, long status) {
   } else if (status == 200) {  // the whole object again, from its start
     x->at = 0;
     x->changed = length >= 0 && uint64_t(length) != x->want->size;
-  } else if (x->range_total >= 0 && uint64_t(x->range_total) != x->want->size) {
-    x->changed = true;
-  } else if (x->range_start < 0 || uint64_t(x->range_start) != x->from) {
+  } else if (x->range_start < 0 || uint64_t(x->range_start) != x->from ||
+             (x->range_total >= 0 &&
+              uint64_t(x->range_total) != x->want->size)) {
+    // Of the version asked for (If-Match held), yet not the bytes asked
+    // for, or of another size: the server's fault, not a new version.
     x->bad_range = true;
   }
   return !x->changed && !x->bad_range;
@@ -208,9 +210,11 @@ absl::Status ExchangeOutcome(const HttpExchange& x, const std::string& name,
   }
   if (x.bad_range) {
     return absl::FailedPreconditionError(absl::StrCat(
-        shard, "asked for bytes from ", x.from, ", the server answered ",
+        shard, "asked for bytes from ", x.from, " of ", x.want->size,
+        ", the server answered ",
         x.range_start < 0 ? std::string("without a Content-Range")
-                          : absl::StrCat("bytes from ", x.range_start)));
+                          : absl::StrCat("bytes from ", x.range_start, " of ",
+                                         x.range_total)));
   }
   if (x.write_errno != 0) {
     return absl::ResourceExhaustedError(

@@ -64,10 +64,24 @@ bool IsS3Name(absl::string_view shard) {
   return Parse(shard, &parts) && parts.scheme == "s3";
 }
 
+std::string Redacted(absl::string_view url) {
+  std::string out(url.substr(0, url.find_first_of("?#")));
+  if (out.size() < url.size()) out += "?...";
+  const size_t start = out.find("://");
+  if (start == std::string::npos) return out;
+  const size_t end = std::min(out.find('/', start + 3), out.size());
+  const size_t at = out.rfind('@', end);
+  if (at != std::string::npos && at > start) {
+    out.replace(start + 3, at - start - 3, "...");
+  }
+  return out;
+}
+
 absl::Status CheckRemoteName(absl::string_view field, absl::string_view shard) {
+  // Messages are logged: a password or a signed query is never quoted.
   auto bad = [&](absl::string_view why) {
     return absl::InvalidArgumentError(
-        absl::StrCat(field, " '", shard, "' ", why));
+        absl::StrCat(field, " '", Redacted(shard), "' ", why));
   };
   Parts parts;
   if (!Parse(shard, &parts)) {
@@ -147,8 +161,9 @@ absl::StatusOr<std::string> FetchUrlOf(const std::string& shard,
       !at.path.empty() || at.authority.find('@') != std::string::npos ||
       absl::StrContains(endpoint, "?") || absl::StrContains(endpoint, "#")) {
     return absl::InvalidArgumentError(
-        absl::StrCat("remote.endpoint_url '", access.endpoint_url,
-                     "' is not http(s)://host[:port]"));
+        absl::StrCat("remote.endpoint_url '", Redacted(access.endpoint_url),
+                     "' is not http(s)://host[:port] (credentials go in the "
+                     "access's keys, never in the URL)"));
   }
   const std::string key = EncodeKey(parts.path);
   if (access.path_style) {

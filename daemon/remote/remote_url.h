@@ -23,8 +23,12 @@ bool IsRemoteShard(absl::string_view shard);
 // http(s) names are fetched unsigned).
 bool IsS3Name(absl::string_view shard);
 
+// `url` fit for a message or the log: its user name and password, query
+// and fragment withheld ("https://...@host/x.tar?...").
+std::string Redacted(absl::string_view url);
+
 // INVALID_ARGUMENT naming `field` when `shard` (a remote name, braces
-// allowed) breaks the rules above.
+// allowed) breaks the rules above; the name in it Redacted.
 absl::Status CheckRemoteName(absl::string_view field, absl::string_view shard);
 
 // INVALID_ARGUMENT when the access could not make well-formed requests: a

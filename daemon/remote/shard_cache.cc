@@ -259,6 +259,9 @@ absl::StatusOr<std::shared_ptr<const ShardCache::Entry>> ShardCache::Get(
             "stopped waiting for another job's fetch of the same shard");
       }
     }
+    // The whole cache's bound first: a shard past it never fits, whatever
+    // one user's share.
+    if (size > max_bytes_) return MakeRoom(size);
     STOKER_RETURN_IF_ERROR(CheckUser(user, size));
     STOKER_RETURN_IF_ERROR(MakeRoom(size));
     ++misses_;

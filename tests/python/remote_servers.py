@@ -264,3 +264,61 @@ class CuttingRelay:
 
     def close(self):
         self.listener.close()
+
+
+class WrongTotalServer:
+    """An HTTP server for one object that answers its probe and a first GET
+    truthfully, cuts that GET at `cut`, and answers the resume (Range:
+    bytes=N-) of the same ETag with a Content-Range of another total."""
+
+    def __init__(self, path, cut):
+        import http.server
+        with open(path, "rb") as f:
+            body = f.read()
+        server = self
+        self.gets = 0
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_GET(self):
+                wanted = self.headers.get("Range", "")
+                start = int(wanted[6:].split("-")[0]) if wanted else 0
+                if wanted == "bytes=0-0":
+                    self._answer(206, body[:1], f"bytes 0-0/{len(body)}")
+                    return
+                server.gets += 1
+                if start == 0:
+                    self.send_response(200)
+                    self._headers(len(body))
+                    self.wfile.write(body[:cut])  # then the connection ends
+                    self.close_connection = True
+                    return
+                total = len(body) + 1000  # the lie
+                self._answer(206, body[start:],
+                             f"bytes {start}-{len(body) - 1}/{total}")
+
+            def _headers(self, length):
+                self.send_header("ETag", '"one"')
+                self.send_header("Content-Length", str(length))
+                self.end_headers()
+
+            def _answer(self, status, data, content_range):
+                self.send_response(status)
+                self.send_header("Content-Range", content_range)
+                self._headers(len(data))
+                self.wfile.write(data)
+
+        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self._server.server_address[1]
+        self._thread = threading.Thread(target=self._server.serve_forever,
+                                        daemon=True)
+        self._thread.start()
+
+    def url(self, name):
+        return f"http://127.0.0.1:{self.port}/{name}"
+
+    def close(self):
+        self._server.shutdown()
+        self._server.server_close()
