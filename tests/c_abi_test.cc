@@ -108,6 +108,38 @@ TEST_F(CAbiTest, ClosedAndMistypedHandlesGetAnErrorCode) {
             std::string::npos);
 }
 
+// stoker_cuda_copy_async takes the batch over whatever it returns: with a
+// NULL copier the batch is released at once (it was kept, and a ring of
+// two slots stalled at the third stoker_next, timing out).
+TEST_F(CAbiTest, CopyAsyncTakesTheBatchOverEvenWithoutACopier) {
+  stoker_client* client = nullptr;
+  ASSERT_EQ(stoker_connect(daemon_.target().c_str(), 5000, &client), 0);
+  char* job = nullptr;
+  std::string spec = JobJson();
+  const std::string one_epoch = "\"epochs\": 1";
+  spec.replace(spec.find(one_epoch), one_epoch.size(), "\"epochs\": 3");
+  ASSERT_EQ(stoker_create_job(client, spec.c_str(), &job), 0)
+      << stoker_last_error();
+  const std::string id = IdOf(job);
+  stoker_free(job);
+  stoker_consumer* consumer = nullptr;
+  ASSERT_EQ(stoker_attach(client, id.c_str(), nullptr, &consumer), 0);
+  char scratch[8];
+  for (int i = 0; i < 5; ++i) {  // more batches than the ring's two slots
+    stoker_batch* batch = nullptr;
+    stoker_batch_info info{};
+    info.struct_size = sizeof(info);
+    ASSERT_EQ(stoker_next(consumer, 10000, &batch, &info), 0)
+        << "batch " << i << ": " << stoker_last_error();
+    EXPECT_EQ(stoker_cuda_copy_async(nullptr, batch, scratch, nullptr, nullptr),
+              STOKER_STATUS_INVALID_ARGUMENT);
+    EXPECT_EQ(stoker_batch_check_intact(batch), STOKER_STATUS_INVALID_ARGUMENT)
+        << "the batch is still the caller's";
+  }
+  stoker_consumer_close(consumer);
+  stoker_client_close(client);
+}
+
 // Every struct's struct_size is checked: too small (a caller that left it
 // 0) is INVALID_ARGUMENT naming the field, and a larger struct (a caller
 // built against a later header) gets only the bytes this library knows.

@@ -128,7 +128,17 @@ absl::StatusOr<v1::Job> Client::Impl::CreateJob(v1::JobSpec spec,
         return stub.CreateJob(context, request, job);
       }));
   STOKER_RETURN_IF_ERROR(CompleteClassNames(&job));
+  if (request.remote().ByteSizeLong() > 0) {
+    absl::MutexLock lock(&mu_);
+    remote_of_[job.id()] = request.remote();
+  }
   return job;
+}
+
+v1::RemoteAccess Client::Impl::RemoteOf(std::string_view job_id) const {
+  absl::MutexLock lock(&mu_);
+  auto it = remote_of_.find(job_id);
+  return it == remote_of_.end() ? v1::RemoteAccess() : it->second;
 }
 
 absl::StatusOr<v1::Job> Client::Impl::GetJob(std::string_view job_id) {
@@ -183,6 +193,12 @@ absl::StatusOr<v1::ListJobsResponse> Client::Impl::ListJobs() {
 }
 
 absl::Status Client::Impl::DeleteJob(std::string_view job_id) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (auto it = remote_of_.find(job_id); it != remote_of_.end()) {
+      remote_of_.erase(it);
+    }
+  }
   v1::DeleteJobRequest request;
   request.set_job_id(std::string(job_id));
   return Unary<v1::DeleteJobResponse>(
@@ -252,9 +268,12 @@ absl::StatusOr<std::unique_ptr<Consumer>> Client::Attach(
   if (!core.ok()) return core.status();
   auto reconnector = std::make_unique<internal::Reconnector>(
       impl_->stub(), impl_->client_id(), impl_->ring_socket(), options,
-      [impl = impl_.get()](const JobSpec& spec) -> absl::StatusOr<JobInfo> {
-        STOKER_ASSIGN_OR_RETURN(v1::Job job,
-                                impl->CreateJob(internal::ToProto(spec)));
+      // Everything the job was created with: its spec, from where the
+      // consumer stands, and its remote access.
+      [impl = impl_.get(), remote = impl_->RemoteOf(job_id)](
+          const JobSpec& spec) -> absl::StatusOr<JobInfo> {
+        STOKER_ASSIGN_OR_RETURN(
+            v1::Job job, impl->CreateJob(internal::ToProto(spec), remote));
         return internal::FromProto(job);
       },
       [impl = impl_.get()](absl::Duration up_to) {

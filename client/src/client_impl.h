@@ -4,9 +4,11 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <map>
 #include <memory>
 #include <string>
 
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/grpc_status.h"
 #include "stoker/client.h"
@@ -45,6 +47,10 @@ class STOKER_LOCAL Client::Impl {
   absl::Status CompleteClassNames(v1::Job* job);
   absl::Status DeleteJob(std::string_view job_id);
   absl::StatusOr<v1::Stats> GetStats();
+  // The remote access a job this client created was created with (empty
+  // for others), kept until DeleteJob: a consumer's Reconnector re-creates
+  // the job with it after a daemon restart (the daemon keeps none).
+  v1::RemoteAccess RemoteOf(std::string_view job_id) const;
   // Waits up to `up_to` for the daemon to answer on a channel that is not
   // connected (returning as soon as it does: gRPC alone would notice only
   // at its next poll of an idle channel, up to 5 s later); sleeps `up_to`
@@ -68,6 +74,9 @@ class STOKER_LOCAL Client::Impl {
   const std::shared_ptr<grpc::Channel> channel_;
   const std::string client_id_;
   const std::string ring_socket_;
+  mutable absl::Mutex mu_;
+  std::map<std::string, v1::RemoteAccess, std::less<>> remote_of_
+      ABSL_GUARDED_BY(mu_);
 };
 
 // A Client over any stub (tests pass a mock).

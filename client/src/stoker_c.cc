@@ -270,13 +270,14 @@ int stoker_cuda_copy_async(stoker_cuda_copier* copier, stoker_batch* batch,
                            void* device_images, void* device_labels,
                            void* stream) {
   return Guard([&]() -> int {
-    if (int bad = Live(copier, HandleKind::kCopier, "copier")) {
-      return bad;
-    }
-    // The batch is the copy's from here, whatever happens.
+    // The batch is the call's from here, whatever happens (released at once
+    // when no copy is made: a NULL or closed copier, no device_images).
     if (int bad = Live(batch, HandleKind::kBatch, "batch")) return bad;
     stoker::internal::RemoveHandle(batch, HandleKind::kBatch);
     std::unique_ptr<stoker_batch> owned(batch);
+    if (int bad = Live(copier, HandleKind::kCopier, "copier")) {
+      return bad;
+    }
     if (device_images == nullptr) return NullArgument("device_images");
     return Check(copier->copier->CopyAsync(std::move(owned->batch),
                                            device_images, device_labels,

@@ -240,6 +240,46 @@ def signed_requests(raw):
     return out
 
 
+def test_the_sdks_own_reconnect_keeps_the_jobs_credentials(node, shards, s3):
+    """A C ABI (C++ SDK) consumer with its own reconnecting on, over private
+    s3:// shards: after the daemon restarts, the SDK re-creates the job with
+    the credentials it was created with (before, from its spec alone:
+    PERMISSION_DENIED)."""
+    import ctypes
+    from stoker import _native, remote as stoker_remote
+    lib = _native.library()
+    client = stoker.Client(node.socket)
+    spec = {"dataset": {"shards": ["s3://data/train/train-{000000..000002}.tar"]},
+            "batch_size": 4, "slots": 2, "epochs": 2,
+            "pipeline": [{"resize": {"height": 16, "width": 16}}]}
+    job = client.create_job(spec, stoker_remote.access(s3_access(s3)))
+    options = _native.ConsumerOptions(prefetch=1, name=b"sdk",
+                                      reconnect_timeout_ms=30000)
+    consumer = ctypes.c_void_p()
+    _native.check(lib.stoker_attach(client.handle, job["id"].encode(),
+                                    ctypes.byref(options),
+                                    ctypes.byref(consumer)))
+
+    def take():
+        batch, info = ctypes.c_void_p(), _native.BatchInfo()
+        _native.check(lib.stoker_next(consumer, 30000, ctypes.byref(batch),
+                                      ctypes.byref(info)))
+        place = (int(info.epoch), int(info.index))
+        lib.stoker_batch_release(batch)
+        return place
+
+    try:
+        assert [take() for _ in range(3)] == [(0, 0), (0, 1), (0, 2)]
+        node.kill()
+        node.start()
+        assert [take() for _ in range(4)] == [(0, 3), (0, 4), (0, 5), (1, 0)]
+    finally:
+        lib.stoker_consumer_close(consumer)
+        for j in client.list_jobs():
+            client.delete_job(j["id"])
+        client.close()
+
+
 def test_requests_are_signed_as_aws_signs_them(node, shards, s3):
     botocore = pytest.importorskip("botocore")  # noqa: F841
     from botocore.auth import S3SigV4Auth
