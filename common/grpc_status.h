@@ -26,6 +26,12 @@ grpc::Status ToGrpcStatus(const absl::Status& status);
 std::string CutInTheMiddle(std::string_view text, size_t max_bytes);
 absl::Status FromGrpcStatus(const grpc::Status& status);
 
+// In a RESOURCE_EXHAUSTED refusal of a unary call because its user has too
+// many answers it has not read yet (daemon/api/answers.h): the SDK tries
+// such a call again for a few seconds (its user's other calls in flight
+// are read meanwhile).
+inline constexpr char kUnreadAnswers[] = "answers it has not read yet";
+
 }  // namespace stoker
 
 #endif  // STOKER_COMMON_GRPC_STATUS_H_

@@ -1,6 +1,10 @@
 // The C ABI (stoker/stoker_c.h) under misuse, against a real daemon: a
 // handle closed twice, used after close or passed as another kind gets an
 // error code, never undefined behaviour; timeouts saturate.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -136,6 +140,64 @@ TEST_F(CAbiTest, CopyAsyncTakesTheBatchOverEvenWithoutACopier) {
     EXPECT_EQ(stoker_batch_check_intact(batch), STOKER_STATUS_INVALID_ARGUMENT)
         << "the batch is still the caller's";
   }
+  stoker_consumer_close(consumer);
+  stoker_client_close(client);
+}
+
+// In a child forked after the parent connected, the parent's handles are
+// refused (FAILED_PRECONDITION, saying fork) and closing them only forgets
+// them; connecting is refused the same way (gRPC does not survive fork: a
+// child used to hang in it, or abort destroying the parent's consumer).
+// The parent's consumer goes on.
+TEST_F(CAbiTest, AForkedChildLeavesItsParentsHandlesAlone) {
+  stoker_client* client = nullptr;
+  ASSERT_EQ(stoker_connect(daemon_.target().c_str(), 5000, &client), 0);
+  char* job = nullptr;
+  ASSERT_EQ(stoker_create_job(client, JobJson().c_str(), &job), 0)
+      << stoker_last_error();
+  const std::string id = IdOf(job);
+  stoker_free(job);
+  stoker_consumer* consumer = nullptr;
+  ASSERT_EQ(stoker_attach(client, id.c_str(), nullptr, &consumer), 0);
+  stoker_batch* batch = nullptr;
+  stoker_batch_info info{};
+  info.struct_size = sizeof(info);
+  ASSERT_EQ(stoker_next(consumer, 10000, &batch, &info), 0);
+  const pid_t child = ::fork();
+  if (child == 0) {
+    // Any failed expectation here is the exit status's.
+    int failures = 0;
+    stoker_batch* other = nullptr;
+    failures += stoker_next(consumer, 0, &other, &info) !=
+                STOKER_STATUS_FAILED_PRECONDITION;
+    failures +=
+        std::string(stoker_last_error()).find("forked") == std::string::npos;
+    char* out = nullptr;
+    failures +=
+        stoker_list_jobs(client, &out) != STOKER_STATUS_FAILED_PRECONDITION;
+    stoker_client* fresh = nullptr;
+    failures += stoker_connect(daemon_.target().c_str(), 1000, &fresh) !=
+                STOKER_STATUS_FAILED_PRECONDITION;
+    stoker_batch_release(batch);
+    stoker_consumer_close(consumer);
+    stoker_client_close(client);
+    ::_exit(failures);
+  }
+  ASSERT_GT(child, 0);
+  int status = -1;
+  for (int i = 0; i < 1000; ++i) {  // up to 10 s
+    if (::waitpid(child, &status, WNOHANG) == child) break;
+    ::usleep(10000);
+  }
+  if (!WIFEXITED(status)) ::kill(child, SIGKILL);
+  ASSERT_TRUE(WIFEXITED(status)) << "the child hung or died";
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "failed expectations in the child";
+  // The parent's handles all still work.
+  EXPECT_EQ(stoker_batch_check_intact(batch), 0) << stoker_last_error();
+  stoker_batch_release(batch);
+  EXPECT_EQ(stoker_next(consumer, 10000, &batch, &info), 0)
+      << stoker_last_error();
+  stoker_batch_release(batch);
   stoker_consumer_close(consumer);
   stoker_client_close(client);
 }

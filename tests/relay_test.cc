@@ -5,6 +5,7 @@
 
 #include <fcntl.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -157,6 +158,12 @@ TEST(ConnectionRelay, AHeaderBlockPastTheBoundEndsTheConnection) {
 namespace stoker {
 namespace {
 
+// Reads on `fd` fail after 10 s instead of waiting for ever.
+void SetReadTimeout(int fd) {
+  const timeval limit{.tv_sec = 10, .tv_usec = 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof(limit));
+}
+
 // When gRPC closes its end (a bad preface, a connection shut for making no
 // call in time), the relay closes the client's end too, and only then is
 // the connection released (before, the relay kept both descriptors until
@@ -171,6 +178,7 @@ TEST(ConnectionRelay, GrpcClosingItsEndClosesTheClientsAndReleasesIt) {
   (*relay)->Add(UniqueFd(client.b), std::move(inner->first), 42,
                 [&released] { ++released; });
   UniqueFd grpc_end = std::move(inner->second);
+  SetReadTimeout(client.a);  // a regression fails, never hangs
   const std::string goodbye = "goodbye";
   ASSERT_EQ(::write(grpc_end.get(), goodbye.data(), goodbye.size()),
             ssize_t(goodbye.size()));
@@ -185,6 +193,35 @@ TEST(ConnectionRelay, GrpcClosingItsEndClosesTheClientsAndReleasesIt) {
   ::close(client.a);
 }
 
+// What gRPC sent before closing reaches a client that reads it late (up
+// to kRelayLinger): more than the client's socket holds at once.
+TEST(ConnectionRelay, AClientReadingLateGetsWhatGrpcSentBeforeClosing) {
+  auto relay = ConnectionRelay::Start();
+  ASSERT_TRUE(relay.ok()) << relay.status();
+  Pair client;
+  SetReadTimeout(client.a);
+  auto inner = ConnectionRelay::Pair();
+  ASSERT_TRUE(inner.ok());
+  UniqueFd grpc_end = std::move(inner->second);
+  ::fcntl(grpc_end.get(), F_SETFL, 0);
+  (*relay)->Add(UniqueFd(client.b), std::move(inner->first), 42);
+  const std::string answer(3 << 20, 'a');  // past both sockets' buffers
+  std::thread writer([&] {
+    size_t at = 0;
+    while (at < answer.size()) {
+      const ssize_t n =
+          ::write(grpc_end.get(), answer.data() + at, answer.size() - at);
+      if (n <= 0) break;
+      at += size_t(n);
+    }
+    grpc_end.reset();
+  });
+  ::usleep(300 * 1000);  // the client reads late
+  EXPECT_EQ(ReadAll(client.a).size(), answer.size());
+  writer.join();
+  ::close(client.a);
+}
+
 // gRPC half-closing (its writing side only) is not the end: the client's
 // requests still reach it.
 TEST(ConnectionRelay, GrpcHalfClosingKeepsTheConnection) {
@@ -195,6 +232,8 @@ TEST(ConnectionRelay, GrpcHalfClosingKeepsTheConnection) {
   ASSERT_TRUE(inner.ok());
   UniqueFd grpc_end = std::move(inner->second);
   ::fcntl(grpc_end.get(), F_SETFL, 0);
+  SetReadTimeout(client.a);
+  SetReadTimeout(grpc_end.get());
   (*relay)->Add(UniqueFd(client.b), std::move(inner->first), 42);
   ::shutdown(grpc_end.get(), SHUT_WR);
   EXPECT_EQ(ReadAll(client.a), "");  // the half-close travels

@@ -4,6 +4,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <string>
@@ -60,14 +61,26 @@ class STOKER_LOCAL Client::Impl {
  private:
   // One unary call: `call(stub, context, response)` with the context
   // prepared; the response, or the call's error.
+  // A refusal for its user's unread answers (kUnreadAnswers: this user's
+  // other calls' answers, in flight a moment) is tried again for up to 5 s.
   template <typename Response, typename Call>
   absl::StatusOr<Response> Unary(Call call) {
-    grpc::ClientContext context;
-    Prepare(&context);
-    Response response;
-    const grpc::Status status = call(*stub(), &context, &response);
-    if (!status.ok()) return FromGrpcStatus(status);
-    return response;
+    const absl::Time deadline = absl::Now() + absl::Seconds(5);
+    absl::Duration wait = absl::Milliseconds(5);
+    for (;;) {
+      grpc::ClientContext context;
+      Prepare(&context);
+      Response response;
+      const grpc::Status status = call(*stub(), &context, &response);
+      if (status.ok()) return response;
+      if (status.error_code() != grpc::StatusCode::RESOURCE_EXHAUSTED ||
+          status.error_message().find(kUnreadAnswers) == std::string::npos ||
+          absl::Now() + wait > deadline) {
+        return FromGrpcStatus(status);
+      }
+      absl::SleepFor(wait);
+      wait = std::min(wait * 2, absl::Milliseconds(200));
+    }
   }
 
   std::unique_ptr<v1::Loader::StubInterface> stub_;

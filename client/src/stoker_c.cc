@@ -65,6 +65,8 @@ int stoker_connect(const char* target, int64_t timeout_ms,
                    stoker_client** out) {
   return Guard([&]() -> int {
     if (out == nullptr) return NullArgument("out");
+    if (int bad = Check(stoker::internal::CheckMayConnect())) return bad;
+    stoker::internal::NoteConnect();  // gRPC starts here, even on failure
     const std::string where =
         target == nullptr || *target == '\0' ? stoker::kDefaultTarget : target;
     auto client = stoker::Client::Connect(where, ConnectTimeout(timeout_ms));

@@ -1,6 +1,7 @@
 #include "daemon/api/answers.h"
 
 #include "absl/strings/str_cat.h"
+#include "common/grpc_status.h"
 
 namespace stoker {
 
@@ -39,8 +40,8 @@ AnswerReactor* AnswerReactor::Open(AnswerLedger* ledger,
     reactor->Finish(grpc::Status(
         grpc::StatusCode::RESOURCE_EXHAUSTED,
         absl::StrCat("uid ", *uid, " has ", ledger->held(*uid) >> 20,
-                     " MiB of answers it has not read yet: read them before "
-                     "calling again")));
+                     " MiB of ", kUnreadAnswers,
+                     ": read them before calling again")));
   }
   return reactor;
 }

@@ -166,11 +166,13 @@ void Listener::Run(grpc::Server* server, PeerTable* peers,
       }
       // What closed connections' calls held goes back to the system, not
       // only to malloc's free lists (a flood of unread answers left
-      // hundreds of MiB resident after its connection closed).
+      // hundreds of MiB resident after its connection closed); at most
+      // every kTrimEvery, as clients come and go all the time.
       const uint64_t closed = relay_->closed();
-      if (closed != trimmed_at_) {
+      if (closed != trimmed_at_ && now >= next_trim_) {
         ::malloc_trim(0);
         trimmed_at_ = closed;
+        next_trim_ = now + kTrimEvery;
       }
       next_sweep = now + absl::Seconds(1);
     }

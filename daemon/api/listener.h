@@ -100,7 +100,9 @@ class Listener {
   std::thread thread_;
   bool stopped_ = false;
   std::vector<RingRequest> ring_requests_;  // the listener thread's own
+  static constexpr absl::Duration kTrimEvery = absl::Seconds(5);
   uint64_t trimmed_at_ = 0;  // relay_->closed() at the last malloc_trim
+  absl::Time next_trim_ = absl::InfinitePast();
   // When each user was last told to be at its connection limit.
   std::map<uid_t, absl::Time> limit_logged_;
 };

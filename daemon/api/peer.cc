@@ -71,8 +71,8 @@ absl::Status PeerTable::Admit(int fd, const PeerCredentials& credentials,
   }
   absl::MutexLock lock(&mu_);
   by_fd_.erase(fd);  // a closed connection's number, reused
-  uint32_t& held = held_[credentials.uid];
-  const uint32_t mine = pending + held;
+  auto held = held_.find(credentials.uid);
+  const uint32_t mine = pending + (held == held_.end() ? 0 : held->second);
   if (mine >= max_per_user_) {
     return absl::ResourceExhaustedError(absl::StrCat(
         "uid ", credentials.uid, " already holds ", mine,
@@ -85,7 +85,7 @@ absl::Status PeerTable::Admit(int fd, const PeerCredentials& credentials,
                      " connections, all its descriptors allow"));
   }
   by_fd_[fd] = {credentials, st.st_ino, absl::Now()};
-  ++held;
+  ++held_[credentials.uid];
   ++held_total_;
   return absl::OkStatus();
 }

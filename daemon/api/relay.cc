@@ -84,10 +84,12 @@ struct ConnectionRelay::Connection {
   std::string up, down;  // bytes on their way to gRPC, to the client
   Http2HeaderScanner scanner;
 
-  // gRPC closed its end (not just its writing half): whatever the client
-  // has not taken by now it would never be answered on.
-  bool done() const {
-    if (inner.gone) return true;
+  // Once gRPC closed its end (not just its writing half), the client gets
+  // what gRPC sent before, if it takes it within kRelayLinger.
+  absl::Time linger_until = absl::InfiniteFuture();
+
+  bool done(absl::Time now) const {
+    if (inner.gone) return down.empty() || client.gone || now >= linger_until;
     return (client.eof || client.gone) && inner.eof && up.empty() &&
            (down.empty() || client.gone);
   }
@@ -164,7 +166,9 @@ void ConnectionRelay::Add(UniqueFd client, UniqueFd inner, pid_t pid,
 void ConnectionRelay::Run() {
   epoll_event events[64];
   for (;;) {
-    const int n = ::epoll_wait(epoll_.get(), events, 64, -1);
+    // Lingering connections are looked at again at least every 100 ms.
+    const int n =
+        ::epoll_wait(epoll_.get(), events, 64, lingering_.empty() ? -1 : 100);
     if (n < 0 && errno != EINTR) {
       spdlog::error("the connection relay stops: epoll_wait: {}",
                     std::strerror(errno));
@@ -193,6 +197,7 @@ void ConnectionRelay::Run() {
         Close(client_fd);
       }
     }
+    EndLingering();
     TakeNew();
   }
 }
@@ -233,6 +238,10 @@ bool ConnectionRelay::Serve(Connection& c, bool client_side, uint32_t events) {
   if (hung_up) {
     side.eof = side.gone = true;
     ::epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, side.fd.get(), nullptr);
+    if (!client_side) {
+      c.linger_until = absl::Now() + kRelayLinger;
+      lingering_.insert(c.client.fd.get());
+    }
   }
   Flush(c, /*to_client=*/false);
   Flush(c, /*to_client=*/true);
@@ -245,7 +254,19 @@ bool ConnectionRelay::Serve(Connection& c, bool client_side, uint32_t events) {
     ::shutdown(c.client.fd.get(), SHUT_WR);
     c.client.shut = true;
   }
-  return !c.done();
+  return !c.done(absl::Now());
+}
+
+void ConnectionRelay::EndLingering() {
+  const absl::Time now = absl::Now();
+  for (auto it = lingering_.begin(); it != lingering_.end();) {
+    const int client_fd = *it++;
+    auto found = connections_.find(client_fd);
+    if (found == connections_.end()) continue;
+    Connection& c = *found->second;
+    Flush(c, /*to_client=*/true);
+    if (c.done(now)) Close(client_fd);
+  }
 }
 
 bool ConnectionRelay::ReadFrom(Connection& c, bool client_side, bool drain) {
@@ -315,6 +336,7 @@ void ConnectionRelay::Watch(Connection& c) {
 }
 
 void ConnectionRelay::Close(int client_fd) {
+  lingering_.erase(client_fd);
   auto it = connections_.find(client_fd);
   if (it == connections_.end()) return;
   client_of_inner_.erase(it->second->inner.fd.get());

@@ -10,9 +10,9 @@
 // kRelayBufferBytes; past that the relay stops reading that side, and TCP-
 // like backpressure reaches the writer. When gRPC closes its end (a bad
 // preface, a connection shut for making no call in time, a drain), the
-// relay sends the client what fits in its socket now and closes the
-// client's end too: a connection is over only when both ends are closed,
-// and only then is it released from its user's count.
+// relay gives the client what gRPC sent before, for at most kRelayLinger,
+// then closes the client's end too: a connection is over only when both
+// ends are closed, and only then is it released from its user's count.
 #ifndef STOKER_DAEMON_API_RELAY_H_
 #define STOKER_DAEMON_API_RELAY_H_
 
@@ -22,18 +22,21 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <thread>
 #include <utility>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "common/unique_fd.h"
 
 namespace stoker {
 
 inline constexpr size_t kMaxHeaderBlockBytes = size_t{64} << 10;
 inline constexpr size_t kRelayBufferBytes = size_t{256} << 10;
+inline constexpr absl::Duration kRelayLinger = absl::Seconds(2);
 
 // Reads a client's side of an HTTP/2 connection (after the 24-byte
 // preface) frame header by frame header; false once a header block passes
@@ -90,6 +93,9 @@ class ConnectionRelay {
   void Flush(Connection& c, bool to_client);
   void Watch(Connection& c);
   void Close(int client_fd);
+  // Closes the lingering connections that are done (their client took
+  // what was left, or kRelayLinger passed).
+  void EndLingering();
   // Closes both of `c`'s descriptors, then runs its on_closed.
   void Closed(std::unique_ptr<Connection> c);
 
@@ -106,6 +112,7 @@ class ConnectionRelay {
   // (the inner one maps to the same entry).
   std::map<int, std::unique_ptr<Connection>> connections_;
   std::map<int, int> client_of_inner_;
+  std::set<int> lingering_;  // client descriptors whose gRPC end is gone
 };
 
 }  // namespace stoker

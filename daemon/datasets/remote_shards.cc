@@ -4,6 +4,7 @@
 #include <atomic>
 #include <thread>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "common/status_macros.h"
@@ -92,7 +93,8 @@ class ShardFetch {
             return policy_.cancelled() || absl::Now() > policy_.deadline;
           },
           hit);
-      if (absl::IsResourceExhausted(entry.status())) {  // which shard
+      if (absl::IsResourceExhausted(entry.status()) &&
+          !absl::StrContains(entry.status().message(), name)) {  // which one
         return absl::ResourceExhaustedError(absl::StrCat(
             "remote shard '", name, "': ", entry.status().message()));
       }

@@ -98,11 +98,16 @@ bool CheckBodyStart(HttpExchange* x, long status) {
   } else if (status == 200) {  // the whole object again, from its start
     x->at = 0;
     x->changed = length >= 0 && uint64_t(length) != x->want->size;
+  } else if (x->range_total >= 0 && uint64_t(x->range_total) != x->want->size &&
+             !x->want->version.starts_with('"')) {
+    // Another size, and nothing made the answer conditional (a weak ETag
+    // or Last-Modified, whose resolution is a second): a new version.
+    x->changed = true;
   } else if (x->range_start < 0 || uint64_t(x->range_start) != x->from ||
              (x->range_total >= 0 &&
               uint64_t(x->range_total) != x->want->size)) {
-    // Of the version asked for (If-Match held), yet not the bytes asked
-    // for, or of another size: the server's fault, not a new version.
+    // Of the version asked for (If-Match held for a strong ETag), yet not
+    // the bytes asked for, or of another size: the server's fault.
     x->bad_range = true;
   }
   return !x->changed && !x->bad_range;
@@ -212,9 +217,11 @@ absl::Status ExchangeOutcome(const HttpExchange& x, const std::string& name,
     return absl::FailedPreconditionError(absl::StrCat(
         shard, "asked for bytes from ", x.from, " of ", x.want->size,
         ", the server answered ",
-        x.range_start < 0 ? std::string("without a Content-Range")
-                          : absl::StrCat("bytes from ", x.range_start, " of ",
-                                         x.range_total)));
+        x.range_start < 0
+            ? std::string("without a Content-Range")
+            : absl::StrCat("bytes from ", x.range_start, " of ",
+                           x.range_total < 0 ? std::string("an unknown size")
+                                             : absl::StrCat(x.range_total))));
   }
   if (x.write_errno != 0) {
     return absl::ResourceExhaustedError(

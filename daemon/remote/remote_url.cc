@@ -1,5 +1,6 @@
 #include "daemon/remote/remote_url.h"
 
+#include "absl/algorithm/container.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -65,15 +66,16 @@ bool IsS3Name(absl::string_view shard) {
 }
 
 std::string Redacted(absl::string_view url) {
-  std::string out(url.substr(0, url.find_first_of("?#")));
-  if (out.size() < url.size()) out += "?...";
+  // Whatever lies between the scheme and the last '@' may be a password
+  // (even one holding '/', '?' or '#'); then the query and fragment go.
+  std::string out(url);
   const size_t start = out.find("://");
-  if (start == std::string::npos) return out;
-  const size_t end = std::min(out.find('/', start + 3), out.size());
-  const size_t at = out.rfind('@', end);
-  if (at != std::string::npos && at > start) {
+  const size_t at = out.rfind('@');
+  if (start != std::string::npos && at != std::string::npos && at > start) {
     out.replace(start + 3, at - start - 3, "...");
   }
+  const size_t query = out.find_first_of("?#");
+  if (query != std::string::npos) out.replace(query, std::string::npos, "?...");
   return out;
 }
 
@@ -93,7 +95,14 @@ absl::Status CheckRemoteName(absl::string_view field, absl::string_view shard) {
     }
   }
   if (parts.authority.empty()) return bad("names no bucket or host");
-  if (parts.authority.find('@') != std::string::npos) {
+  const size_t colon = parts.authority.rfind(':');
+  const bool bad_port =
+      parts.scheme != "s3" && colon != std::string::npos &&
+      parts.authority.find(']', colon) == std::string::npos &&
+      !absl::c_all_of(parts.authority.substr(colon + 1),
+                      [](char c) { return absl::ascii_isdigit(c); });
+  // A port that is not a number is a password ("https://user:pa/ss@host").
+  if (parts.authority.find('@') != std::string::npos || bad_port) {
     return bad(
         "holds a user name or password: pass credentials with the job's "
         "remote access instead (a job's shards are shown by GetJob)");

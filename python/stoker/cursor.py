@@ -25,7 +25,8 @@ import time
 from typing import Any, Dict, Optional, Tuple
 
 from stoker import errors, spec as job_spec
-from stoker.stream import Resources, Stream
+from stoker.resources import Resources
+from stoker.stream import Stream
 
 Place = Tuple[int, int]  # (epoch, batch index)
 

@@ -35,7 +35,8 @@ from stoker import fields as sample_fields
 from stoker import spec as job_spec
 from stoker.client import Client, default_socket
 from stoker.cursor import Cursor, ExclusiveCursor, SharedCursor
-from stoker.stream import Resources, Stream
+from stoker.resources import Resources
+from stoker.stream import Stream
 
 
 def _remote_access(shards: Optional[Sequence[str]],
@@ -243,6 +244,7 @@ class DataLoader:
         self._cursor.set_epoch(epoch)
 
     def __iter__(self) -> Iterator[Tuple[torch.Tensor, torch.Tensor]]:
+        self._check_process()  # before the guard a parent's thread may hold
         with self._guard:
             epoch = self._sampler_epoch.changed()
             if epoch is not None:  # the sampler= given was set_epoch()ed
@@ -329,6 +331,12 @@ class DataLoader:
         return ExclusiveCursor(self._resources, self._spec, *stream_args,
                                float(reconnect_timeout))
 
+    def _check_process(self) -> None:
+        """ForkedProcess in a process forked from the loader's (see
+        docs/python.md, "Forked processes")."""
+        if _native.forked_from(self._pid):
+            raise _native.fork_error(self._pid, "this DataLoader")
+
     @property
     def _stream(self) -> Stream:
         return self._cursor.stream
@@ -375,6 +383,7 @@ class _EpochIterator:
 
     def __next__(self) -> Tuple[torch.Tensor, torch.Tensor]:
         loader = self._loader
+        loader._check_process()
         with loader._guard:
             cursor = loader._cursor
             if not cursor.in_epoch(self):

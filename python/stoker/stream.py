@@ -41,10 +41,12 @@ class _Lease:
 
     def __del__(self):
         handle, self._handle = self._handle, None
-        if handle is not None and _native is not None:
+        # In a forked child the handle (and the count's lock) are the
+        # parent's: left alone.
+        if (handle is not None and _native is not None
+                and not _native.forked_from(self._owner.pid)):
             self._owner.given_back()
-            if not _native.forked_from(self._owner.pid):  # else the parent's
-                _native.library().stoker_batch_release(handle)
+            _native.library().stoker_batch_release(handle)
 
 
 class _Leases:
@@ -312,65 +314,3 @@ class Stream:
             except errors.StokerError:
                 pass  # gone already (finished, or the daemon restarted)
         self.job = None
-
-
-class Resources:
-    """What a DataLoader holds on the daemon; closed by its finalizer, so a
-    loader dropped without close() (or at exit) still deletes its job. Once
-    closed, no stream opens again (a thread still iterating gets "closed"),
-    so no job outlives close(). In a process forked from the one that made
-    it, close() only forgets what it holds (the parent's, still in use
-    there)."""
-
-    def __init__(self, client: Client,
-                 remote: Optional[Dict[str, Any]] = None):
-        self.client = client
-        # Remote shards' access (stoker.remote.access), sent with each job
-        # this loader creates, resumed ones included.
-        self.remote = remote
-        self.stream: Optional[Stream] = None
-        self._pid = os.getpid()
-        self._lock = threading.RLock()
-        self._closed = False
-
-    def open_stream(self, make) -> Stream:
-        """Replaces the stream with make(client) (a new job, or one attached
-        to); ValueError once closed."""
-        with self._lock:
-            if self._closed:
-                raise ValueError("the DataLoader is closed")
-            self.close_stream()
-            self.stream = make(self.client)
-            return self.stream
-
-    def close_stream(self) -> None:
-        with self._lock:
-            if self.stream is not None:
-                stream, self.stream = self.stream, None
-                stream.close()
-
-    def close(self) -> None:
-        if _native.forked_from(self._pid):
-            # The parent's, in use there; no lock (one a parent's thread
-            # held at fork stays held here).
-            if self.stream is not None:
-                self.stream.close()
-            self.client.close()
-            return
-        with self._lock:
-            self._closed = True
-            self.close_stream()
-            self.client.close()
-
-    def reconnect(self, timeout: float) -> None:
-        """A new connection, made as soon as the daemon answers (for
-        ExclusiveCursor's reconnect loop). (Calls on the old one would
-        notice a restarted daemon only when gRPC next polls its idle
-        connection, up to 5 s later.)"""
-        with self._lock:
-            if self._closed:
-                raise ValueError("the DataLoader is closed")
-            self.close_stream()
-            fresh = Client(self.client.socket, timeout=timeout)
-            self.client.close()
-            self.client = fresh

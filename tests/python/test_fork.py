@@ -175,24 +175,29 @@ def test_one_thread_closing_while_three_iterate_leaves_no_job(daemon,
         f.write(PRELUDE + """
 import threading
 shared = loader()
-seen = []
+seen, failures = [], []
 def run(closer):
-    for epoch in range(4):
-        try:
-            for _ in shared:
-                seen.append(1)
-                if closer and len(seen) >= 6:
-                    shared.close()
-                    return
-        except (RuntimeError, ValueError):
-            pass  # replaced by another thread's iter(), or closed
-    if closer:  # every iteration of this thread was replaced: close now
-        shared.close()
+    try:
+        for epoch in range(4):
+            try:
+                for _ in shared:
+                    seen.append(1)
+                    if closer and len(seen) >= 6:
+                        shared.close()
+                        return
+            except (RuntimeError, ValueError) as error:
+                # replaced by another thread's iter(), or closed
+                assert "newer iter" in str(error) or "closed" in str(error)
+        if closer:  # every iteration of this thread was replaced
+            shared.close()
+    except BaseException as error:
+        failures.append(repr(error))
 threads = [threading.Thread(target=run, args=(i == 0,)) for i in range(4)]
 for t in threads:
     t.start()
 for t in threads:
     t.join()
+assert failures == [], failures
 assert jobs() == [], jobs()
 print("ok")
 """)
