@@ -158,6 +158,44 @@ TEST(ConnectionRelay, AHeaderBlockPastTheBoundEndsTheConnection) {
 namespace stoker {
 namespace {
 
+std::string StreamFrame(uint8_t type, uint8_t flags, uint32_t stream) {
+  return {0,
+          0,
+          0,
+          char(type),
+          char(flags),
+          char(stream >> 24),
+          char(stream >> 16),
+          char(stream >> 8),
+          char(stream)};
+}
+
+// gRPC 1.51 applies its stream limit only once the client acknowledged the
+// server's SETTINGS: the relay ends a connection that opens more than
+// kMaxStreamsBeforeSettingsAck streams before that; after it, any number
+// (gRPC's own limit holds), and a HEADERS frame on an open stream counts
+// nothing.
+TEST(Http2HeaderScanner, StreamsBeforeTheSettingsAckAreBounded) {
+  std::string ok = kPreface;
+  for (uint32_t i = 0; i < kMaxStreamsBeforeSettingsAck; ++i) {
+    ok += StreamFrame(0x1, 0x4, 2 * i + 1);
+    ok += StreamFrame(0x1, 0x4, 2 * i + 1);  // trailers: not a new stream
+  }
+  Http2HeaderScanner scanner;
+  EXPECT_TRUE(
+      scanner.Feed(reinterpret_cast<const uint8_t*>(ok.data()), ok.size()));
+  const std::string one_more = StreamFrame(0x1, 0x4, 100001);
+  Http2HeaderScanner flooded = scanner;
+  EXPECT_FALSE(flooded.Feed(reinterpret_cast<const uint8_t*>(one_more.data()),
+                            one_more.size()));
+  EXPECT_NE(std::string(flooded.why()).find("SETTINGS"), std::string::npos);
+  std::string acked = StreamFrame(0x4, 0x1, 0);  // SETTINGS with ACK
+  for (uint32_t i = 0; i < 1000; ++i)
+    acked += StreamFrame(0x1, 0x4, 200001 + 2 * i);
+  EXPECT_TRUE(scanner.Feed(reinterpret_cast<const uint8_t*>(acked.data()),
+                           acked.size()));
+}
+
 // Reads on `fd` fail after 10 s instead of waiting for ever.
 void SetReadTimeout(int fd) {
   const timeval limit{.tv_sec = 10, .tv_usec = 0};

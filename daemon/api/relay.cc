@@ -16,8 +16,10 @@ namespace stoker {
 namespace {
 
 constexpr uint8_t kHeaders = 0x1;
+constexpr uint8_t kSettings = 0x4;
 constexpr uint8_t kContinuation = 0x9;
 constexpr uint8_t kEndHeaders = 0x4;
+constexpr uint8_t kAck = 0x1;
 
 absl::Status Errno(const char* what) {
   return absl::InternalError(absl::StrCat(what, ": ", std::strerror(errno)));
@@ -44,7 +46,18 @@ bool Http2HeaderScanner::Feed(const uint8_t* data, size_t size) {
       if (header_have_ == sizeof(header_)) {
         header_have_ = 0;
         OnFrameHeader();
-        if (block_bytes_ > kMaxHeaderBlockBytes) return false;
+        if (block_bytes_ > kMaxHeaderBlockBytes) {
+          why_ =
+              "a header block of more than 64 KiB (a flood of "
+              "CONTINUATION frames)";
+          return false;
+        }
+        if (streams_before_ack_ > kMaxStreamsBeforeSettingsAck) {
+          why_ =
+              "more than 256 streams opened without acknowledging the "
+              "server's SETTINGS";
+          return false;
+        }
       }
     }
   }
@@ -56,7 +69,16 @@ void Http2HeaderScanner::OnFrameHeader() {
       uint64_t{header_[0]} << 16 | uint64_t{header_[1]} << 8 | header_[2];
   const uint8_t type = header_[3];
   const uint8_t flags = header_[4];
+  const uint32_t stream =
+      (uint32_t{header_[5]} << 24 | uint32_t{header_[6]} << 16 |
+       uint32_t{header_[7]} << 8 | header_[8]) &
+      0x7fffffffu;
   payload_left_ = length;
+  if (type == kSettings && (flags & kAck)) settings_acked_ = true;
+  if (type == kHeaders && stream > last_stream_) {  // a new stream
+    last_stream_ = stream;
+    if (!settings_acked_) ++streams_before_ack_;
+  }
   if (type == kHeaders) {
     block_bytes_ = length;
     in_block_ = !(flags & kEndHeaders);
@@ -282,10 +304,7 @@ bool ConnectionRelay::ReadFrom(Connection& c, bool client_side, bool drain) {
       return true;
     }
     if (client_side && !c.scanner.Feed(buffer, static_cast<size_t>(n))) {
-      spdlog::warn(
-          "closed a connection of pid {}: a header block of more than {} "
-          "bytes (a flood of CONTINUATION frames)",
-          c.pid, kMaxHeaderBlockBytes);
+      spdlog::warn("closed a connection of pid {}: {}", c.pid, c.scanner.why());
       absl::MutexLock lock(&mu_);
       ++cut_off_;
       return false;

@@ -1,7 +1,9 @@
 // Sits between each client connection and gRPC: copies the bytes both
 // ways, reading the HTTP/2 frame headers the client sends, and ends a
 // connection whose header block (a HEADERS frame and its CONTINUATION
-// frames) passes kMaxHeaderBlockBytes. gRPC 1.51 buffers a header block
+// frames) passes kMaxHeaderBlockBytes, or that opens more than
+// kMaxStreamsBeforeSettingsAck streams before acknowledging the server's
+// SETTINGS. gRPC 1.51 buffers a header block
 // without bound while its CONTINUATION frames keep coming (CVE-2023-33953):
 // one connection could make stokerd hold gigabytes.
 //
@@ -38,13 +40,23 @@ inline constexpr size_t kMaxHeaderBlockBytes = size_t{64} << 10;
 inline constexpr size_t kRelayBufferBytes = size_t{256} << 10;
 inline constexpr absl::Duration kRelayLinger = absl::Seconds(2);
 
+// Streams a client may open before it acknowledges the server's SETTINGS
+// (gRPC 1.51 enforces its GRPC_ARG_MAX_CONCURRENT_STREAMS only once they
+// are acknowledged: 20,000 unread calls of a client that never acknowledged
+// grew stokerd by 306 MiB). The daemon's own limit is the same number.
+inline constexpr uint32_t kMaxStreamsBeforeSettingsAck = 256;
+
 // Reads a client's side of an HTTP/2 connection (after the 24-byte
 // preface) frame header by frame header; false once a header block passes
-// kMaxHeaderBlockBytes.
+// kMaxHeaderBlockBytes, or the client opened more than
+// kMaxStreamsBeforeSettingsAck streams without acknowledging the server's
+// SETTINGS.
 class Http2HeaderScanner {
  public:
   bool Feed(const uint8_t* data, size_t size);
   uint64_t largest_block() const { return largest_block_; }
+  // Why the last Feed() returned false.
+  const char* why() const { return why_; }
 
  private:
   void OnFrameHeader();
@@ -56,6 +68,10 @@ class Http2HeaderScanner {
   bool in_block_ = false;
   uint64_t block_bytes_ = 0;
   uint64_t largest_block_ = 0;
+  bool settings_acked_ = false;
+  uint32_t last_stream_ = 0;  // the highest stream id a HEADERS opened
+  uint32_t streams_before_ack_ = 0;
+  const char* why_ = "";
 };
 
 class ConnectionRelay {
@@ -77,7 +93,8 @@ class ConnectionRelay {
   // start.
   size_t open() const;
   uint64_t closed() const;
-  // Connections ended for a header block past the bound, since start.
+  // Connections the scanner ended (a header block past the bound, too many
+  // streams before the settings were acknowledged), since start.
   uint64_t cut_off() const;
 
  private:
