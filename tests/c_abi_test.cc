@@ -35,6 +35,20 @@ class CAbiTest : public ::testing::Test {
     return json.substr(at + 6, json.find('"', at + 6) - at - 6);
   }
 
+  // Connects, creates a job of `spec` and attaches to it (fatal failures
+  // end the test).
+  void Open(const std::string& spec, stoker_client** client,
+            stoker_consumer** consumer) {
+    ASSERT_EQ(stoker_connect(daemon_.target().c_str(), 5000, client), 0);
+    char* job = nullptr;
+    ASSERT_EQ(stoker_create_job(*client, spec.c_str(), &job), 0)
+        << stoker_last_error();
+    const std::string id = IdOf(job);
+    stoker_free(job);
+    ASSERT_EQ(stoker_attach(*client, id.c_str(), nullptr, consumer), 0)
+        << stoker_last_error();
+  }
+
   testing::TestDaemon daemon_;
 };
 
@@ -116,18 +130,12 @@ TEST_F(CAbiTest, ClosedAndMistypedHandlesGetAnErrorCode) {
 // NULL copier the batch is released at once (it was kept, and a ring of
 // two slots stalled at the third stoker_next, timing out).
 TEST_F(CAbiTest, CopyAsyncTakesTheBatchOverEvenWithoutACopier) {
-  stoker_client* client = nullptr;
-  ASSERT_EQ(stoker_connect(daemon_.target().c_str(), 5000, &client), 0);
-  char* job = nullptr;
   std::string spec = JobJson();
   const std::string one_epoch = "\"epochs\": 1";
   spec.replace(spec.find(one_epoch), one_epoch.size(), "\"epochs\": 3");
-  ASSERT_EQ(stoker_create_job(client, spec.c_str(), &job), 0)
-      << stoker_last_error();
-  const std::string id = IdOf(job);
-  stoker_free(job);
+  stoker_client* client = nullptr;
   stoker_consumer* consumer = nullptr;
-  ASSERT_EQ(stoker_attach(client, id.c_str(), nullptr, &consumer), 0);
+  ASSERT_NO_FATAL_FAILURE(Open(spec, &client, &consumer));
   char scratch[8];
   for (int i = 0; i < 5; ++i) {  // more batches than the ring's two slots
     stoker_batch* batch = nullptr;
@@ -151,14 +159,8 @@ TEST_F(CAbiTest, CopyAsyncTakesTheBatchOverEvenWithoutACopier) {
 // The parent's consumer goes on.
 TEST_F(CAbiTest, AForkedChildLeavesItsParentsHandlesAlone) {
   stoker_client* client = nullptr;
-  ASSERT_EQ(stoker_connect(daemon_.target().c_str(), 5000, &client), 0);
-  char* job = nullptr;
-  ASSERT_EQ(stoker_create_job(client, JobJson().c_str(), &job), 0)
-      << stoker_last_error();
-  const std::string id = IdOf(job);
-  stoker_free(job);
   stoker_consumer* consumer = nullptr;
-  ASSERT_EQ(stoker_attach(client, id.c_str(), nullptr, &consumer), 0);
+  ASSERT_NO_FATAL_FAILURE(Open(JobJson(), &client, &consumer));
   stoker_batch* batch = nullptr;
   stoker_batch_info info{};
   info.struct_size = sizeof(info);
