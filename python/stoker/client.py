@@ -15,7 +15,7 @@ import json
 import os
 from typing import Any, Dict, List, Optional
 
-from stoker import _native
+from stoker import _native, errors
 
 SYSTEM_SOCKET = "/run/stoker/stoker.sock"
 
@@ -47,6 +47,19 @@ def default_socket() -> str:
     return os.environ.get("STOKER_SOCKET") or SYSTEM_SOCKET
 
 
+def _where_from(socket: Optional[str]) -> str:
+    """Why this socket was tried, and how to name another."""
+    if socket:
+        why = "socket= named it"
+    elif os.environ.get("STOKER_SOCKET"):
+        why = "$STOKER_SOCKET named it"
+    else:
+        why = "it is the system daemon's"
+    return (f"this process tried it because {why}: name the daemon's socket "
+            "with socket= (stoker.DataLoader, stoker.Client) or "
+            "$STOKER_SOCKET")
+
+
 class Client:
     """A connection to stokerd. Thread-safe."""
 
@@ -58,9 +71,13 @@ class Client:
         lib = _native.library()
         handle = ctypes.c_void_p()
         _native.connected()  # gRPC starts in this process, even on failure
-        _native.check(lib.stoker_connect(self.socket.encode(),
-                                         int(timeout * 1000),
-                                         ctypes.byref(handle)))
+        try:
+            _native.check(lib.stoker_connect(self.socket.encode(),
+                                             int(timeout * 1000),
+                                             ctypes.byref(handle)))
+        except (errors.Unavailable, errors.NotFound) as error:
+            raise type(error)(f"{error.message}; {_where_from(socket)}",
+                              error.code) from None
         self._handle = handle
 
     @property

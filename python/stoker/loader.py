@@ -29,28 +29,14 @@ from typing import Any, Dict, Iterator, Optional, Sequence, Tuple, Union
 
 import torch
 
-from stoker import _native, batch_transforms, datasets, errors, recipe
+from stoker import _native, batch_transforms, datasets, recipe
 from stoker import remote as remote_shards
 from stoker import fields as sample_fields
 from stoker import spec as job_spec
-from stoker.client import Client, default_socket
+from stoker.client import Client
 from stoker.cursor import Cursor, ExclusiveCursor, SharedCursor
 from stoker.resources import Resources
 from stoker.stream import Stream
-
-
-def _remote_access(shards: Optional[Sequence[str]],
-                   remote: Optional[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
-    """The access sent with jobs over these shard names (the spec's, a shard
-    list file already read; see stoker.remote)."""
-    if not remote_shards.any_remote(shards):
-        if remote is not None:
-            raise errors.InvalidArgument(
-                "remote applies to s3://, http:// or https:// shards only")
-        return None
-    if not remote_shards.any_s3(shards):
-        return {}  # http(s) shards are fetched unsigned: no credentials sent
-    return remote_shards.access(remote)
 
 
 class DataLoader:
@@ -164,17 +150,17 @@ class DataLoader:
         self._spec = plan.spec
         self.rank, self.world_size = self._spec["rank"], self._spec["world_size"]
         self.device, self._cuda_device = plan.device, plan.cuda_device
-        self._sampler_epoch = plan.sampler_epoch
-        self._root, self._transform = plan.root, plan.transform
-        self._dataset: Any = plan.folder
+        self._sampler_epoch, self._root = plan.sampler_epoch, plan.root
+        self._transform, self._dataset = plan.transform, plan.folder
+        self._num_workers = int(ignored.get("num_workers") or 0)
         self._held = None  # the batch under the last one transformed
         self._set_batch_transform(batch_transform, job_id, fields is not None,
                                   field_transforms)
         # iter() and next() from several threads take turns: a stream one
         # thread opens is never replaced (and its job lost) by another's.
         self._guard, self._pid = threading.RLock(), os.getpid()
-        access = _remote_access(self._spec["dataset"].get("shards"), remote)
-        self._resources = Resources(Client(socket or default_socket()), access)
+        access = remote_shards.job_access(self._spec["dataset"].get("shards"), remote)
+        self._resources = Resources(Client(socket), access)
         self._finalizer = weakref.finalize(self, self._resources.close)
         self._iterating: Optional["weakref.ref[_EpochIterator]"] = None
         self._cursor = self._open_cursor(plan.shared, job_id, name, prefetch,
@@ -218,6 +204,12 @@ class DataLoader:
     def classes(self) -> list:
         """Class names; label i is classes[i] (ImageFolder's classes)."""
         return list(self._cursor.classes)
+
+    @property
+    def num_workers(self) -> int:
+        """torch's num_workers, as given (stokerd's workers do the work:
+        loader.input_stats(), stokerctl status)."""
+        return self._num_workers
 
     @property
     def dataset(self) -> Any:

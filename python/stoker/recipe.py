@@ -77,6 +77,14 @@ def _implied_by_sampler(sampler: Any) -> List[Tuple[str, Any]]:
         if sampler.generator is not None:
             implied.append(("seed", int(sampler.generator.initial_seed())))
         return implied
+    repeats = getattr(sampler, "num_repeats", None)
+    if repeats is not None:  # the classification reference's RASampler
+        raise InvalidArgument(
+            f"sampler={_sampler_class(sampler)}: pass "
+            f"repeated_augmentations={int(repeats)} instead (stokerd repeats "
+            "each sample itself, each copy augmented anew, split over ranks "
+            "as RASampler does); rank and world_size come from "
+            "torch.distributed")
     raise InvalidArgument(
         f"sampler={_sampler_class(sampler)}: stoker translates "
         "DistributedSampler, RandomSampler and SequentialSampler only; "

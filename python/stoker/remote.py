@@ -121,3 +121,18 @@ def access(options: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
     found["path_style"] = (bool(found["endpoint_url"]) if path_style is None
                            else bool(path_style))
     return {key: value for key, value in found.items() if value}
+
+
+def job_access(shards: Optional[Sequence[str]],
+               remote: Optional[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
+    """The access a DataLoader sends with jobs over these shard names (the
+    spec's, a shard list file already read): None for local shards, {} for
+    http(s) ones (fetched unsigned), access(remote) for s3:// ones."""
+    if not any_remote(shards):
+        if remote is not None:
+            raise errors.InvalidArgument(
+                "remote applies to s3://, http:// or https:// shards only")
+        return None
+    if not any_s3(shards):
+        return {}  # http(s) shards are fetched unsigned: no credentials sent
+    return access(remote)

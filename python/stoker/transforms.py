@@ -59,8 +59,10 @@ _NO_DETECTION = (
 
 
 def _refuse(what: str, why: str) -> UnsupportedTransform:
+    # Short: what the daemon runs is docs/transforms.md's (and SUPPORTED's).
     return UnsupportedTransform(
-        f"{what}: {why}. stoker's daemon runs: {SUPPORTED}")
+        f"{what}: {why} (what stoker runs: docs/transforms.md, or "
+        "stoker.transforms.SUPPORTED)")
 
 
 class _Step:

@@ -224,6 +224,37 @@ def test_samplers_that_cannot_be_translated_are_refused(daemon, dataset):
         loader_for(daemon, dataset, seed=3,
                    generator=torch.Generator().manual_seed(5))
 
+    class RASampler(torch.utils.data.Sampler):  # the reference's, in short
+        def __init__(self, dataset, num_replicas, rank, shuffle, repetitions):
+            self.num_repeats = repetitions
+
+    with pytest.raises(stoker.InvalidArgument,
+                       match="pass repeated_augmentations=3 instead"):
+        loader_for(daemon, dataset, sampler=RASampler(reference, 1, 0, True, 3))
+
+
+def test_first_refusals_are_short_and_say_what_to_do(daemon, dataset,
+                                                     monkeypatch):
+    """What a new user meets first: no daemon where it looked (naming
+    socket= and $STOKER_SOCKET), a transform it cannot run (short, pointing
+    to the list) (before: 1.3 KB naming every op)."""
+    missing = os.path.join(os.path.dirname(dataset), "none.sock")
+    with pytest.raises(stoker.Unavailable, match=r"socket= named it.*"
+                       r"\$STOKER_SOCKET"):
+        stoker.DataLoader(dataset, transform=TRANSFORM, socket=missing)
+    monkeypatch.setenv("STOKER_SOCKET", missing)
+    with pytest.raises(stoker.Unavailable,
+                       match=r"\$STOKER_SOCKET named it") as refused:
+        stoker.Client()
+    assert len(str(refused.value)) < 600, str(refused.value)
+    monkeypatch.delenv("STOKER_SOCKET")
+    for transform in (None, T.Compose([T.RandomResizedCrop(32),
+                                       T.RandomPerspective()])):
+        with pytest.raises(stoker.UnsupportedTransform,
+                           match="docs/transforms.md") as refused:
+            loader_for(daemon, dataset, transform=transform)
+        assert len(str(refused.value)) < 400, str(refused.value)
+
 
 def test_worker_keywords_are_ignored_in_one_logged_line(daemon, dataset,
                                                         caplog):
@@ -241,8 +272,10 @@ def test_worker_keywords_are_ignored_in_one_logged_line(daemon, dataset,
                  "multiprocessing_context", "worker threads", "shared memory"):
         assert word in lines[0]
     loader.close()
+    assert loader.num_workers == 16  # as torch's, read by recipes
     plain = loader_for(daemon, dataset)  # nothing given, nothing said
     again = loader_for(daemon, dataset, num_workers=4)  # once per loader
+    assert plain.num_workers == 0 and again.num_workers == 4
     lines = [r.getMessage() for r in caplog.records if r.name == "stoker"]
     assert len(lines) == 2 and "num_workers=4" in lines[1]
     plain.close()

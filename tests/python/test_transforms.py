@@ -119,11 +119,13 @@ def test_native_spec_passes_through():
     (T.Compose([T.RandomHorizontalFlip(), T.ToTensor()]), "fix the image size"),
     (None, "fix the image size"),
 ])
-def test_refusals_name_the_transform_and_list_what_runs(transform, named):
+def test_refusals_name_the_transform_and_point_to_what_runs(transform, named):
+    """Short (the whole list of ops made them 1.3 KB): the transform, why,
+    and where the list is."""
     with pytest.raises(UnsupportedTransform) as caught:
         translate_transform(transform)
     message = str(caught.value)
     assert named in message
-    assert "RandomResizedCrop(size, scale, ratio" in message  # the list
+    assert "docs/transforms.md" in message and len(message) < 500, message
     assert isinstance(caught.value, InvalidArgument)
     assert isinstance(caught.value, ValueError)
