@@ -145,7 +145,7 @@ class JobRegistry {
       JobConfig* config, const ScanLimits& limits,
       absl::Duration fetch_timeout);
   // Remote shards, through the shard cache, with the job's own access (each
-  // job its own index: its HEADs are what lets it use cached copies).
+  // job its own index: its probes are what let it use cached copies).
   absl::StatusOr<std::shared_ptr<const DatasetIndex>> IndexRemote(
       const JobConfig& config, const ScanLimits& limits,
       absl::Duration fetch_timeout);

@@ -6,7 +6,7 @@
 // old copy is never served for it. Files are stokerd's own (mode 0600 in a
 // 0700 directory): jobs read them through the descriptor the cache hands
 // out, never by path, and a job gets one only after its own credentials
-// were checked against the object (the HEAD its index makes, see
+// were checked against the object (the 1-byte ranged GET its index makes, see
 // datasets/remote_shards.h), so the cache never lets a user read what they
 // could not fetch.
 //
