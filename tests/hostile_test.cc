@@ -27,6 +27,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/naming.h"
+#include "common/unique_fd.h"
 #include "daemon/os/sd_listen.h"
 #include "daemon/shm/shm_segment.h"
 #include "gtest/gtest.h"
@@ -144,44 +145,44 @@ class OtherUserChild {
   explicit OtherUserChild(const std::function<void(int)>& body) {
     int fds[2];
     EXPECT_EQ(::pipe(fds), 0);
+    UniqueFd read_end(fds[0]), write_end(fds[1]);
     pid_ = ::fork();
     if (pid_ == 0) {
-      ::close(fds[0]);
+      read_end.reset();
       if (::setgroups(0, nullptr) != 0 || ::setgid(kOtherGid) != 0 ||
           ::setuid(kOtherUid) != 0) {
         ::_exit(126);
       }
-      body(fds[1]);
+      body(write_end.get());
       for (;;) ::pause();
     }
-    ::close(fds[1]);
-    report_ = fds[0];
+    report_ = std::move(read_end);
   }
   ~OtherUserChild() {
     ::kill(pid_, SIGKILL);
     ::waitpid(pid_, nullptr, 0);
-    ::close(report_);
   }
   template <typename T>
   bool Read(T* value) {
-    return ::read(report_, value, sizeof(T)) == sizeof(T);
+    return ::read(report_.get(), value, sizeof(T)) == sizeof(T);
   }
 
  private:
   pid_t pid_ = -1;
-  int report_ = -1;
+  UniqueFd report_;
 };
 
+// A connected descriptor the caller owns, or -1.
 int ConnectUnix(const std::string& path) {
-  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
   sockaddr_un address{};
   address.sun_family = AF_UNIX;
   std::snprintf(address.sun_path, sizeof(address.sun_path), "%s", path.c_str());
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address))) {
-    ::close(fd);
+  if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&address),
+                sizeof(address))) {
     return -1;
   }
-  return fd;
+  return fd.release();
 }
 
 JobSpec SmallSpec(const std::string& path) {
@@ -511,8 +512,9 @@ TEST(Hostile, AClientIdlePastTheHandshakeTimeoutStillGetsItsCall) {
 // 4b. A connection that never makes a call is closed.
 TEST(Hostile, SilentConnectionIsClosedAfterTheHandshakeTimeout) {
   TestDaemon daemon({.handshake_timeout = absl::Seconds(1)});
-  const int fd = ConnectUnix(SocketPathFromTarget(daemon.target()));
-  ASSERT_GE(fd, 0);
+  const UniqueFd connection(ConnectUnix(SocketPathFromTarget(daemon.target())));
+  ASSERT_TRUE(connection);
+  const int fd = connection.get();
   const auto start = Clock::now();
   bool closed = false;
   while (!closed && MsSince(start) < 6000) {
@@ -521,7 +523,6 @@ TEST(Hostile, SilentConnectionIsClosedAfterTheHandshakeTimeout) {
     char buffer[512];
     closed = ::read(fd, buffer, sizeof(buffer)) <= 0;  // else the preface
   }
-  ::close(fd);
   Report("silent_connection_closed", MsSince(start));
   EXPECT_TRUE(closed);
   EXPECT_LT(MsSince(start), 3000);

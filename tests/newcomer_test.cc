@@ -14,6 +14,7 @@
 #include <fstream>
 
 #include "common/naming.h"
+#include "common/unique_fd.h"
 #include "gtest/gtest.h"
 #include "tests/test_util.h"
 
@@ -158,7 +159,8 @@ TEST_F(CheckConfig, TakesByteSizesAndDurationsWithoutQuotes) {
 
 TEST_F(CheckConfig, AFailedStartSaysCannotStartAndNeverStopped) {
   // A metrics port that is taken: found only when stokerd binds it.
-  const int taken = ::socket(AF_INET, SOCK_STREAM, 0);
+  const UniqueFd taken_fd(::socket(AF_INET, SOCK_STREAM, 0));
+  const int taken = taken_fd.get();
   sockaddr_in address{.sin_family = AF_INET,
                       .sin_port = 0,
                       .sin_addr = {htonl(INADDR_LOOPBACK)}};
@@ -170,7 +172,6 @@ TEST_F(CheckConfig, AFailedStartSaysCannotStartAndNeverStopped) {
   const Outcome run = Stokerd("--config= --socket=" + dir_.path() +
                               "/s.sock --metrics_address=127.0.0.1:" +
                               std::to_string(ntohs(address.sin_port)));
-  ::close(taken);
   EXPECT_EQ(run.exit_code, 1) << run.all();
   EXPECT_TRUE(Has(run.err, "cannot start")) << run.all();
   EXPECT_FALSE(Has(run.err, "stopped")) << run.all();
@@ -178,7 +179,9 @@ TEST_F(CheckConfig, AFailedStartSaysCannotStartAndNeverStopped) {
 
 TEST_F(CheckConfig, ALostStartRaceNamesThePidOrSaysTheOtherIsStarting) {
   const std::string socket = dir_.path() + "/s.sock";
-  const int lock = ::open((socket + ".lock").c_str(), O_RDWR | O_CREAT, 0600);
+  const UniqueFd lock_fd(
+      ::open((socket + ".lock").c_str(), O_RDWR | O_CREAT, 0600));
+  const int lock = lock_fd.get();
   ASSERT_EQ(::flock(lock, LOCK_EX | LOCK_NB), 0);
   // Held, but no pid written yet: the winner is still starting.
   Outcome run = Stokerd("--config= --socket=" + socket);
@@ -190,7 +193,6 @@ TEST_F(CheckConfig, ALostStartRaceNamesThePidOrSaysTheOtherIsStarting) {
   run = Stokerd("--config= --socket=" + socket);
   EXPECT_TRUE(Has(run.err, "another stokerd (pid 4242) is already serving"))
       << run.all();
-  ::close(lock);
 }
 
 constexpr uid_t kOtherUid = 65534;

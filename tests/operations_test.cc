@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "common/log.h"
+#include "common/unique_fd.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "gtest/gtest.h"
 #include "tests/test_util.h"
@@ -20,24 +21,22 @@ using testing::TestDaemon;
 
 // One HTTP/1.0 GET to 127.0.0.1:port; the whole response, headers included.
 std::string HttpGet(int port, const std::string& path) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
   sockaddr_in address{};
   address.sin_family = AF_INET;
   address.sin_port = htons(static_cast<uint16_t>(port));
   address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) !=
-      0) {
-    ::close(fd);
+  if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&address),
+                sizeof(address)) != 0) {
     return "";
   }
   const std::string request = "GET " + path + " HTTP/1.0\r\n\r\n";
-  (void)!::write(fd, request.data(), request.size());
+  (void)!::write(fd.get(), request.data(), request.size());
   std::string response;
   char buffer[4096];
   ssize_t n;
-  while ((n = ::read(fd, buffer, sizeof(buffer))) > 0)
+  while ((n = ::read(fd.get(), buffer, sizeof(buffer))) > 0)
     response.append(buffer, n);
-  ::close(fd);
   return response;
 }
 

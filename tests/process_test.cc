@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "common/naming.h"
+#include "common/unique_fd.h"
 #include "daemon/shm/shm_segment.h"
 #include "gtest/gtest.h"
 #include "tests/test_util.h"
@@ -158,7 +159,8 @@ TEST_F(ProcessTest, ANonUnixSocketAddressIsRefusedClearly) {
 // systemd's side of Type=notify: a datagram socket given as NOTIFY_SOCKET.
 TEST_F(ProcessTest, NotifiesReadyOnlyOnceListeningThenWatchdogThenStopping) {
   const std::string notify_path = dir_.path() + "/notify";
-  const int notify = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  const UniqueFd notify_fd(::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+  const int notify = notify_fd.get();
   ASSERT_GE(notify, 0);
   sockaddr_un address{};
   address.sun_family = AF_UNIX;
@@ -202,7 +204,6 @@ TEST_F(ProcessTest, NotifiesReadyOnlyOnceListeningThenWatchdogThenStopping) {
   const auto exit = daemon.Wait(std::chrono::seconds(20));
   ASSERT_TRUE(exit.has_value());
   EXPECT_TRUE(WIFEXITED(*exit) && WEXITSTATUS(*exit) == 0);
-  ::close(notify);
 }
 
 }  // namespace

@@ -63,13 +63,15 @@ TEST(Http2HeaderScanner, CountsEachHeaderBlockAcrossAnySplit) {
                             flood.size()));
 }
 
+// A connected socket pair: `a` the trainer's end, `b` what stokerd
+// accepted (handed to the relay).
 struct Pair {
-  int a = -1, b = -1;
+  UniqueFd a, b;
   Pair() {
     int fds[2];
     EXPECT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds), 0);
-    a = fds[0];
-    b = fds[1];
+    a.reset(fds[0]);
+    b.reset(fds[1]);
   }
 };
 
@@ -90,9 +92,9 @@ TEST(ConnectionRelay, CopiesBothWaysInOrderAndPassesHalfCloses) {
   Pair client;  // client.a: the trainer; client.b: what stokerd accepted
   auto inner = ConnectionRelay::Pair();
   ASSERT_TRUE(inner.ok());
-  const int grpc_end = inner->second.release();
-  ::fcntl(grpc_end, F_SETFL, 0);  // blocking, for the test's plain reads
-  (*relay)->Add(UniqueFd(client.b), std::move(inner->first), 42);
+  UniqueFd grpc_end = std::move(inner->second);
+  ::fcntl(grpc_end.get(), F_SETFL, 0);  // blocking, for the test's plain reads
+  (*relay)->Add(std::move(client.b), std::move(inner->first), 42);
   // 6 MB each way, well past the relay's buffers, at the same time.
   std::mt19937 random(7);
   std::string up = kPreface, down;
@@ -102,27 +104,26 @@ TEST(ConnectionRelay, CopiesBothWaysInOrderAndPassesHalfCloses) {
   std::string got_up, got_down;
   std::thread server([&] {
     std::thread writer([&] {
-      ASSERT_EQ(::write(grpc_end, down.data(), down.size()),
+      ASSERT_EQ(::write(grpc_end.get(), down.data(), down.size()),
                 ssize_t(down.size()));
-      ::shutdown(grpc_end, SHUT_WR);
+      ::shutdown(grpc_end.get(), SHUT_WR);
     });
-    got_up = ReadAll(grpc_end);
+    got_up = ReadAll(grpc_end.get());
     writer.join();
-    ::close(grpc_end);
+    grpc_end.reset();
   });
   std::thread writer([&] {
     size_t at = 0;
     while (at < up.size()) {
-      const ssize_t n = ::write(client.a, up.data() + at, up.size() - at);
+      const ssize_t n = ::write(client.a.get(), up.data() + at, up.size() - at);
       ASSERT_GT(n, 0);
       at += size_t(n);
     }
-    ::shutdown(client.a, SHUT_WR);  // gRPC must see the end
+    ::shutdown(client.a.get(), SHUT_WR);  // gRPC must see the end
   });
-  got_down = ReadAll(client.a);
+  got_down = ReadAll(client.a.get());
   writer.join();
   server.join();
-  ::close(client.a);
   EXPECT_TRUE(got_up == up)
       << got_up.size() << " of " << up.size() << ", first difference at "
       << std::mismatch(got_up.begin(), got_up.end(), up.begin()).first -
@@ -139,16 +140,15 @@ TEST(ConnectionRelay, AHeaderBlockPastTheBoundEndsTheConnection) {
   ASSERT_TRUE(inner.ok());
   UniqueFd grpc_end = std::move(inner->second);
   ::fcntl(grpc_end.get(), F_SETFL, 0);
-  (*relay)->Add(UniqueFd(client.b), std::move(inner->first), 42);
+  (*relay)->Add(std::move(client.b), std::move(inner->first), 42);
   std::string flood = kPreface + Frame(0x1, 0, std::string(100, 'h'));
   for (int i = 0; i < 8; ++i) flood += Frame(0x9, 0, std::string(16000, 'c'));
-  ASSERT_EQ(::write(client.a, flood.data(), flood.size()),
+  ASSERT_EQ(::write(client.a.get(), flood.data(), flood.size()),
             ssize_t(flood.size()));
   // Both ends see the connection end; gRPC never got the whole block.
   const std::string seen = ReadAll(grpc_end.get());
   EXPECT_LT(seen.size(), kMaxHeaderBlockBytes + 16000 + 200);
-  EXPECT_EQ(ReadAll(client.a), "");
-  ::close(client.a);
+  EXPECT_EQ(ReadAll(client.a.get()), "");
   EXPECT_EQ((*relay)->cut_off(), 1u);
 }
 
@@ -213,22 +213,21 @@ TEST(ConnectionRelay, GrpcClosingItsEndClosesTheClientsAndReleasesIt) {
   auto inner = ConnectionRelay::Pair();
   ASSERT_TRUE(inner.ok());
   std::atomic<int> released = 0;
-  (*relay)->Add(UniqueFd(client.b), std::move(inner->first), 42,
+  (*relay)->Add(std::move(client.b), std::move(inner->first), 42,
                 [&released] { ++released; });
   UniqueFd grpc_end = std::move(inner->second);
-  SetReadTimeout(client.a);  // a regression fails, never hangs
+  SetReadTimeout(client.a.get());  // a regression fails, never hangs
   const std::string goodbye = "goodbye";
   ASSERT_EQ(::write(grpc_end.get(), goodbye.data(), goodbye.size()),
             ssize_t(goodbye.size()));
   EXPECT_EQ((*relay)->open(), 1u);
   grpc_end.reset();  // the client never closes nor writes
   // What gRPC sent before closing arrives, then the end.
-  EXPECT_EQ(ReadAll(client.a), goodbye);
+  EXPECT_EQ(ReadAll(client.a.get()), goodbye);
   for (int i = 0; i < 200 && released == 0; ++i) ::usleep(5000);
   EXPECT_EQ(released, 1);
   EXPECT_EQ((*relay)->open(), 0u);
   EXPECT_EQ((*relay)->closed(), 1u);
-  ::close(client.a);
 }
 
 // What gRPC sent before closing reaches a client that reads it late (up
@@ -237,12 +236,12 @@ TEST(ConnectionRelay, AClientReadingLateGetsWhatGrpcSentBeforeClosing) {
   auto relay = ConnectionRelay::Start();
   ASSERT_TRUE(relay.ok()) << relay.status();
   Pair client;
-  SetReadTimeout(client.a);
+  SetReadTimeout(client.a.get());
   auto inner = ConnectionRelay::Pair();
   ASSERT_TRUE(inner.ok());
   UniqueFd grpc_end = std::move(inner->second);
   ::fcntl(grpc_end.get(), F_SETFL, 0);
-  (*relay)->Add(UniqueFd(client.b), std::move(inner->first), 42);
+  (*relay)->Add(std::move(client.b), std::move(inner->first), 42);
   const std::string answer(3 << 20, 'a');  // past both sockets' buffers
   std::thread writer([&] {
     size_t at = 0;
@@ -255,9 +254,8 @@ TEST(ConnectionRelay, AClientReadingLateGetsWhatGrpcSentBeforeClosing) {
     grpc_end.reset();
   });
   ::usleep(300 * 1000);  // the client reads late
-  EXPECT_EQ(ReadAll(client.a).size(), answer.size());
+  EXPECT_EQ(ReadAll(client.a.get()).size(), answer.size());
   writer.join();
-  ::close(client.a);
 }
 
 // gRPC half-closing (its writing side only) is not the end: the client's
@@ -270,16 +268,15 @@ TEST(ConnectionRelay, GrpcHalfClosingKeepsTheConnection) {
   ASSERT_TRUE(inner.ok());
   UniqueFd grpc_end = std::move(inner->second);
   ::fcntl(grpc_end.get(), F_SETFL, 0);
-  SetReadTimeout(client.a);
+  SetReadTimeout(client.a.get());
   SetReadTimeout(grpc_end.get());
-  (*relay)->Add(UniqueFd(client.b), std::move(inner->first), 42);
+  (*relay)->Add(std::move(client.b), std::move(inner->first), 42);
   ::shutdown(grpc_end.get(), SHUT_WR);
-  EXPECT_EQ(ReadAll(client.a), "");  // the half-close travels
-  ASSERT_EQ(::write(client.a, kPreface.data(), kPreface.size()),
+  EXPECT_EQ(ReadAll(client.a.get()), "");  // the half-close travels
+  ASSERT_EQ(::write(client.a.get(), kPreface.data(), kPreface.size()),
             ssize_t(kPreface.size()));
-  ::shutdown(client.a, SHUT_WR);
+  ::shutdown(client.a.get(), SHUT_WR);
   EXPECT_EQ(ReadAll(grpc_end.get()), kPreface);
-  ::close(client.a);
 }
 
 // Answers in flight are counted per user: one user at its bound is refused,

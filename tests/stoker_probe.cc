@@ -61,6 +61,7 @@
 #include "client/src/ring_mapping.h"
 #include "common/cli.h"
 #include "common/naming.h"
+#include "common/unique_fd.h"
 #include "stoker/client.h"
 
 ABSL_FLAG(std::string, target, "", "daemon address");
@@ -88,15 +89,15 @@ ABSL_FLAG(int, reconnect_ms, 0, "step: ConsumerOptions::reconnect_timeout");
 namespace {
 
 using stoker::Client;
+using stoker::UniqueFd;
 
 void Append(const std::string& path, const std::string& line) {
   // One write per line: a SIGKILL leaves whole lines only.
-  const int fd =
-      ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (fd < 0) return;
+  const UniqueFd fd(
+      ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644));
+  if (!fd) return;
   const std::string text = line + "\n";
-  (void)!::write(fd, text.data(), text.size());
-  ::close(fd);
+  (void)!::write(fd.get(), text.data(), text.size());
 }
 
 std::string BatchLine(const stoker::Batch& batch) {
@@ -326,10 +327,9 @@ int Probe() {
                             private_job)
                             .status());
   const std::string segment = "/dev/shm/" + absl::GetFlag(FLAGS_segment);
-  const int fd = ::open(segment.c_str(), O_RDONLY);
+  const UniqueFd fd(::open(segment.c_str(), O_RDONLY | O_CLOEXEC));
   Print("open_segment_private",
-        fd >= 0 ? absl::OkStatus() : absl::ErrnoToStatus(errno, "open"));
-  if (fd >= 0) ::close(fd);
+        fd ? absl::OkStatus() : absl::ErrnoToStatus(errno, "open"));
   Print("get_shared", (*client)->GetJob(shared_job).status());
   auto consumer = (*client)->Attach(shared_job);
   Print("attach_shared", consumer.status());

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "bench/support/process.h"
+#include "common/unique_fd.h"
 #include "gtest/gtest.h"
 
 namespace stoker {
@@ -49,11 +50,9 @@ class Archive {
 
 absl::StatusOr<std::vector<TarMember>> Read(const std::string& path,
                                             const TarLimits& limits = {}) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  EXPECT_GE(fd, 0) << path;
-  auto members = ReadTarMembers(fd, path, limits);
-  ::close(fd);
-  return members;
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  EXPECT_TRUE(fd) << path;
+  return ReadTarMembers(fd.get(), path, limits);
 }
 
 std::string BytesAt(const std::string& path, const TarMember& m) {

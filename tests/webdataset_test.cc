@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "bench/support/process.h"
+#include "common/unique_fd.h"
 #include "gtest/gtest.h"
 #include "tests/test_util.h"
 
@@ -24,13 +25,11 @@ std::string WriteShard(const testdata::TempDir& dir, const std::string& name,
 }
 
 absl::StatusOr<std::vector<ShardSample>> Group(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  EXPECT_GE(fd, 0) << path;
-  auto members = ReadTarMembers(fd, path);
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  EXPECT_TRUE(fd) << path;
+  auto members = ReadTarMembers(fd.get(), path);
   EXPECT_TRUE(members.ok()) << members.status();
-  auto samples = GroupShardSamples(fd, path, *members);
-  ::close(fd);
-  return samples;
+  return GroupShardSamples(fd.get(), path, *members);
 }
 
 std::string BytesAt(const std::string& path, const ShardSample& s) {
@@ -147,10 +146,9 @@ TEST(SplitMemberName, SplitsAsWebdatasetsBasePlusExt) {
 }
 
 std::vector<TarMember> MembersOf(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  EXPECT_GE(fd, 0) << path;
-  auto members = ReadTarMembers(fd, path);
-  ::close(fd);
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  EXPECT_TRUE(fd) << path;
+  auto members = ReadTarMembers(fd.get(), path);
   EXPECT_TRUE(members.ok()) << members.status();
   return members.ok() ? *members : std::vector<TarMember>{};
 }
