@@ -189,6 +189,13 @@ TEST(Http2HeaderScanner, StreamsBeforeTheSettingsAckAreBounded) {
   EXPECT_FALSE(flooded.Feed(reinterpret_cast<const uint8_t*>(one_more.data()),
                             one_more.size()));
   EXPECT_NE(std::string(flooded.why()).find("SETTINGS"), std::string::npos);
+  // An acknowledgement before the server's SETTINGS reached the client
+  // acknowledges nothing.
+  Http2HeaderScanner early = scanner;
+  const std::string early_ack = StreamFrame(0x4, 0x1, 0) + one_more;
+  EXPECT_FALSE(early.Feed(reinterpret_cast<const uint8_t*>(early_ack.data()),
+                          early_ack.size()));
+  scanner.set_settings_delivered(true);
   std::string acked = StreamFrame(0x4, 0x1, 0);  // SETTINGS with ACK
   for (uint32_t i = 0; i < 1000; ++i)
     acked += StreamFrame(0x1, 0x4, 200001 + 2 * i);

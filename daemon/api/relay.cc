@@ -74,7 +74,9 @@ void Http2HeaderScanner::OnFrameHeader() {
        uint32_t{header_[7]} << 8 | header_[8]) &
       0x7fffffffu;
   payload_left_ = length;
-  if (type == kSettings && (flags & kAck)) settings_acked_ = true;
+  if (type == kSettings && (flags & kAck) && settings_delivered_) {
+    settings_acked_ = true;
+  }
   if (type == kHeaders && stream > last_stream_) {  // a new stream
     last_stream_ = stream;
     if (!settings_acked_) ++streams_before_ack_;
@@ -105,6 +107,23 @@ struct ConnectionRelay::Connection {
   std::function<void()> on_closed;
   std::string up, down;  // bytes on their way to gRPC, to the client
   Http2HeaderScanner scanner;
+  // The server's first frame (its SETTINGS): the header as read, where the
+  // frame ends in the bytes sent down (0: not known yet), and how many of
+  // those bytes the client was sent.
+  std::string server_head;
+  uint64_t server_settings_end = 0;
+  uint64_t down_delivered = 0;
+
+  // Notes the first bytes gRPC sends (its connection preface).
+  void SawDown(const uint8_t* data, size_t size) {
+    const size_t n = std::min(size, size_t{9} - server_head.size());
+    server_head.append(reinterpret_cast<const char*>(data), n);
+    if (n > 0 && server_head.size() == 9 && server_head[3] == char{kSettings}) {
+      server_settings_end = 9 + (uint64_t{uint8_t(server_head[0])} << 16 |
+                                 uint64_t{uint8_t(server_head[1])} << 8 |
+                                 uint8_t(server_head[2]));
+    }
+  }
 
   // Once gRPC closed its end (not just its writing half), the client gets
   // what gRPC sent before, if it takes it within kRelayLinger.
@@ -303,6 +322,9 @@ bool ConnectionRelay::ReadFrom(Connection& c, bool client_side, bool drain) {
       side.eof = true;
       return true;
     }
+    if (!client_side) c.SawDown(buffer, static_cast<size_t>(n));
+    c.scanner.set_settings_delivered(c.server_settings_end > 0 &&
+                                     c.down_delivered >= c.server_settings_end);
     if (client_side && !c.scanner.Feed(buffer, static_cast<size_t>(n))) {
       spdlog::warn("closed a connection of pid {}: {}", c.pid, c.scanner.why());
       absl::MutexLock lock(&mu_);
@@ -334,6 +356,7 @@ void ConnectionRelay::Flush(Connection& c, bool to_client) {
     }
     sent += static_cast<size_t>(n);
   }
+  if (to_client) c.down_delivered += sent;
   from.erase(0, sent);
 }
 

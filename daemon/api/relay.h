@@ -57,6 +57,12 @@ class Http2HeaderScanner {
   uint64_t largest_block() const { return largest_block_; }
   // Why the last Feed() returned false.
   const char* why() const { return why_; }
+  // Whether the server's first SETTINGS frame has reached the client: an
+  // acknowledgement counts only after it (one sent before acknowledges
+  // nothing, and gRPC would go on without its limit).
+  void set_settings_delivered(bool delivered) {
+    settings_delivered_ = delivered;
+  }
 
  private:
   void OnFrameHeader();
@@ -68,6 +74,7 @@ class Http2HeaderScanner {
   bool in_block_ = false;
   uint64_t block_bytes_ = 0;
   uint64_t largest_block_ = 0;
+  bool settings_delivered_ = false;
   bool settings_acked_ = false;
   uint32_t last_stream_ = 0;  // the highest stream id a HEADERS opened
   uint32_t streams_before_ack_ = 0;
