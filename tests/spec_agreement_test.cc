@@ -116,10 +116,32 @@ v1::JobSpec WithFields() {
   return spec;
 }
 
+// Common() with views instead of a pipeline and output.
+v1::JobSpec WithViews() {
+  v1::JobSpec spec = Common();
+  spec.mutable_dataset()->set_path("/data/train");
+  spec.clear_output();
+  for (int v = 0; v < 2; ++v) {
+    v1::View* view = spec.add_views();
+    v1::Resize* resize = view->add_pipeline()->mutable_resize();
+    resize->set_height(32 + 16 * v);
+    resize->set_width(32 + 16 * v);
+    resize->set_interpolation(v1::INTERPOLATION_BICUBIC);
+    view->mutable_output()->set_height(32 + 16 * v);
+    view->mutable_output()->set_width(32 + 16 * v);
+    view->mutable_output()->set_dtype(v ? v1::DTYPE_FLOAT32 : v1::DTYPE_UINT8);
+    view->mutable_output()->set_layout(v1::LAYOUT_NCHW);
+    view->mutable_output()->set_float_scale(
+        v ? v1::FLOAT_SCALE_RECIPROCAL : v1::FLOAT_SCALE_DIVIDE);
+  }
+  return spec;
+}
+
 TEST(SpecAgreement, TheTestSetsEveryWireField) {
   v1::JobSpec both = WithOutputSize();
   both.MergeFrom(WithPipeline());
   both.MergeFrom(WithFields());
+  both.MergeFrom(WithViews());
   std::vector<std::string> unset;
   Unset(both, "", &unset);
   EXPECT_TRUE(unset.empty())
@@ -131,7 +153,7 @@ TEST(SpecAgreement, TheTestSetsEveryWireField) {
 TEST(SpecAgreement, TheSdkSpecCarriesEveryField) {
   // A pipeline sets the output size, so the SDK sends one or the other.
   for (const v1::JobSpec& wire :
-       {WithOutputSize(), WithPipeline(), WithFields()}) {
+       {WithOutputSize(), WithPipeline(), WithFields(), WithViews()}) {
     v1::Job job;
     *job.mutable_spec() = wire;
     const JobSpec sdk = internal::FromProto(job).spec;
@@ -176,6 +198,20 @@ TEST(SpecAgreement, TheDaemonsConfigCarriesEveryFieldOfNamedFields) {
   MessageDifferencer differ;
   differ.ReportDifferencesToString(&differences);
   EXPECT_TRUE(differ.Compare(expected, effective)) << differences;
+}
+
+TEST(SpecAgreement, TheDaemonsConfigCarriesEveryFieldOfViews) {
+  v1::JobSpec wire = WithViews();
+  wire.mutable_reference()->set_pillow("10.0");  // (see above)
+  wire.mutable_reference()->set_numpy("2.0");
+  auto config = ValidateJobSpec(wire);
+  ASSERT_TRUE(config.ok()) << config.status();
+  ASSERT_EQ(config->views.size(), 2u);
+  EXPECT_EQ(config->views[1].output.width, 48);
+  std::string differences;
+  MessageDifferencer differ;
+  differ.ReportDifferencesToString(&differences);
+  EXPECT_TRUE(differ.Compare(wire, EffectiveSpec(*config))) << differences;
 }
 
 }  // namespace

@@ -9,6 +9,13 @@
 namespace stoker::internal {
 namespace {
 
+void OutputToProto(DType dtype, const std::optional<Layout>& layout,
+                   bool scale_reciprocal, v1::OutputSpec* out) {
+  out->set_dtype(ToWire(dtype));
+  if (layout) out->set_layout(ToWire(*layout));
+  if (scale_reciprocal) out->set_float_scale(v1::FLOAT_SCALE_RECIPROCAL);
+}
+
 JobSpec SpecFrom(const v1::JobSpec& p) {
   JobSpec spec;
   spec.dataset_path = p.dataset().path();
@@ -26,6 +33,18 @@ JobSpec SpecFrom(const v1::JobSpec& p) {
   spec.layout = FromWire(p.output().layout());
   spec.scale_reciprocal =
       p.output().float_scale() == v1::FLOAT_SCALE_RECIPROCAL;
+  for (const v1::View& view : p.views()) {
+    ImageView& v = spec.views.emplace_back();
+    for (const v1::Op& op : view.pipeline()) {
+      if (auto parsed = OpFromProto(op)) v.pipeline.push_back(*parsed);
+    }
+    v.height = view.output().height();
+    v.width = view.output().width();
+    v.dtype = FromWire(view.output().dtype()).value_or(DType::kUInt8);
+    v.layout = FromWire(view.output().layout());
+    v.scale_reciprocal =
+        view.output().float_scale() == v1::FLOAT_SCALE_RECIPROCAL;
+  }
   spec.reference_pillow = p.reference().pillow();
   spec.reference_numpy = p.reference().numpy();
   spec.seed = p.seed();
@@ -84,17 +103,22 @@ v1::JobSpec ToProto(const JobSpec& spec) {
   dataset->set_manifest(spec.manifest);
   p.set_batch_size(spec.batch_size);
   p.set_slots(spec.slots);
-  for (const Op& op : spec.pipeline) {
-    OpToProto(op, p.add_pipeline());
+  if (spec.views.empty()) {
+    for (const Op& op : spec.pipeline) OpToProto(op, p.add_pipeline());
+    if (spec.pipeline.empty()) {  // with a pipeline, it sets the size
+      p.mutable_output()->set_height(spec.height);
+      p.mutable_output()->set_width(spec.width);
+    }
+    OutputToProto(spec.dtype, spec.layout, spec.scale_reciprocal,
+                  p.mutable_output());
   }
-  if (spec.pipeline.empty()) {  // with a pipeline, it sets the size
-    p.mutable_output()->set_height(spec.height);
-    p.mutable_output()->set_width(spec.width);
-  }
-  p.mutable_output()->set_dtype(ToWire(spec.dtype));
-  if (spec.layout) p.mutable_output()->set_layout(ToWire(*spec.layout));
-  if (spec.scale_reciprocal) {
-    p.mutable_output()->set_float_scale(v1::FLOAT_SCALE_RECIPROCAL);
+  for (const ImageView& view : spec.views) {
+    v1::View* out = p.add_views();
+    for (const Op& op : view.pipeline) OpToProto(op, out->add_pipeline());
+    out->mutable_output()->set_height(view.height);
+    out->mutable_output()->set_width(view.width);
+    OutputToProto(view.dtype, view.layout, view.scale_reciprocal,
+                  out->mutable_output());
   }
   if (!spec.reference_pillow.empty()) {
     p.mutable_reference()->set_pillow(spec.reference_pillow);

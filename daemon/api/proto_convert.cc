@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "common/batch_wire.h"
 #include "common/grpc_status.h"
 #include "common/safe_text.h"
@@ -138,6 +139,23 @@ void CountersToProto(const Job& job, const JobCounters& c, v1::JobStats* out) {
   }
 }
 
+// A batch of `n` images of `p`'s output at `offset`.
+static void AddImageTensor(const std::string& name, const Pipeline& p,
+                           int64_t n, uint64_t offset, v1::BatchHandle* out) {
+  const int64_t h = p.output.height;
+  const int64_t w = p.output.width;
+  const uint64_t bytes = n * p.BytesPerImage();
+  if (p.layout == Layout::kNHWC) {
+    AddTensor(name, ToWire(p.dtype), {n, h, w, kImageChannels}, offset, bytes,
+              out)
+        ->set_layout(v1::LAYOUT_NHWC);
+  } else {
+    AddTensor(name, ToWire(p.dtype), {n, kImageChannels, h, w}, offset, bytes,
+              out)
+        ->set_layout(v1::LAYOUT_NCHW);
+  }
+}
+
 void DeliveredToHandle(const Job& job, const Delivered& batch,
                        v1::BatchHandle* out) {
   const RingGeometry& g = job.geometry();
@@ -149,35 +167,28 @@ void DeliveredToHandle(const Job& job, const Delivered& batch,
   out->set_epoch(batch.epoch);
   out->set_batch(batch.batch);
   out->set_sample_count(batch.sample_count);
-  const Pipeline& p = config.pipeline;
-  const int64_t h = p.output.height;
-  const int64_t w = p.output.width;
-  for (size_t f = 0; f < config.fields.size(); ++f) {
-    const FieldConfig& field = config.fields[f];
-    const SlotTensor& place = g.slot.tensors[f];
+  const std::span<const Pipeline> views = ImagePipelines(config);
+  size_t t = 0;  // the slot tensor
+  for (const FieldConfig& field : config.fields) {
+    if (field.role == FieldRole::kImage) {
+      for (size_t v = 0; v < views.size(); ++v, ++t) {
+        const std::string name = config.views.empty()
+                                     ? field.name
+                                     : absl::StrCat(field.name, ".", v);
+        AddImageTensor(name, views[v], n, base + g.slot.tensors[t].offset, out);
+      }
+      continue;
+    }
+    const SlotTensor& place = g.slot.tensors[t++];
     const uint64_t offset = base + place.offset;
     const uint64_t bytes = n * place.row_bytes;
-    switch (field.role) {
-      case FieldRole::kImage:
-        if (p.layout == Layout::kNHWC) {
-          AddTensor(field.name, ToWire(p.dtype), {n, h, w, kImageChannels},
-                    offset, bytes, out)
-              ->set_layout(v1::LAYOUT_NHWC);
-        } else {
-          AddTensor(field.name, ToWire(p.dtype), {n, kImageChannels, h, w},
-                    offset, bytes, out)
-              ->set_layout(v1::LAYOUT_NCHW);
-        }
-        break;
-      case FieldRole::kLabel:
-        AddTensor(field.name, v1::DTYPE_INT64, {n}, offset, bytes, out);
-        break;
-      case FieldRole::kBytes:
-        AddTensor(field.name, v1::DTYPE_UINT8, {n, int64_t(place.row_bytes)},
-                  offset, bytes, out)
-            ->mutable_variable()
-            ->set_lengths_offset(base + place.lengths_offset);
-        break;
+    if (field.role == FieldRole::kLabel) {
+      AddTensor(field.name, v1::DTYPE_INT64, {n}, offset, bytes, out);
+    } else {
+      AddTensor(field.name, v1::DTYPE_UINT8, {n, int64_t(place.row_bytes)},
+                offset, bytes, out)
+          ->mutable_variable()
+          ->set_lengths_offset(base + place.lengths_offset);
     }
   }
   AddTensor(kIndicesTensor, v1::DTYPE_INT64, {n}, base + g.slot.indices_offset,

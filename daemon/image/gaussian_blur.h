@@ -23,6 +23,9 @@ inline constexpr double kMaxBlurTaps = 2147483648.0;
 
 struct BlurSpec {
   bool enabled = false;
+  // Pillow's GaussianBlur(radius) (pillow_blur.h), the radius drawn from
+  // [sigma_min, sigma_max]; no kernel.
+  bool pillow = false;
   int kernel_x = 0, kernel_y = 0;  // odd
   double sigma_min = 0.1, sigma_max = 2.0;
   double p = 1.0;  // RandomApply([GaussianBlur(...)], p)
@@ -30,7 +33,7 @@ struct BlurSpec {
 
 struct BlurParams {
   bool apply = false;
-  float sigma = 0;
+  float sigma = 0;  // Pillow's: the radius
 };
 
 BlurParams DrawBlur(const BlurSpec& spec, uint64_t key);

@@ -131,6 +131,7 @@ SampleParams DrawSampleParams(const Pipeline& p, ImageSize image,
   params.jitter_applies =
       p.jitter_p >= 1 || Chance(Mix64(key ^ 0xa9917), p.jitter_p);
   params.blur = DrawBlur(p.blur, Mix64(key ^ 0xb1c2));
+  params.solarize = Chance(Mix64(key ^ 0x501a), p.solarize.p);
   // Each draw has its own stream, keyed by the sample, so adding one op to
   // a pipeline leaves the others' draws alone.
   if (p.augment.kind == AutoAugmentSpec::Kind::kAugMix) {

@@ -32,9 +32,17 @@ enum class ImageStage {
   kJitter,
   kGrayscale,
   kBlur,
+  kSolarize,
   kAugment,
 };
-inline constexpr int kImageStages = 7;
+inline constexpr int kImageStages = 8;
+
+// RandomSolarize(threshold, p) on a PIL image: values >= threshold become
+// 255 - value.
+struct SolarizeSpec {
+  double p = 0;  // 0: off
+  double threshold = 128;
+};
 
 struct ChoiceSpec;
 
@@ -75,7 +83,8 @@ struct Pipeline {
   bool jitter() const {
     return brightness > 0 || contrast > 0 || saturation > 0 || hue > 0;
   }
-  BlurSpec blur;  // GaussianBlur, after the grayscale
+  BlurSpec blur;          // GaussianBlur (or Pillow's), after the grayscale
+  SolarizeSpec solarize;  // after the blur
   // TrivialAugmentWide, RandAugment or AutoAugment, after the blur.
   AutoAugmentSpec augment;
   bool normalize = false;
@@ -121,6 +130,7 @@ struct SampleParams {
   bool flip = false;
   bool vflip = false;
   bool gray = false;
+  bool solarize = false;
   bool jitter_applies = true;
   WarpParams warp;
   JitterParams jitter;
@@ -165,6 +175,15 @@ uint64_t SampleKey(uint64_t seed, uint64_t epoch, uint64_t index);
 // augmentation); copy 0 keeps the sample's key.
 inline uint64_t CopyKey(uint64_t key, uint32_t copy) {
   return copy == 0 ? key : Mix64(key ^ (copy * 0x9e3779b97f4a7c15ull));
+}
+
+// The most views a job may ask for (JobSpec.views; DINO takes 10).
+inline constexpr int kMaxViews = 32;
+
+// The key of view `view` of a sample whose key is `key` (JobSpec.views);
+// view 0 keeps the sample's key.
+inline uint64_t ViewKey(uint64_t key, uint32_t view) {
+  return view == 0 ? key : Mix64(key + view * 0xc2b2ae3d27d4eb4full);
 }
 
 SampleParams DrawSampleParams(const Pipeline& pipeline, ImageSize image,

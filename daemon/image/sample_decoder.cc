@@ -89,37 +89,85 @@ absl::Status SampleDecoder::ProcessBytes(std::span<const uint8_t> file,
   DecodedRegion region;
   std::optional<ExactGeometry> exact;
   const bool random_crop = pipeline.geometry == Pipeline::Geometry::kRandomCrop;
-  Region decode;  // a random crop without a resize: the pixels decoded
+  Region decoded;  // the part of the image decoded (at full scale, or
+                   // the sample's box scaled for the fast path)
   auto plan = [&](const ImageSize& size) {
     params_ = DrawSampleParams(pipeline, size, key);
     if (random_crop && !ResizesBeforeCrop(pipeline)) {
-      decode = DecodeWindow(params_.crop.touched, size);
-      return RegionRequest{decode, {decode.width, decode.height}};
+      decoded = DecodeWindow(params_.crop.touched, size);
+      return RegionRequest{decoded, {decoded.width, decoded.height}};
     }
     // A random crop is always exact: it pads and crops after the resize.
     if (!pipeline.fast_resample || random_crop) {
       exact = PlanExactGeometry(pipeline, size, params_, &resample_);
     }
-    if (!exact) return RegionRequest{params_.box, pipeline.output};
+    if (!exact) {
+      decoded = params_.box;
+      return RegionRequest{params_.box, pipeline.output};
+    }
     // Exactly the pixels Pillow would read, at full scale.
-    const Region& d = exact->decode;
-    return RegionRequest{d, {d.width, d.height}};
+    decoded = exact->decode;
+    return RegionRequest{decoded, {decoded.width, decoded.height}};
   };
   decoder_.set_palette_tail_black(pipeline.palette_tail_black);
-  const absl::Status decoded =
+  const absl::Status status =
       decoder_.DecodeRegion(file, plan, &region_, &region);
-  if (!decoded.ok()) return decoded;
+  if (!status.ok()) return status;
+  return Render(region, decoded, exact, pipeline, out);
+}
+
+absl::Status SampleDecoder::ProcessViews(std::span<const uint8_t> file,
+                                         std::span<const Pipeline> views,
+                                         uint64_t key,
+                                         std::span<uint8_t* const> outs) {
+  // The whole image at full scale, once: every view's pixels are in it.
+  DecodedRegion region;
+  Region all;
+  auto plan = [&](const ImageSize& size) {
+    all = {0, 0, size.width, size.height};
+    return RegionRequest{all, size};
+  };
+  decoder_.set_palette_tail_black(views[0].palette_tail_black);
+  const absl::Status status =
+      decoder_.DecodeRegion(file, plan, &region_, &region);
+  if (!status.ok()) return status;
+  const ImageSize image{all.width, all.height};
+  for (size_t v = 0; v < views.size(); ++v) {
+    const Pipeline& p = views[v];
+    params_ = DrawSampleParams(p, image, ViewKey(key, uint32_t(v)));
+    std::optional<ExactGeometry> exact;
+    const bool random_crop = p.geometry == Pipeline::Geometry::kRandomCrop;
+    if ((!p.fast_resample || random_crop) &&
+        !(random_crop && !ResizesBeforeCrop(p))) {
+      exact = PlanExactGeometry(p, image, params_, &resample_);
+    }
+    if (absl::Status s = Render(region, all, exact, p, outs[v]); !s.ok()) {
+      return s;
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SampleDecoder::Render(const DecodedRegion& region,
+                                   const Region& decoded,
+                                   const std::optional<ExactGeometry>& exact,
+                                   const Pipeline& pipeline, uint8_t* out) {
   uint8_t* planes = nullptr;
-  if (random_crop) {
+  if (pipeline.geometry == Pipeline::Geometry::kRandomCrop) {
     absl::StatusOr<uint8_t*> cropped =
-        RandomCrop(region, exact, decode, pipeline);
+        RandomCrop(region, exact, decoded, pipeline);
     if (!cropped.ok()) return cropped.status();
     planes = *cropped;
-  } else {
-    planes = exact ? ResampleExactly(region, *exact, pipeline.output)
-                   : ResampleToPlanes(region.data, region.stride, region.size,
-                                      pipeline.output, pipeline.interpolation,
-                                      &planes_);
+  } else if (exact) {
+    planes = ResampleExactly(region, decoded, *exact, pipeline.output);
+  } else if (decoded == params_.box) {  // decoded for this sample alone
+    planes =
+        ResampleToPlanes(region.data, region.stride, region.size,
+                         pipeline.output, pipeline.interpolation, &planes_);
+  } else if (const uint8_t* box = Within(region, decoded, params_.box)) {
+    planes = ResampleToPlanes(
+        box, region.stride, {params_.box.width, params_.box.height},
+        pipeline.output, pipeline.interpolation, &planes_);
   }
   if (planes == nullptr) {
     return absl::InternalError("the decoder returned another region");
@@ -129,6 +177,20 @@ absl::Status SampleDecoder::ProcessBytes(std::span<const uint8_t> file,
   ApplyErasing(pipeline.erasing, params_.erasing, pipeline.output,
                pipeline.dtype, pipeline.layout, out);
   return absl::OkStatus();
+}
+
+const uint8_t* SampleDecoder::Within(const DecodedRegion& region,
+                                     const Region& decoded,
+                                     const Region& part) {
+  const bool inside = part.x >= decoded.x && part.y >= decoded.y &&
+                      part.x + part.width <= decoded.x + decoded.width &&
+                      part.y + part.height <= decoded.y + decoded.height;
+  if (region.scale_denom != 1 || region.size.width != decoded.width ||
+      region.size.height != decoded.height || !inside) {
+    return nullptr;
+  }
+  return region.data + size_t(part.y - decoded.y) * region.stride +
+         size_t(part.x - decoded.x) * 3;
 }
 
 absl::StatusOr<uint8_t*> SampleDecoder::RandomCrop(
@@ -150,13 +212,10 @@ absl::StatusOr<uint8_t*> SampleDecoder::RandomCrop(
   const Region& t = c.touched;
   const uint8_t* touched = nullptr;
   if (g) {
-    touched = ResampleExactly(region, *g, {t.width, t.height});
-  } else if (region.scale_denom == 1 && region.size.width == decoded.width &&
-             region.size.height == decoded.height) {
+    touched = ResampleExactly(region, decoded, *g, {t.width, t.height});
+  } else if (const uint8_t* at = Within(region, decoded, t)) {
     const size_t n = size_t(t.width) * t.height;
     planes_.resize(3 * n);
-    const uint8_t* at = region.data + size_t(t.y - decoded.y) * region.stride +
-                        size_t(t.x - decoded.x) * 3;
     libyuv::SplitRGBPlane(at, region.stride, planes_.data(), t.width,
                           planes_.data() + n, t.width, planes_.data() + 2 * n,
                           t.width, t.width, t.height);
@@ -172,13 +231,12 @@ absl::StatusOr<uint8_t*> SampleDecoder::RandomCrop(
 }
 
 uint8_t* SampleDecoder::ResampleExactly(const DecodedRegion& region,
+                                        const Region& decoded,
                                         const ExactGeometry& g, ImageSize out) {
-  if (region.scale_denom != 1 || region.size.width != g.decode.width ||
-      region.size.height != g.decode.height) {
-    return nullptr;
-  }
+  const uint8_t* pixels = Within(region, decoded, g.decode);
+  if (pixels == nullptr) return nullptr;
   ResampleSource source;
-  source.pixels = region.data;
+  source.pixels = pixels;
   source.stride = region.stride;
   source.size = {g.image.width, g.image.height};
   source.available = {g.decode.x - g.image.x, g.decode.y - g.image.y,

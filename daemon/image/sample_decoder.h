@@ -61,6 +61,13 @@ class SampleDecoder {
                             const Pipeline& pipeline, uint64_t key,
                             uint8_t* out);
 
+  // Decodes the bytes of one image file once, then makes each of `views`
+  // of it (JobSpec.views) into outs[v], with the random parameters of
+  // ViewKey(key, v).
+  absl::Status ProcessViews(std::span<const uint8_t> file,
+                            std::span<const Pipeline> views, uint64_t key,
+                            std::span<uint8_t* const> outs);
+
   // Shorthand: `file` resized to out_size, RGB uint8 NHWC, then
   // TrimScratch().
   absl::Status DecodeTo(std::span<const uint8_t> file, ImageSize out_size,
@@ -79,6 +86,15 @@ class SampleDecoder {
   }
 
  private:
+  // The decoded pixels (`region`, which holds `decoded` of the image) made
+  // into one output by `pipeline` with the parameters in params_.
+  absl::Status Render(const DecodedRegion& region, const Region& decoded,
+                      const std::optional<ExactGeometry>& exact,
+                      const Pipeline& pipeline, uint8_t* out);
+  // Where `part` of the image starts in `region`, which holds `decoded` of
+  // it at full scale; null if it does not hold all of `part`.
+  static const uint8_t* Within(const DecodedRegion& region,
+                               const Region& decoded, const Region& part);
   void WriteOutput(const uint8_t* planes, const Pipeline& pipeline,
                    uint8_t* out);
   // The ops on the resampled planes: flips, warp, jitter, grayscale, blur,
@@ -96,8 +112,8 @@ class SampleDecoder {
                                       const Pipeline& pipeline);
   // The decoded footprint of `g` resampled as Pillow does, as three planes
   // of `out` (and a spare one) in planes_.
-  uint8_t* ResampleExactly(const DecodedRegion& region, const ExactGeometry& g,
-                           ImageSize out);
+  uint8_t* ResampleExactly(const DecodedRegion& region, const Region& decoded,
+                           const ExactGeometry& g, ImageSize out);
 
   ImageDecoder decoder_;
   SampleParams params_;

@@ -3,10 +3,34 @@
 #include <algorithm>
 #include <cstring>
 
+#include "daemon/image/pillow_blur.h"
 #include "daemon/image/sample_decoder.h"
 #include "libyuv/planar_functions.h"
 
 namespace stoker {
+
+namespace {
+
+// ImageOps.solarize's table on `count` values.
+void Solarize(const SolarizeSpec& spec, size_t count, uint8_t* values) {
+  for (size_t i = 0; i < count; ++i) {
+    if (values[i] >= spec.threshold) values[i] = uint8_t(255 - values[i]);
+  }
+}
+
+// Turns `count` planes of `size` upside down.
+void FlipVertically(ImageSize size, int count, uint8_t* planes) {
+  for (int c = 0; c < count; ++c) {
+    uint8_t* plane = planes + c * size.Pixels();
+    for (int top = 0, bottom = size.height - 1; top < bottom; ++top, --bottom) {
+      std::swap_ranges(plane + size_t(top) * size.width,
+                       plane + size_t(top + 1) * size.width,
+                       plane + size_t(bottom) * size.width);
+    }
+  }
+}
+
+}  // namespace
 
 void SampleDecoder::ApplyImageOps(const Pipeline& pipeline,
                                   const SampleParams& params, uint8_t* planes) {
@@ -39,16 +63,7 @@ void SampleDecoder::ApplyStage(const Pipeline& pipeline,
       }
       return;
     case ImageStage::kVerticalFlip:
-      if (!params.vflip) return;
-      for (int c = 0; c < 3; ++c) {
-        uint8_t* plane = planes + c * n;
-        for (int top = 0, bottom = o.height - 1; top < bottom;
-             ++top, --bottom) {
-          std::swap_ranges(plane + size_t(top) * o.width,
-                           plane + size_t(top + 1) * o.width,
-                           plane + size_t(bottom) * o.width);
-        }
-      }
+      if (params.vflip) FlipVertically(o, 3, planes);
       return;
     case ImageStage::kWarp:
       return ApplyWarp(pipeline.warp, params.warp, o, planes, &augment_);
@@ -65,7 +80,16 @@ void SampleDecoder::ApplyStage(const Pipeline& pipeline,
       }
       return;
     case ImageStage::kBlur:
-      return ApplyBlur(pipeline.blur, params.blur, o, planes, &blur_);
+      if (!pipeline.blur.pillow) {
+        return ApplyBlur(pipeline.blur, params.blur, o, planes, &blur_);
+      }
+      if (params.blur.apply) {
+        ApplyPillowBlur(params.blur.sigma, o, planes, &augment_);
+      }
+      return;
+    case ImageStage::kSolarize:
+      if (params.solarize) Solarize(pipeline.solarize, 3 * n, planes);
+      return;
     case ImageStage::kAugment:
       if (pipeline.augment.kind == AutoAugmentSpec::Kind::kAugMix) {
         ApplyAugMix(pipeline.augment, params.augmix, o, planes, &augmix_);

@@ -1,18 +1,35 @@
 #include "daemon/jobs/sample_worker.h"
 
+#include <algorithm>
+#include <array>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
 
 namespace stoker {
 
+absl::Status SampleWorker::DecodeImage(const JobConfig& config,
+                                       std::span<const uint8_t> bytes,
+                                       uint64_t key, const SlotRow& out,
+                                       size_t t) {
+  if (config.views.empty()) {
+    return decoder_.ProcessBytes(bytes, config.pipeline, key, out.Tensor(t));
+  }
+  std::array<uint8_t*, kMaxViews> outs;
+  const size_t n = std::min(config.views.size(), outs.size());
+  for (size_t v = 0; v < n; ++v) outs[v] = out.Tensor(t + v);
+  return decoder_.ProcessViews(bytes, std::span(config.views).first(n), key,
+                               std::span(outs).first(n));
+}
+
 absl::Status SampleWorker::FillField(const JobConfig& config, size_t f,
                                      uint64_t job_serial,
                                      const DatasetIndex& index, uint32_t sample,
                                      uint64_t key, const SlotRow& out) {
   const FieldConfig& field = config.fields[f];
+  const size_t t = FirstTensor(config, f);
   if (field.role == FieldRole::kLabel) {
-    *reinterpret_cast<int64_t*>(out.Tensor(f)) = index.label(sample);
+    *reinterpret_cast<int64_t*>(out.Tensor(t)) = index.label(sample);
     return absl::OkStatus();
   }
   if (index.store(f) != FieldStore::kFile) {
@@ -28,7 +45,7 @@ absl::Status SampleWorker::FillField(const JobConfig& config, size_t f,
                               : value.range.size;
     if (field.role == FieldRole::kBytes &&
         (size > config.max_field_bytes ||
-         size > out.layout->tensors[f].row_bytes)) {
+         size > out.layout->tensors[t].row_bytes)) {
       return absl::InvalidArgumentError(absl::StrCat(
           "field '", field.name, "' holds ", size,
           " bytes, more than max_field_bytes (", config.max_field_bytes, ")"));
@@ -38,15 +55,14 @@ absl::Status SampleWorker::FillField(const JobConfig& config, size_t f,
       reader_.Read(job_serial, index, sample, uint32_t(f));
   if (!bytes.ok()) return bytes.status();
   if (field.role == FieldRole::kImage) {
-    absl::Status decoded =
-        decoder_.ProcessBytes(*bytes, config.pipeline, key, out.Tensor(f));
+    absl::Status decoded = DecodeImage(config, *bytes, key, out, t);
     if (decoded.ok() || !config.named_fields) return decoded;
     return absl::Status(decoded.code(), absl::StrCat("field '", field.name,
                                                      "': ", decoded.message()));
   }
   // A bytes field is a member or a text, its size checked above.
-  if (!bytes->empty()) std::memcpy(out.Tensor(f), bytes->data(), bytes->size());
-  *out.Length(f) = int64_t(bytes->size());
+  if (!bytes->empty()) std::memcpy(out.Tensor(t), bytes->data(), bytes->size());
+  *out.Length(t) = int64_t(bytes->size());
   return absl::OkStatus();
 }
 

@@ -7,6 +7,7 @@
 #define STOKER_DAEMON_JOBS_SAMPLE_WORKER_H_
 
 #include <cstdint>
+#include <span>
 
 #include "absl/status/status.h"
 #include "common/ring_layout.h"
@@ -46,7 +47,8 @@ class SampleWorker {
 
   // Fills `out` with sample `sample` of `index` (the dataset of the job
   // numbered `job_serial`, whose config is `config`): each field in turn,
-  // an image through config.pipeline with the random parameters of `key`.
+  // an image through config.pipeline (or each of config.views) with the
+  // random parameters of `key`.
   // A field the sample lacks, or a bytes value past max_field_bytes, fails
   // naming the field (INVALID_ARGUMENT), as any unreadable sample does.
   absl::Status Fill(const JobConfig& config, uint64_t job_serial,
@@ -60,6 +62,12 @@ class SampleWorker {
   absl::Status FillField(const JobConfig& config, size_t f, uint64_t job_serial,
                          const DatasetIndex& index, uint32_t sample,
                          uint64_t key, const SlotRow& out);
+
+  // The image of a sample into slot tensor t (and, with views, the ones
+  // after it).
+  absl::Status DecodeImage(const JobConfig& config,
+                           std::span<const uint8_t> bytes, uint64_t key,
+                           const SlotRow& out, size_t t);
 
   SampleReader reader_;
   SampleDecoder decoder_;

@@ -1,4 +1,5 @@
-// GaussianBlur in a JobSpec: validation and back.
+// GaussianBlur, Pillow's GaussianBlur and RandomSolarize in a JobSpec:
+// validation and back.
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
@@ -48,8 +49,50 @@ absl::Status ParseBlur(const OpError& e, const v1::GaussianBlur& op,
   return ParseProbability(e, op.has_p(), op.p(), 1.0, &b.p);
 }
 
+absl::Status ParsePillowBlur(const OpError& e, const v1::PillowGaussianBlur& op,
+                             Pipeline* p) {
+  BlurSpec& b = p->blur;
+  b.pillow = true;
+  b.sigma_min = op.has_radius_min() ? op.radius_min() : 0.1;
+  b.sigma_max = op.has_radius_max() ? op.radius_max() : 2.0;
+  // Pillow's passes are linear in the pixels whatever the radius.
+  if (!(b.sigma_min >= 0 && b.sigma_min <= b.sigma_max &&
+        b.sigma_max <= 1000)) {
+    return e.Bad("radius_min",
+                 absl::StrCat("and radius_max must satisfy 0 <= min <= max <= "
+                              "1000, got [",
+                              b.sigma_min, ", ", b.sigma_max, "]"));
+  }
+  b.enabled = true;
+  return ParseProbability(e, op.has_p(), op.p(), 1.0, &b.p);
+}
+
+absl::Status ParseSolarize(const OpError& e, const v1::RandomSolarize& op,
+                           Pipeline* p) {
+  SolarizeSpec& s = p->solarize;
+  s.threshold = op.has_threshold() ? op.threshold() : 128.0;
+  if (!(s.threshold >= 0 && s.threshold <= 256)) {
+    return e.Bad("threshold",
+                 absl::StrCat("must be in [0, 256], got ", s.threshold));
+  }
+  return ParseProbability(e, op.has_p(), op.p(), 0.5, &s.p);
+}
+
+void SolarizeToProto(const SolarizeSpec& s, v1::JobSpec* spec) {
+  auto* op = spec->add_pipeline()->mutable_random_solarize();
+  op->set_threshold(float(s.threshold));
+  op->set_p(float(s.p));
+}
+
 void BlurToProto(const BlurSpec& b, v1::JobSpec* spec) {
   if (!b.enabled) return;
+  if (b.pillow) {
+    auto* op = spec->add_pipeline()->mutable_pillow_gaussian_blur();
+    op->set_radius_min(float(b.sigma_min));
+    op->set_radius_max(float(b.sigma_max));
+    if (b.p < 1) op->set_p(float(b.p));
+    return;
+  }
   auto* op = spec->add_pipeline()->mutable_gaussian_blur();
   op->set_kernel_x(b.kernel_x);
   op->set_kernel_y(b.kernel_y);

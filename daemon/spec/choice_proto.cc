@@ -23,10 +23,11 @@ absl::Status ParseChoice(int i, const v1::RandomChoice& op, Pipeline* p) {
     const int r = OpRank(option.kind_case());
     if (r < kFirstImageStage || r >= kFirstImageStage + kImageStages ||
         r != rank) {
-      return e.Bad(absl::StrCat("options[", j, "]"),
-                   "must be an image op (a flip, a rotation or affine warp, "
-                   "color_jitter, random_grayscale, gaussian_blur or an "
-                   "automatic augmentation) of the same kind as options[0]");
+      return e.Bad(
+          absl::StrCat("options[", j, "]"),
+          "must be an image op (a flip, a rotation or affine warp, "
+          "color_jitter, random_grayscale, a blur, random_solarize or an "
+          "automatic augmentation) of the same kind as options[0]");
     }
     Pipeline one;
     one.output = p->output;
@@ -87,6 +88,9 @@ void StageToProto(const Pipeline& p, ImageStage stage, v1::JobSpec* spec) {
       return;
     case ImageStage::kBlur:
       return BlurToProto(p.blur, spec);
+    case ImageStage::kSolarize:
+      if (p.solarize.p > 0) SolarizeToProto(p.solarize, spec);
+      return;
     case ImageStage::kAugment:
       return AugmentToProto(p.augment, spec);
   }
@@ -104,6 +108,10 @@ void ChoiceToProto(const ChoiceSpec& c, v1::JobSpec* spec) {
       option->mutable_random_horizontal_flip()->set_p(0);
     } else if (c.stage == ImageStage::kVerticalFlip) {
       option->mutable_random_vertical_flip()->set_p(0);
+    } else if (c.stage == ImageStage::kSolarize) {
+      v1::JobSpec zero;
+      SolarizeToProto(c.options[j].solarize, &zero);
+      *option = zero.pipeline(0);
     } else {
       option->mutable_random_grayscale()->set_p(0);
     }

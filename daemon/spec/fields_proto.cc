@@ -103,8 +103,9 @@ absl::Status CheckImages(const std::vector<FieldConfig>& fields) {
       images,
       images == 0 ? "; add the image's suffixes (\"jpg;png\") or manifest "
                     "column"
-                  : "; several images per sample (views, masks) are not "
-                    "supported yet: carry the others as bytes fields"));
+                  : "; a second image per sample is not supported yet "
+                    "(views of one image: JobSpec.views); carry the others "
+                    "as bytes fields"));
 }
 
 }  // namespace

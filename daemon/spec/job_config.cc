@@ -9,12 +9,24 @@ std::vector<FieldConfig> ClassicFields() {
           {kLabelsTensor, {}, FieldRole::kLabel}};
 }
 
+size_t FirstTensor(const JobConfig& config, size_t f) {
+  size_t t = 0;
+  for (size_t i = 0; i < f; ++i) {
+    t += config.fields[i].role == FieldRole::kImage
+             ? ImagePipelines(config).size()
+             : 1;
+  }
+  return t;
+}
+
 SlotLayout SlotLayoutFor(const JobConfig& config) {
   std::vector<SlotTensorSpec> tensors;
   for (const FieldConfig& field : config.fields) {
     switch (field.role) {
       case FieldRole::kImage:
-        tensors.push_back({config.pipeline.BytesPerImage()});
+        for (const Pipeline& p : ImagePipelines(config)) {
+          tensors.push_back({p.BytesPerImage()});
+        }
         break;
       case FieldRole::kLabel:
         tensors.push_back({sizeof(int64_t)});

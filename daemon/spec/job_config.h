@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -89,6 +90,9 @@ struct JobConfig {
   uint32_t batch_size = 0;
   uint32_t slots = 0;
   Pipeline pipeline;  // what each image becomes, and in which dtype/layout
+  // JobSpec.views: each image decoded once and made into each of these
+  // (pipeline is then views[0]); empty: the one pipeline.
+  std::vector<Pipeline> views;
   uint64_t seed = 0;
   bool shuffle = true;
   bool drop_last = false;
@@ -117,6 +121,16 @@ struct JobAccess {
   uid_t owner_uid = static_cast<uid_t>(-1);
   std::optional<gid_t> group;
 };
+
+// The pipelines of the image field: its views, or the one pipeline.
+inline std::span<const Pipeline> ImagePipelines(const JobConfig& config) {
+  if (config.views.empty()) return {&config.pipeline, 1};
+  return config.views;
+}
+
+// The slot tensor that holds field `f` (an image field holds one tensor per
+// view, the first here).
+size_t FirstTensor(const JobConfig& config, size_t f);
 
 // The ring a job of this config reserves: one tensor per field (an image
 // field's size is the pipeline's output), then the indices.

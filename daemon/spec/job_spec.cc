@@ -8,6 +8,7 @@
 #include "common/vocabulary_wire.h"
 #include "daemon/spec/fields_proto.h"
 #include "daemon/spec/pipeline_proto.h"
+#include "daemon/spec/views_proto.h"
 
 namespace stoker {
 namespace {
@@ -171,9 +172,12 @@ absl::StatusOr<JobConfig> ValidateJobSpec(const v1::JobSpec& spec) {
     return OutOfRange("slots", spec.slots(), 1, kMaxSlots);
   }
   config.slots = spec.slots();
-  auto pipeline = ParsePipeline(spec);
-  if (!pipeline.ok()) return pipeline.status();
-  config.pipeline = *pipeline;
+  STOKER_ASSIGN_OR_RETURN(config.views, ParseViews(spec));
+  if (config.views.empty()) {
+    STOKER_ASSIGN_OR_RETURN(config.pipeline, ParsePipeline(spec));
+  } else {
+    config.pipeline = config.views[0];
+  }
   STOKER_RETURN_IF_ERROR(ParseFields(spec, &config));
   STOKER_RETURN_IF_ERROR(CheckSlotBytes(config));
   auto on_error = ParseOnError(spec.on_error());
@@ -221,6 +225,7 @@ v1::JobSpec EffectiveSpec(const JobConfig& config) {
   spec.set_batch_size(config.batch_size);
   spec.set_slots(config.slots);
   PipelineToProto(config.pipeline, &spec);
+  ViewsToProto(config.views, &spec);
   FieldsToProto(config, &spec);
   spec.set_seed(config.seed);
   spec.set_shuffle(config.shuffle);

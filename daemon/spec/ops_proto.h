@@ -73,6 +73,13 @@ bool GeometryFits(const v1::JobSpec& spec, int i);
 // Appends the geometry ops of `p`.
 void GeometryToProto(const Pipeline& p, v1::JobSpec* spec);
 
+// GaussianBlur, Pillow's GaussianBlur and RandomSolarize (blur_proto.cc).
+absl::Status ParsePillowBlur(const OpError& e, const v1::PillowGaussianBlur& op,
+                             Pipeline* p);
+absl::Status ParseSolarize(const OpError& e, const v1::RandomSolarize& op,
+                           Pipeline* p);
+void SolarizeToProto(const SolarizeSpec& s, v1::JobSpec* spec);
+
 absl::Status ParseTrivialAugment(const OpError& e,
                                  const v1::TrivialAugmentWide& op, Pipeline* p);
 absl::Status ParseRandAugment(const OpError& e, const v1::RandAugment& op,

@@ -82,16 +82,19 @@ int OpRank(v1::Op::KindCase kind) {
     case v1::Op::kRandomGrayscale:
       return 7;
     case v1::Op::kGaussianBlur:
+    case v1::Op::kPillowGaussianBlur:
       return 8;
+    case v1::Op::kRandomSolarize:
+      return 9;
     case v1::Op::kTrivialAugmentWide:
     case v1::Op::kRandAugment:
     case v1::Op::kAutoAugment:
     case v1::Op::kAugMix:
-      return 9;
-    case v1::Op::kNormalize:
       return 10;
-    case v1::Op::kRandomErasing:
+    case v1::Op::kNormalize:
       return 11;
+    case v1::Op::kRandomErasing:
+      return 12;
     default:
       return -1;
   }
@@ -138,6 +141,11 @@ absl::Status ParseOp(int i, const v1::Op& op, Pipeline* p) {
   switch (op.kind_case()) {
     case v1::Op::kGaussianBlur:
       return ParseBlur({i, "gaussian_blur"}, op.gaussian_blur(), p);
+    case v1::Op::kPillowGaussianBlur:
+      return ParsePillowBlur({i, "pillow_gaussian_blur"},
+                             op.pillow_gaussian_blur(), p);
+    case v1::Op::kRandomSolarize:
+      return ParseSolarize({i, "random_solarize"}, op.random_solarize(), p);
     case v1::Op::kRandomChoice:
       return ParseChoice(i, op.random_choice(), p);
     case v1::Op::kRandomHorizontalFlip: {
@@ -188,7 +196,8 @@ absl::Status ParseOps(const v1::JobSpec& spec, Pipeline* p) {
           "[center_crop], or [resize] [pad] random_crop; then "
           "[random_horizontal_flip] "
           "[random_vertical_flip] [random_rotation | random_affine] "
-          "[color_jitter] [random_grayscale] [gaussian_blur] "
+          "[color_jitter] [random_grayscale] "
+          "[gaussian_blur | pillow_gaussian_blur] [random_solarize] "
           "[trivial_augment_wide | rand_augment | auto_augment | aug_mix] "
           "[normalize] "
           "[random_erasing], a random_choice standing for one of the "

@@ -6,7 +6,8 @@
                                device="cuda")
 
 See DataLoader, MixUp, CutMix, RandomChoice (batch_transform=), Client,
-and the project's docs/python.md.
+PILGaussianBlur and Solarization (self-supervised recipes' Pillow ops), and
+the project's docs/python.md.
 """
 from stoker.errors import (Aborted, DataLoss, DeadlineExceeded,
                            FailedPrecondition, ForkedProcess, Internal,
@@ -16,6 +17,7 @@ from stoker.errors import (Aborted, DataLoss, DeadlineExceeded,
                            UnsupportedTransform)
 from stoker.client import Client, default_socket
 from stoker.transforms import translate as translate_transform
+from stoker.pil_ops import PILGaussianBlur, Solarization
 
 __version__ = "0.2.0"
 
@@ -42,6 +44,7 @@ def __getattr__(name):
 
 __all__ = ["DataLoader", "MixUp", "CutMix", "RandomChoice", "Client",
            "default_socket", "translate_transform", "library_version",
+           "PILGaussianBlur", "Solarization",
            "StokerError", "Aborted", "DataLoss",
            "DeadlineExceeded", "FailedPrecondition", "ForkedProcess",
            "Internal",

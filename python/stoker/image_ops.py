@@ -1,5 +1,6 @@
 """torchvision's crops, resizes, pads, flips, grayscale, colour jitter, blur,
-rotation and affine warps -> the daemon's ops (stoker.v1.RandomResizedCrop,
+solarize, rotation and affine warps (and stoker's PILGaussianBlur and
+Solarization) -> the daemon's ops (stoker.v1.RandomResizedCrop,
 Resize, ...), each as the dict of its JSON form; RandomApply around one of
 them becomes the op with its probability.
 
@@ -19,7 +20,8 @@ from stoker.augment_ops import Refuse
 # (for ops that already have one) the product of the two.
 APPLIED = {"ColorJitter", "GaussianBlur", "RandomRotation", "RandomAffine",
            "Grayscale", "RandomGrayscale", "RandomHorizontalFlip",
-           "RandomVerticalFlip"}
+           "RandomVerticalFlip", "RandomSolarize", "PILGaussianBlur",
+           "Solarization"}
 
 
 def _size(transform: Any, value: Any, refuse: Refuse) -> Tuple[int, int]:
@@ -163,6 +165,20 @@ def _gaussian_blur(t: Any, refuse: Refuse) -> Dict[str, Any]:
                               "sigma_min": lo, "sigma_max": hi}}
 
 
+def _pil_gaussian_blur(t: Any, refuse: Refuse) -> Dict[str, Any]:
+    return {"pillow_gaussian_blur": {"radius_min": float(t.radius_min),
+                                     "radius_max": float(t.radius_max),
+                                     "p": float(t.p)}}
+
+
+def _solarize(t: Any, refuse: Refuse) -> Dict[str, Any]:
+    threshold = float(t.threshold)
+    if not 0.0 <= threshold <= 256.0:
+        raise refuse(repr(t), f"threshold {threshold} is not in [0, 256] "
+                     "(a PIL image's values)")
+    return {"random_solarize": {"threshold": threshold, "p": float(t.p)}}
+
+
 def _color_jitter(t: Any, refuse: Refuse) -> Dict[str, Any]:
     return {"color_jitter": {
         "brightness": _jitter_factor(t, "brightness", refuse),
@@ -205,6 +221,9 @@ _BUILDERS: Dict[str, Callable[[Any, Refuse], Dict[str, Any]]] = {
     "RandomAffine": augment_ops.warp_op,
     "RandomApply": _random_apply,
     "GaussianBlur": _gaussian_blur,
+    "PILGaussianBlur": _pil_gaussian_blur,
+    "RandomSolarize": _solarize,
+    "Solarization": _solarize,
     "ColorJitter": _color_jitter,
 }
 

@@ -29,7 +29,7 @@ from typing import Any, Dict, Iterator, Optional, Sequence, Tuple, Union
 
 import torch
 
-from stoker import _native, batch_transforms, datasets, recipe
+from stoker import _native, batch_transforms, datasets, errors, recipe
 from stoker import remote as remote_shards
 from stoker import fields as sample_fields
 from stoker import spec as job_spec
@@ -334,6 +334,12 @@ class DataLoader:
         return self._cursor.stream
 
     def _check_batch_transform(self, classes: int) -> None:
+        views = self._spec.get("views") or (
+            hasattr(self, "_cursor") and self._stream.views)  # attached
+        if self._batch_transform is not None and views:
+            raise errors.InvalidArgument(
+                "batch_transform takes one image tensor per batch; a job of "
+                "views yields a list of them")
         if self._batch_transform is not None:
             batch_transforms.check_for_loader(
                 self._batch_transform, self._spec["output"], classes)

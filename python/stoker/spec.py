@@ -28,7 +28,7 @@ _ON_ERROR = {"replace": "ON_ERROR_REPLACE", "fail": "ON_ERROR_FAIL"}
 # What a saved state must agree on to resume the same stream.
 _STREAM_FIELDS = ("dataset", "batch_size", "output", "seed", "shuffle",
                   "drop_last", "pipeline", "rank", "world_size",
-                  "shard_drop_last", "fields", "missing")
+                  "shard_drop_last", "fields", "missing", "views")
 
 
 @dataclasses.dataclass
@@ -153,11 +153,16 @@ def build(*, root: Any, transform: Any, shards: Any, manifest: Any,
     recipe.log_ignored(ignored)
     sampler_epoch = recipe.SamplerEpoch(sampler)
     # Attached to another's job, its pipeline applies.
-    pipeline, output = (transforms.translate(transform) if job_id is None
-                        else ([], {}))
+    views = transforms.views(transform) if job_id is None else None
+    pipeline, output = (transforms.translate(transform)
+                        if job_id is None and views is None else ([], {}))
     rank, world_size = _rank(order)
     _check_choices(sharing, on_lag, on_error)
     torch_device, cuda_device = _device(device)
+    if views is not None and cuda_device is not None:
+        raise errors.Unimplemented(
+            "views are served on the CPU: use device=\"cpu\" and move each "
+            "view with .cuda(non_blocking=True), as DINO's loop does")
     spec = {
         "dataset": _dataset_spec(root, shards, manifest, label_field),
         "batch_size": int(batch_size), "slots": int(slots),
@@ -173,6 +178,9 @@ def build(*, root: Any, transform: Any, shards: Any, manifest: Any,
         "repeated_augmentations": int(repeated_augmentations),
         "reference": _reference_versions(),
     }
+    if views is not None:  # in place of the pipeline and output
+        del spec["pipeline"], spec["output"]
+        spec["views"] = views
     spec["sharing"].update(_lag_options(sharing, max_lag, on_lag,
                                         min_consumers))
     if fields is not None:

@@ -125,6 +125,18 @@ def _fields(handle, count: int, n: int, lease: Optional[_Lease]) -> List[Any]:
     return values
 
 
+def _group_views(values: List[Any], views: int,
+                 fields: Optional[List[Dict[str, Any]]]) -> List[Any]:
+    """The batch's tensors with the image field's `views` tensors (one per
+    view, in order) as one list in its place."""
+    image = 0
+    for i, field in enumerate(fields or []):
+        if field.get("kind") == "FIELD_KIND_IMAGE":
+            image = i
+    return (values[:image] + [list(values[image:image + views])] +
+            values[image + views:])
+
+
 class Stream:
     """One job and the consumer attached to it."""
 
@@ -140,6 +152,8 @@ class Stream:
                     else client.get_job(job_id))
         # A job of named fields (JobSpec.fields) yields them, not labels.
         self.named_fields = bool(self.job["spec"].get("fields"))
+        # A job of views (JobSpec.views) yields a list of view tensors.
+        self.views = len(self.job["spec"].get("views") or [])
         self._client = client
         self.cuda_device = cuda_device
         self.leases = _Leases()
@@ -231,7 +245,7 @@ class Stream:
                 lease = _Lease(handle, self.leases)
                 owned = True
                 self.leases.handed_out(lease)
-                if self.named_fields:
+                if self.named_fields or self.views:
                     values = _fields(handle, count, n, lease)
                 else:
                     images = _view(info.images, int(info.image_bytes), lease,
@@ -248,9 +262,19 @@ class Stream:
             if not owned:
                 lib.stoker_batch_release(handle)
             raise
-        batch = ((images, labels) if values is None else
-                 (tuple(images if v is None else v for v in values), indices))
-        return batch, int(info.epoch), int(info.index)
+        return (self._batch(values, images, labels, indices), int(info.epoch),
+                int(info.index))
+
+    def _batch(self, values, images, labels, indices):
+        """(images, labels), ([views], labels), or (fields, indices)."""
+        if values is None:
+            return images, labels
+        if self.views:
+            values = _group_views(values, self.views,
+                                  self.job["spec"].get("fields"))
+        if not self.named_fields:
+            return values[0], values[1]
+        return tuple(images if v is None else v for v in values), indices
 
     def _allocate(self, shape, dtype, n):
         """GPU tensors for a batch (no labels in a job of named fields),

@@ -22,7 +22,8 @@ SUPPORTED = (
     "padding_mode), Pad(padding, fill, padding_mode), RandomHorizontalFlip(p), "
     "RandomVerticalFlip(p), "
     "ColorJitter(brightness, contrast, saturation, hue), RandomGrayscale(p), "
-    "Grayscale(3), GaussianBlur(kernel_size, sigma), RandomRotation, "
+    "Grayscale(3), GaussianBlur(kernel_size, sigma), RandomSolarize, "
+    "stoker.PILGaussianBlur, stoker.Solarization, RandomRotation, "
     "RandomAffine (each of these, or a flip, also alone in RandomApply([...], p), "
     "and RandomChoice([...], p) among ops of one kind), "
     "TrivialAugmentWide, RandAugment, AutoAugment, AugMix (interpolation "
@@ -32,7 +33,10 @@ SUPPORTED = (
     "torchvision's ImageClassification preset (weights.transforms()) and "
     "objects holding a Compose in .transforms; in torchvision's order: a "
     "crop or resize first, then flip, jitter, one automatic augmentation, "
-    "ToTensor/PILToTensor, Normalize, RandomErasing (see docs/transforms.md)"
+    "ToTensor/PILToTensor, Normalize, RandomErasing (a flip may also come "
+    "after colour ops, Pillow's blur and solarize, which it commutes with); "
+    "a list of such transforms: several views of each image "
+    "(see docs/transforms.md)"
 )
 
 # Geometric and colour ops run on the decoded image; conversion after them.
@@ -40,7 +44,8 @@ _GEOMETRY = ("RandomResizedCrop", "Resize", "CenterCrop", "Pad", "RandomCrop")
 _IMAGE_OPS = _GEOMETRY + (
               "RandomHorizontalFlip", "RandomVerticalFlip", "ColorJitter",
               "RandomApply", "RandomGrayscale", "Grayscale",
-              "RandomRotation", "RandomAffine", "GaussianBlur") + \
+              "RandomRotation", "RandomAffine", "GaussianBlur",
+              "PILGaussianBlur", "RandomSolarize", "Solarization") + \
     augment_ops.AUGMENTS
 # transforms.v2 names with the same meaning here.
 _V2_NAMES = {"ToImage": "PILToTensor", "ToImageTensor": "PILToTensor",
@@ -147,14 +152,23 @@ def _dtype_name(dtype: Any) -> str:
 _ORDER = {"RandomHorizontalFlip": 2, "RandomVerticalFlip": 2,
           "RandomRotation": 3, "RandomAffine": 3,
           "ColorJitter": 4, "RandomGrayscale": 5,
-          "Grayscale": 5, "GaussianBlur": 6,
-          **{name: 7 for name in augment_ops.AUGMENTS}}
+          "Grayscale": 5, "GaussianBlur": 6, "PILGaussianBlur": 6,
+          "RandomSolarize": 7, "Solarization": 7,
+          **{name: 8 for name in augment_ops.AUGMENTS}}
+_FLIPS = ("RandomHorizontalFlip", "RandomVerticalFlip")
+# What a flip may follow, as the result is the same either way: pixelwise
+# ops, ColorJitter's contrast (a mean over the image) and Pillow's box blur
+# (symmetric, in integers). MoCo v3 flips last. torchvision's GaussianBlur
+# sums its taps in floating point, in an order a flip reverses.
+_FLIP_COMMUTES = {"ColorJitter", "RandomGrayscale", "Grayscale",
+                  "PILGaussianBlur", "RandomSolarize", "Solarization"}
 # The order the daemon takes its ops in (proto/stoker/v1/loader.proto).
 _DAEMON_ORDER = ["random_resized_crop", "resize", "pad", "center_crop",
                  "random_crop",
                  "random_horizontal_flip", "random_vertical_flip",
                  "random_rotation", "random_affine",
                  "color_jitter", "random_grayscale", "gaussian_blur",
+                 "pillow_gaussian_blur", "random_solarize",
                  "trivial_augment_wide", "aug_mix",
                  "rand_augment", "auto_augment", "normalize", "random_erasing"]
 
@@ -184,7 +198,10 @@ class _State:
                               "the daemon crops, flips and augments the "
                               "decoded image, then converts: move it before")
             rank = _ORDER.get(kind, 0)
-            if rank > 1 and (rank < self.rank or kind in self.seen or (
+            if kind in _FLIPS and kind not in self.seen and \
+                    self.seen - set(_GEOMETRY + _FLIPS) <= _FLIP_COMMUTES:
+                rank = max(rank, self.rank)  # placed before what it follows
+            elif rank > 1 and (rank < self.rank or kind in self.seen or (
                     rank > 2 and rank == self.rank)):
                 raise _refuse(repr(t), "impossible order: stokerd runs a crop "
                               "or resize, then RandomHorizontalFlip, "
@@ -277,6 +294,24 @@ def _normalize(t: Any, dtype: str) -> Dict[str, Any]:
     if len(mean) != 3 or len(std) != 3:
         raise _refuse(repr(t), "mean and std need 3 values (RGB)")
     return {"normalize": {"mean": mean, "std": std}}
+
+
+def views(transform: Any) -> Optional[List[Dict[str, Any]]]:
+    """The job's views (JobSpec.views) for a list or tuple of transforms,
+    one view each ({"pipeline": ..., "output": ...}); or of native
+    pipelines (lists of stoker.v1.Op dicts). None for one transform."""
+    if not isinstance(transform, (list, tuple)) or not transform or all(
+            isinstance(op, dict) for op in transform):
+        return None  # one transform, or one native pipeline
+    out = []
+    for i, one in enumerate(transform):
+        if isinstance(one, (list, tuple)) and not all(
+                isinstance(op, dict) for op in one):
+            raise _refuse(f"transform[{i}]", "a view is one transform (a "
+                          "Compose), not a list of them")
+        pipeline, output = translate(one)
+        out.append({"pipeline": pipeline, "output": output})
+    return out
 
 
 def translate(transform: Any) -> Tuple[List[Dict[str, Any]], Dict[str, str]]:

@@ -7,10 +7,11 @@
 //       R G B
 //       the same through torchvision's tensor path (AugMix's); R = -1: no
 //       fill (fill=None);
-//   augment_tool draws SPEC_JSON WIDTH HEIGHT SEED EPOCH FIRST COUNT
+//   augment_tool draws SPEC_JSON WIDTH HEIGHT SEED EPOCH FIRST COUNT [VIEW]
 //       prints, one JSON line per sample index, the ops, the erasing box,
-//       the crop box and the flip that sample draws in a job of that
-//       JobSpec (JSON) over images of WIDTH x HEIGHT;
+//       the crop box, the flips, the jitter, grayscale, blur and solarize
+//       that sample (its view VIEW of JobSpec.views) draws in a job of that
+//       JobSpec (JSON: one pipeline) over images of WIDTH x HEIGHT;
 //   augment_tool tables SPEC_JSON
 //       prints the magnitude table of each op of the spec's augmentation
 //       at its output size, as JSON.
@@ -118,9 +119,10 @@ int RunDraws(char** argv) {
   const uint64_t epoch = std::strtoull(argv[6], nullptr, 10);
   const uint64_t first = std::strtoull(argv[7], nullptr, 10);
   const uint64_t count = std::strtoull(argv[8], nullptr, 10);
+  const uint32_t view = argv[9] ? uint32_t(std::atoi(argv[9])) : 0;
   for (uint64_t i = first; i < first + count; ++i) {
-    const SampleParams params =
-        DrawSampleParams(*pipeline, image, SampleKey(seed, epoch, i));
+    const SampleParams params = DrawSampleParams(
+        *pipeline, image, ViewKey(SampleKey(seed, epoch, i), view));
     std::printf("{\"index\": %llu, \"ops\": [", (unsigned long long)i);
     for (int k = 0; k < params.augment.count; ++k) {
       const DrawnOp& op = params.augment.ops[k];
@@ -149,6 +151,17 @@ int RunDraws(char** argv) {
     std::printf("]}");
     std::printf(", \"blur\": %.9g",
                 params.blur.apply ? params.blur.sigma : 0.0);
+    const JitterParams& j = params.jitter;
+    std::printf(
+        ", \"jitter\": {\"applies\": %s, \"order\": [%d, %d, %d, %d], "
+        "\"factors\": [%.9g, %.9g, %.9g], \"hue\": %d}",
+        params.jitter_applies && pipeline->jitter() ? "true" : "false",
+        j.order[0], j.order[1], j.order[2], j.order[3], double(j.brightness),
+        double(j.contrast), double(j.saturation), j.hue ? j.hue_shift : -1);
+    std::printf(", \"gray\": %s, \"solarize\": %s, \"vflip\": %s",
+                params.gray ? "true" : "false",
+                params.solarize ? "true" : "false",
+                params.vflip ? "true" : "false");
     std::printf(", \"box\": [%d, %d, %d, %d], \"flip\": %s", params.box.x,
                 params.box.y, params.box.width, params.box.height,
                 params.flip ? "true" : "false");
@@ -200,7 +213,9 @@ int main(int argc, char** argv) {
   if (mode == "tensor_op" && argc == 12) {
     return stoker::RunOp(argv, false, true);
   }
-  if (mode == "draws" && argc == 9) return stoker::RunDraws(argv);
+  if (mode == "draws" && (argc == 9 || argc == 10)) {
+    return stoker::RunDraws(argv);
+  }
   if (mode == "tables" && argc == 3) return stoker::RunTables(argv);
   std::cerr << "usage: see the head of augment_tool.cc\n";
   return 2;

@@ -1,12 +1,13 @@
-"""The example training script (python/examples/train_resnet18.py) trains a
-few steps of ResNet-18 on the CPU and reports images/s and input-bound %."""
+"""The example training scripts (python/examples/) train a few steps on the
+CPU and report images/s and input-bound %: ResNet-18, the classification
+recipe, CLIP, and DINO's and MoCo v3's self-supervised views."""
 import os
 import re
 
 import pytest
 
 pytest.importorskip("torchvision")
-from conftest import run_python  # noqa: E402
+from conftest import photo_folder, run_python  # noqa: E402
 
 SOURCE = os.environ.get("STOKER_SOURCE_DIR", "")
 
@@ -68,5 +69,24 @@ def test_clip_example_trains_on_image_text_shards(daemon, dataset, scratch):
     assert ("18 image-text pairs (6 without a caption left out), 4 batches "
             "per epoch, on cpu") in run.stdout, run.stdout
     assert re.search(r"step 3: contrastive loss \d+\.\d+", run.stdout)
+    assert re.search(r"[\d.]+ images/s over 2 steps; input-bound [\d.]+%",
+                     run.stdout), run.stdout
+
+
+@pytest.mark.skipif(not SOURCE, reason="run through ctest")
+@pytest.mark.parametrize("script, views", [("train_dino.py", 10),
+                                           ("train_moco.py", 2)])
+def test_self_supervised_examples_train(daemon, scratch, script, views):
+    """DINO's multi-crop and MoCo v3's two views run a few steps."""
+    root = photo_folder(os.path.join(scratch, "photos"))
+    sizes = (["--global_size=64", "--local_size=32"] if views == 10 else
+             ["--size=64"])
+    run = run_python(os.path.join(SOURCE, "python", "examples", script), root,
+                     f"--socket={daemon.socket}", "--steps=3",
+                     "--batch_size=4", "--device=cpu", *sizes)
+    assert run.returncode == 0, run.stderr
+    assert (f"43 images, {views} views each, 10 batches per epoch, on cpu"
+            in run.stdout), run.stdout
+    assert re.search(r"step 3: (dino|contrastive) loss \d+\.\d+", run.stdout)
     assert re.search(r"[\d.]+ images/s over 2 steps; input-bound [\d.]+%",
                      run.stdout), run.stdout

@@ -31,10 +31,12 @@ def keys(value, prefix=""):
     return set()
 
 
-def plan_of(root=None, shards=None, fields=None):
+def plan_of(root=None, shards=None, fields=None, views=1):
     transform = T.Compose([T.RandomResizedCrop(48), T.RandomHorizontalFlip(),
                            T.ToTensor(),
                            T.Normalize([0.5, 0.5, 0.5], [0.2, 0.2, 0.2])])
+    if views > 1:
+        transform = [transform] * views
     return job_spec.build(
         root=root, transform=transform, shards=shards, manifest=None,
         label_field="", batch_size=4, shuffle=True, drop_last=True, seed=7,
@@ -70,7 +72,8 @@ def pairs_shard(dataset, scratch):
 def test_every_key_the_loader_sends_is_a_wire_field(daemon, dataset, scratch):
     plans = [plan_of(root=dataset),
              plan_of(shards=pairs_shard(dataset, scratch),
-                     fields=("jpg", "txt"))]
+                     fields=("jpg", "txt")),
+             plan_of(root=dataset, views=2)]
     client = stoker.Client(daemon.socket)
     top_sent, top_wire = set(), set()
     try:

@@ -63,6 +63,17 @@ struct SampleField {
 STOKER_API SampleField SampleFieldOf(std::string_view spec);
 
 // What a trainer asks for. Defaults give a 224x224 ImageNet-style stream.
+// One view of each sample's image (JobSpec::views): its own pipeline (a
+// crop or resize first, which sets its size) and output.
+struct ImageView {
+  std::vector<Op> pipeline;
+  uint32_t height = 0;  // 0: the pipeline's size
+  uint32_t width = 0;
+  DType dtype = DType::kUInt8;
+  std::optional<Layout> layout;  // default NHWC for uint8, NCHW for floats
+  bool scale_reciprocal = false;  // as JobSpec::scale_reciprocal
+};
+
 struct JobSpec {
   // The dataset, one of three (the others empty):
   std::string dataset_path;  // ImageFolder root: <root>/<class>/<file>.jpg
@@ -89,6 +100,12 @@ struct JobSpec {
   // Float output: x * float32(1/255), as transforms.v2's ToDtype(scale=True),
   // instead of x / 255, as v1's ToTensor (they differ in the last bit).
   bool scale_reciprocal = false;
+  // Several views of each image (self-supervised multi-crop, 1 to 32):
+  // each image decoded once, then each view made by its own pipeline with
+  // its own random draws. They replace pipeline, height, width, dtype,
+  // layout and scale_reciprocal; a batch's image field becomes one tensor
+  // per view, "<field>.0", "<field>.1", ... ("images.0" in a classic job).
+  std::vector<ImageView> views;
   // The Pillow and numpy versions ("MAJOR.MINOR") whose output to match in
   // the few corners where it depends on them (proto: ReferenceVersions);
   // empty: the newest behaviour.
