@@ -218,8 +218,7 @@ TEST_F(FieldsTest, WhatTheContractCannotCarryIsRefusedByName) {
   refused(slash, "without '/' (a member suffix)");
   JobSpec two_images = Spec(shard);
   two_images.fields[1] = SampleFieldOf("png");
-  refused(two_images,
-          "a second image per sample is not supported yet");
+  refused(two_images, "a second image per sample is not supported yet");
   JobSpec no_image = Spec(shard);
   no_image.fields.erase(no_image.fields.begin());
   refused(no_image, "has 0; add the image's suffixes");

@@ -131,8 +131,8 @@ v1::JobSpec WithViews() {
     view->mutable_output()->set_width(32 + 16 * v);
     view->mutable_output()->set_dtype(v ? v1::DTYPE_FLOAT32 : v1::DTYPE_UINT8);
     view->mutable_output()->set_layout(v1::LAYOUT_NCHW);
-    view->mutable_output()->set_float_scale(
-        v ? v1::FLOAT_SCALE_RECIPROCAL : v1::FLOAT_SCALE_DIVIDE);
+    view->mutable_output()->set_float_scale(v ? v1::FLOAT_SCALE_RECIPROCAL
+                                              : v1::FLOAT_SCALE_DIVIDE);
   }
   return spec;
 }

@@ -164,6 +164,57 @@ void BilinearAffine(const Planes& p, ImageSize size, const AffineMatrix& a) {
   }
 }
 
+// Pillow's BICUBIC macro: the cubic through v1..v4 at d (in [0, 1)) from
+// v2, evaluated in double as Pillow writes it.
+inline double Cubic(double v1, double v2, double v3, double v4, double d) {
+#pragma clang fp contract(off)
+  const double p1 = v2;
+  const double p2 = -v1 + v3;
+  const double p3 = 2 * (v1 - v2) + v3 - v4;
+  const double p4 = -v1 + v2 - v3 + v4;
+  return p1 + d * (p2 + d * (p3 + d * p4));
+}
+
+// ImagingGenericTransform with affine_transform and bicubic_filter32RGB:
+// four rows of four (columns clipped to the image; a row past the bottom
+// repeats the one above), clamped to [0, 255] and truncated.
+void BicubicAffine(const Planes& p, ImageSize size, const AffineMatrix& a) {
+  const int w = size.width, h = size.height;
+  auto xclip = [w](int x) { return x < 0 ? 0 : x < w ? x : w - 1; };
+  auto yclip = [h](int y) { return y < 0 ? 0 : y < h ? y : h - 1; };
+  for (int y = 0; y < h; ++y) {
+    for (int x = 0; x < w; ++x) {
+      const double xi = x + 0.5, yi = y + 0.5;
+      double xin = a[0] * xi + a[1] * yi + a[2];
+      double yin = a[3] * xi + a[4] * yi + a[5];
+      if (xin < 0.0 || xin >= w || yin < 0.0 || yin >= h) continue;
+      xin -= 0.5;
+      yin -= 0.5;
+      const int sx = Floor(xin) - 1, sy = Floor(yin) - 1;
+      const double dx = xin - (sx + 1), dy = yin - (sy + 1);
+      const int xs[4] = {xclip(sx), xclip(sx + 1), xclip(sx + 2),
+                         xclip(sx + 3)};
+      const size_t to = size_t(y) * w + x;
+      for (int c = 0; c < 3; ++c) {
+        const uint8_t* in = p.src + c * p.n;
+        double rows[4];
+        for (int r = 0; r < 4; ++r) {
+          if (r > 0 && (sy + r < 0 || sy + r >= h)) {
+            rows[r] = rows[r - 1];
+            continue;
+          }
+          const uint8_t* row = in + size_t(r == 0 ? yclip(sy) : sy + r) * w;
+          rows[r] = Cubic(row[xs[0]], row[xs[1]], row[xs[2]], row[xs[3]], dx);
+        }
+        const double v = Cubic(rows[0], rows[1], rows[2], rows[3], dy);
+        p.dst[c * p.n + to] = v <= 0.0     ? 0
+                              : v >= 255.0 ? 255
+                                           : static_cast<uint8_t>(v);
+      }
+    }
+  }
+}
+
 void Fill(uint8_t* dst, size_t n, const FillColor& fill) {
   for (int c = 0; c < 3; ++c) std::memset(dst + c * n, fill[c], n);
 }
@@ -210,7 +261,9 @@ void PillowAffine(const uint8_t* src, uint8_t* dst, ImageSize size,
                   const FillColor& fill) {
   const Planes p{src, dst, size.Pixels(), size.width};
   Fill(dst, p.n, fill);
-  if (interpolation != Interpolation::kNearest) {
+  if (interpolation == Interpolation::kBicubic) {
+    BicubicAffine(p, size, a);
+  } else if (interpolation == Interpolation::kBilinear) {
     BilinearAffine(p, size, a);
   } else if (a[1] == 0 && a[3] == 0) {
     ScaleAffine(p, size, a);

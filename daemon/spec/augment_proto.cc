@@ -203,7 +203,8 @@ absl::Status ParseAugMix(const OpError& e, const v1::AugMix& op, Pipeline* p) {
   a.all_ops = !op.has_all_ops() || op.all_ops();
   a.has_fill = op.fill_size() > 0;
   if (auto s = ParseTables(e, op.magnitudes(), &a); !s.ok()) return s;
-  if (auto s = ParseAugmentStyle(e, op, &a.style); !s.ok()) return s;
+  // AugMix warps a tensor: torch's bicubic is not Pillow's.
+  if (auto s = ParseAugmentStyle(e, op, &a.style, false); !s.ok()) return s;
   if (!op.has_interpolation()) a.style.interpolation = Interpolation::kBilinear;
   return absl::OkStatus();
 }

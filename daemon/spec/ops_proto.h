@@ -34,15 +34,16 @@ inline absl::Status ParseFill(
   return absl::OkStatus();
 }
 
-// interpolation (unset: nearest) and fill of an augmentation op.
+// interpolation (unset: nearest; bicubic too where `bicubic`: Pillow's
+// affine filters) and fill of an augmentation op.
 template <typename OpProto>
 absl::Status ParseAugmentStyle(const OpError& e, const OpProto& op,
-                               AugmentStyle* style) {
+                               AugmentStyle* style, bool bicubic = true) {
   style->interpolation = Interpolation::kNearest;
   if (op.has_interpolation()) {
     auto interpolation = ParseInterpolation(e, op.interpolation());
     if (!interpolation.ok()) return interpolation.status();
-    if (*interpolation == Interpolation::kBicubic) {
+    if (*interpolation == Interpolation::kBicubic && !bicubic) {
       return e.Bad("interpolation", "must be NEAREST or BILINEAR");
     }
     style->interpolation = *interpolation;

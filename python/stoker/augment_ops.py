@@ -29,12 +29,16 @@ def v2_value(value: Any) -> Any:
 
 
 def _interpolation(t: Any, refuse: Refuse) -> str:
+    """NEAREST, BILINEAR or BICUBIC (Pillow's affine filters); AugMix warps
+    a tensor, where bicubic is torch's own kernel: not BICUBIC there."""
     mode = getattr(t, "interpolation", None)
-    name = getattr(mode, "name", None) or {0: "NEAREST", 2: "BILINEAR"}.get(
-        mode, str(mode))
-    if name not in ("NEAREST", "BILINEAR"):
+    name = getattr(mode, "name", None) or {
+        0: "NEAREST", 2: "BILINEAR", 3: "BICUBIC"}.get(mode, str(mode))
+    allowed = ("NEAREST", "BILINEAR") + (
+        () if type(t).__name__ == "AugMix" else ("BICUBIC",))
+    if name not in allowed:
         raise refuse(repr(t), f"interpolation {name} is not supported "
-                     "(NEAREST or BILINEAR)")
+                     f"({' or '.join(allowed)})")
     return "INTERPOLATION_" + name
 
 

@@ -1,6 +1,7 @@
 // stoker's automatic augmentation, for tests/python/test_augment.py to
 // compare with torchvision itself:
-//   augment_tool op IN OUT WIDTH HEIGHT OP MAGNITUDE nearest|bilinear R G B
+//   augment_tool op IN OUT WIDTH HEIGHT OP MAGNITUDE nearest|bilinear|bicubic
+//       R G B
 //       applies one op (torchvision's name) to each image of a file of
 //       packed RGB images of WIDTH x HEIGHT, back to back;
 //   augment_tool tensor_op IN OUT WIDTH HEIGHT OP MAGNITUDE nearest|bilinear
@@ -58,9 +59,10 @@ int RunOp(char** argv, bool timed, bool tensor) {
     return 2;
   }
   AugmentStyle style;
-  style.interpolation = std::string(argv[8]) == "bilinear"
-                            ? Interpolation::kBilinear
-                            : Interpolation::kNearest;
+  const std::string filter = argv[8];
+  style.interpolation = filter == "bilinear"  ? Interpolation::kBilinear
+                        : filter == "bicubic" ? Interpolation::kBicubic
+                                              : Interpolation::kNearest;
   for (int c = 0; c < 3; ++c) style.fill[c] = uint8_t(std::atoi(argv[9 + c]));
   TensorStyle tensor_style;
   tensor_style.interpolation = style.interpolation;

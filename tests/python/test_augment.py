@@ -2,7 +2,7 @@
 auto_augment.cc) against torchvision itself on PIL images: every op of
 TrivialAugmentWide, RandAugment and AutoAugment at magnitudes of their
 tables, on 200 crops of the real photographs (and non-square ones), with
-nearest and bilinear warps and a fill; the magnitude tables; the
+nearest, bilinear and bicubic warps and a fill; the magnitude tables; the
 distribution of the draws against torchvision's own draws; and loaders
 whose every image is torchvision's _apply_op of torchvision's image for
 the draws stoker reports.
@@ -69,7 +69,8 @@ def stoker_op(images, op, magnitude, interpolation="nearest", fill=(0, 0, 0)):
 
 def torchvision_op(image, op, magnitude, interpolation="nearest", fill=None):
     mode = {"nearest": InterpolationMode.NEAREST,
-            "bilinear": InterpolationMode.BILINEAR}[interpolation]
+            "bilinear": InterpolationMode.BILINEAR,
+            "bicubic": InterpolationMode.BICUBIC}[interpolation]
     return np.asarray(autoaugment._apply_op(image, op, magnitude, mode, fill))
 
 
@@ -128,6 +129,9 @@ def test_warps_bilinear_with_fill_and_on_oblong_images(square, oblong, op):
         assert_same(square[:60], op, magnitude, "bilinear", [124, 116, 104])
         assert_same(oblong, op, magnitude, "nearest", [255, 0, 7])
         assert_same(oblong, op, magnitude, "bilinear")
+        # Pillow's affine bicubic (Swin's and MaxViT's recipes).
+        assert_same(square[:60], op, magnitude, "bicubic", [124, 116, 104])
+        assert_same(oblong, op, magnitude, "bicubic")
 
 
 def test_rotations_by_right_angles_take_pillows_transposes(square, oblong):
@@ -231,6 +235,8 @@ EVAL = [T.Resize(256), T.CenterCrop(224)]
     (T.TrivialAugmentWide(), "nearest"),
     (T.TrivialAugmentWide(interpolation=InterpolationMode.BILINEAR,
                           fill=[124, 116, 104]), "bilinear"),
+    (T.TrivialAugmentWide(interpolation=InterpolationMode.BICUBIC),
+     "bicubic"),
     (T.RandAugment(num_ops=2, magnitude=9), "nearest"),
     (T.RandAugment(num_ops=3, magnitude=15, num_magnitude_bins=21,
                    interpolation=InterpolationMode.BILINEAR, fill=128),

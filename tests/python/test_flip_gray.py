@@ -136,6 +136,9 @@ def drawn_warps(pipeline, output, count):
     T.RandomAffine(15, translate=(0.1, 0.2), scale=(0.8, 1.2), shear=10),
     T.RandomAffine((-5, 40), shear=(-10, 10, -5, 5),
                    interpolation=T.InterpolationMode.BILINEAR, fill=99),
+    T.RandomRotation(45, interpolation=T.InterpolationMode.BICUBIC),
+    T.RandomAffine(20, translate=(0.1, 0.1), scale=(0.7, 1.3), shear=15,
+                   interpolation=T.InterpolationMode.BICUBIC, fill=[0, 9, 200]),
 ])
 def test_rotation_and_affine_are_torchvisions_for_the_drawn_parameters(
         daemon, scratch, warp):

@@ -70,7 +70,7 @@ struct ImageView {
   uint32_t height = 0;  // 0: the pipeline's size
   uint32_t width = 0;
   DType dtype = DType::kUInt8;
-  std::optional<Layout> layout;  // default NHWC for uint8, NCHW for floats
+  std::optional<Layout> layout;   // default NHWC for uint8, NCHW for floats
   bool scale_reciprocal = false;  // as JobSpec::scale_reciprocal
 };
 
