@@ -82,10 +82,15 @@ TEST(AugmentSpec, RefusesBadFieldsNamingThem) {
   v1::Op fill = Wide();
   fill.mutable_trivial_augment_wide()->add_fill(256);
   ExpectRefused(Spec({fill}), "fill values must be in [0, 255]");
+  // Bicubic is Pillow's affine filter for the PIL ops; AugMix warps a
+  // tensor, where it is torch's.
   v1::Op bicubic = Wide();
   bicubic.mutable_trivial_augment_wide()->set_interpolation(
       v1::INTERPOLATION_BICUBIC);
-  ExpectRefused(Spec({bicubic}), "NEAREST or BILINEAR");
+  EXPECT_TRUE(ParsePipeline(Spec({bicubic})).ok());
+  v1::Op mix;
+  mix.mutable_aug_mix()->set_interpolation(v1::INTERPOLATION_BICUBIC);
+  ExpectRefused(Spec({mix}), "aug_mix.interpolation must be NEAREST or");
   v1::Op table = Wide();
   auto* t = table.mutable_trivial_augment_wide()->add_magnitudes();
   t->set_op("Rotate");
@@ -219,6 +224,45 @@ TEST(BlurSpec, FieldsAreCheckedAndRoundTrip) {
   sigma.mutable_gaussian_blur()->set_sigma_min(0);
   ExpectRefused(Spec({sigma}), "gaussian_blur.sigma_min and sigma_max");
   ExpectRefused(Spec({Wide(), Blur(3, 3)}), "impossible order");
+}
+
+TEST(BlurSpec, PillowsBlurAndSolarizeAreCheckedAndRoundTrip) {
+  v1::Op pillow;
+  pillow.mutable_pillow_gaussian_blur()->set_radius_min(0.5f);
+  pillow.mutable_pillow_gaussian_blur()->set_p(0.25f);
+  v1::Op solarize;
+  solarize.mutable_random_solarize()->set_threshold(190.5f);
+  auto p = ParsePipeline(Spec({pillow, solarize, Wide()}));
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_TRUE(p->blur.enabled && p->blur.pillow);
+  EXPECT_DOUBLE_EQ(p->blur.sigma_min, 0.5);
+  EXPECT_DOUBLE_EQ(p->blur.sigma_max, 2.0);  // the default
+  EXPECT_DOUBLE_EQ(p->blur.p, 0.25);
+  EXPECT_DOUBLE_EQ(p->solarize.threshold, 190.5);
+  EXPECT_DOUBLE_EQ(p->solarize.p, 0.5);  // torchvision's default
+  v1::JobSpec back;
+  PipelineToProto(*p, &back);
+  auto again = ParsePipeline(back);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_TRUE(again->blur.pillow);
+  EXPECT_DOUBLE_EQ(again->blur.sigma_min, 0.5);
+  EXPECT_DOUBLE_EQ(again->blur.p, 0.25);
+  EXPECT_DOUBLE_EQ(again->solarize.threshold, 190.5);
+  // One blur per pipeline; solarize after the blur, before augmenting.
+  ExpectRefused(Spec({Blur(3, 3), pillow}), "impossible order");
+  ExpectRefused(Spec({solarize, pillow}), "impossible order");
+  ExpectRefused(Spec({Wide(), solarize}), "impossible order");
+  v1::Op radius = pillow;
+  radius.mutable_pillow_gaussian_blur()->set_radius_min(3);
+  ExpectRefused(Spec({radius}),
+                "pillow_gaussian_blur.radius_min and radius_max must satisfy");
+  v1::Op threshold = solarize;
+  threshold.mutable_random_solarize()->set_threshold(300);
+  ExpectRefused(Spec({threshold}),
+                "random_solarize.threshold must be in [0, 256], got 300");
+  threshold.mutable_random_solarize()->set_threshold(9);
+  threshold.mutable_random_solarize()->set_p(2);
+  ExpectRefused(Spec({threshold}), "random_solarize.p must be in [0, 1]");
 }
 
 // sigma is uniform over its range (Kolmogorov-Smirnov, p ~ 0.001 at

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "client/src/convert.h"
+#include "client/src/op_convert.h"
 #include "daemon/spec/job_spec.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
@@ -198,6 +199,17 @@ TEST(SpecAgreement, TheDaemonsConfigCarriesEveryFieldOfNamedFields) {
   MessageDifferencer differ;
   differ.ReportDifferencesToString(&differences);
   EXPECT_TRUE(differ.Compare(expected, effective)) << differences;
+}
+
+TEST(SpecAgreement, TheSdkCarriesPillowsBlurAndSolarize) {
+  for (const Op& op : {Op(PillowGaussianBlur{0.3f, 1.5f, 0.5f}),
+                       Op(RandomSolarize{190.5f, 0.2f})}) {
+    v1::Op wire;
+    internal::OpToProto(op, &wire);
+    const std::optional<Op> back = internal::OpFromProto(wire);
+    ASSERT_TRUE(back.has_value());
+    EXPECT_TRUE(*back == op);
+  }
 }
 
 TEST(SpecAgreement, TheDaemonsConfigCarriesEveryFieldOfViews) {

@@ -103,6 +103,21 @@ struct GaussianBlur {
   float p = 1.0f;
   bool operator==(const GaussianBlur&) const = default;
 };
+// Pillow's img.filter(ImageFilter.GaussianBlur(radius)), radius drawn from
+// [radius_min, radius_max] (DINO's and MoCo v3's own blur); in place of a
+// GaussianBlur.
+struct PillowGaussianBlur {
+  float radius_min = 0.1f;
+  float radius_max = 2.0f;
+  float p = 1.0f;
+  bool operator==(const PillowGaussianBlur&) const = default;
+};
+// torchvision's RandomSolarize on a PIL image (ImageOps.solarize).
+struct RandomSolarize {
+  float threshold = 128.0f;
+  float p = 0.5f;
+  bool operator==(const RandomSolarize&) const = default;
+};
 struct TrivialAugmentWide {
   uint32_t num_magnitude_bins = 31;
   Interpolation interpolation = Interpolation::kNearest;
@@ -154,7 +169,8 @@ using Op =
                  ColorJitter, Normalize, Pad, RandomCrop, RandomVerticalFlip,
                  RandomRotation, RandomAffine, RandomGrayscale, GaussianBlur,
                  TrivialAugmentWide, RandAugment, AutoAugment, AugMix,
-                 RandomErasing, RandomChoice>;
+                 RandomErasing, RandomChoice, PillowGaussianBlur,
+                 RandomSolarize>;
 // One of 2 to 16 image ops of one kind (the flips, RandomRotation and
 // RandomAffine, ColorJitter, RandomGrayscale, GaussianBlur, or the
 // automatic augmentations) per sample, with relative weights ({}: equal).
