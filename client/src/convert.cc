@@ -16,6 +16,20 @@ void OutputToProto(DType dtype, const std::optional<Layout>& layout,
   if (scale_reciprocal) out->set_float_scale(v1::FLOAT_SCALE_RECIPROCAL);
 }
 
+ImageView ViewFrom(const v1::View& view) {
+  ImageView v;
+  for (const v1::Op& op : view.pipeline()) {
+    if (auto parsed = OpFromProto(op)) v.pipeline.push_back(*parsed);
+  }
+  v.height = view.output().height();
+  v.width = view.output().width();
+  v.dtype = FromWire(view.output().dtype()).value_or(DType::kUInt8);
+  v.layout = FromWire(view.output().layout());
+  v.scale_reciprocal =
+      view.output().float_scale() == v1::FLOAT_SCALE_RECIPROCAL;
+  return v;
+}
+
 JobSpec SpecFrom(const v1::JobSpec& p) {
   JobSpec spec;
   spec.dataset_path = p.dataset().path();
@@ -33,18 +47,7 @@ JobSpec SpecFrom(const v1::JobSpec& p) {
   spec.layout = FromWire(p.output().layout());
   spec.scale_reciprocal =
       p.output().float_scale() == v1::FLOAT_SCALE_RECIPROCAL;
-  for (const v1::View& view : p.views()) {
-    ImageView& v = spec.views.emplace_back();
-    for (const v1::Op& op : view.pipeline()) {
-      if (auto parsed = OpFromProto(op)) v.pipeline.push_back(*parsed);
-    }
-    v.height = view.output().height();
-    v.width = view.output().width();
-    v.dtype = FromWire(view.output().dtype()).value_or(DType::kUInt8);
-    v.layout = FromWire(view.output().layout());
-    v.scale_reciprocal =
-        view.output().float_scale() == v1::FLOAT_SCALE_RECIPROCAL;
-  }
+  for (const v1::View& view : p.views()) spec.views.push_back(ViewFrom(view));
   spec.reference_pillow = p.reference().pillow();
   spec.reference_numpy = p.reference().numpy();
   spec.seed = p.seed();

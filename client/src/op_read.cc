@@ -139,20 +139,26 @@ std::optional<Op> GeometryFrom(const v1::Op& op) {
           op.random_grayscale().has_p() ? op.random_grayscale().p() : 0.1f};
     case v1::Op::kGaussianBlur:
       return BlurFrom(op.gaussian_blur());
-    case v1::Op::kPillowGaussianBlur: {
-      const auto& p = op.pillow_gaussian_blur();
-      return PillowGaussianBlur{p.has_radius_min() ? p.radius_min() : 0.1f,
-                                p.has_radius_max() ? p.radius_max() : 2.0f,
-                                p.has_p() ? p.p() : 1.0f};
-    }
-    case v1::Op::kRandomSolarize: {
-      const auto& p = op.random_solarize();
-      return RandomSolarize{p.has_threshold() ? p.threshold() : 128.0f,
-                            p.has_p() ? p.p() : 0.5f};
-    }
+
     default:
       return std::nullopt;
   }
+}
+
+// The self-supervised recipes' Pillow ops.
+std::optional<Op> PillowOpFrom(const v1::Op& op) {
+  if (op.has_pillow_gaussian_blur()) {
+    const auto& p = op.pillow_gaussian_blur();
+    return PillowGaussianBlur{p.has_radius_min() ? p.radius_min() : 0.1f,
+                              p.has_radius_max() ? p.radius_max() : 2.0f,
+                              p.has_p() ? p.p() : 1.0f};
+  }
+  if (op.has_random_solarize()) {
+    const auto& p = op.random_solarize();
+    return RandomSolarize{p.has_threshold() ? p.threshold() : 128.0f,
+                          p.has_p() ? p.p() : 0.5f};
+  }
+  return std::nullopt;
 }
 
 std::optional<Op> AugmentFrom(const v1::Op& op) {
@@ -219,6 +225,7 @@ std::optional<Op> AugmentFrom(const v1::Op& op) {
 
 std::optional<Op> OpFromProto(const v1::Op& op) {
   if (std::optional<Op> geometry = GeometryFrom(op)) return geometry;
+  if (std::optional<Op> pillow = PillowOpFrom(op)) return pillow;
   return AugmentFrom(op);
 }
 
