@@ -139,7 +139,6 @@ std::optional<Op> GeometryFrom(const v1::Op& op) {
           op.random_grayscale().has_p() ? op.random_grayscale().p() : 0.1f};
     case v1::Op::kGaussianBlur:
       return BlurFrom(op.gaussian_blur());
-
     default:
       return std::nullopt;
   }
