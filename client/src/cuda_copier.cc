@@ -2,6 +2,7 @@
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <deque>
 #include <thread>
 
@@ -115,6 +116,15 @@ class STOKER_LOCAL CudaCopier::Impl {
       return absl::InvalidArgumentError(
           "the job's samples are named fields, without labels: pass no "
           "device_labels");
+    }
+    const auto images_in_batch = std::count_if(
+        batch.fields().begin(), batch.fields().end(),
+        [](const auto& f) { return f.kind == Batch::Field::Kind::kImage; });
+    if (images_in_batch > 1) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "the batch holds ", images_in_batch,
+          " views of each image; CopyAsync copies one image tensor: copy "
+          "each view from Batch::fields()"));
     }
     const Batch::ImageTensor view = batch.image_tensor();
     // The stream's device, current on this thread for the copy only: the
