@@ -41,7 +41,8 @@ inline constexpr int kAugmentOpCount = 15;
 std::string_view AugmentOpName(AugmentOp op);
 std::optional<AugmentOp> AugmentOpByName(std::string_view name);
 
-// How the affine ops resample (kNearest or kBilinear) and what they fill.
+// How the affine ops resample (kNearest, kBilinear or kBicubic: Pillow's
+// affine filters) and what they fill.
 struct AugmentStyle {
   Interpolation interpolation = Interpolation::kNearest;
   FillColor fill = {0, 0, 0};

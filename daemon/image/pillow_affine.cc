@@ -130,38 +130,46 @@ void FloatAffine(const Planes& p, ImageSize size, const AffineMatrix& a) {
   }
 }
 
-// ImagingGenericTransform with affine_transform and bilinear_filter32RGB.
+// ImagingGenericTransform with affine_transform: `filter(xin, yin, to)`
+// for each output pixel `to` whose source point (xin, yin), already moved
+// by -0.5 as Pillow's filters do, comes from inside the image.
+template <typename Filter>
+void GenericAffine(ImageSize size, const AffineMatrix& a, Filter filter) {
+  const int w = size.width, h = size.height;
+  for (int y = 0; y < h; ++y) {
+    for (int x = 0; x < w; ++x) {
+      const double xi = x + 0.5, yi = y + 0.5;
+      const double xin = a[0] * xi + a[1] * yi + a[2];
+      const double yin = a[3] * xi + a[4] * yi + a[5];
+      if (xin < 0.0 || xin >= w || yin < 0.0 || yin >= h) continue;
+      filter(xin - 0.5, yin - 0.5, size_t(y) * w + x);
+    }
+  }
+}
+
+// bilinear_filter32RGB.
 void BilinearAffine(const Planes& p, ImageSize size, const AffineMatrix& a) {
   const int w = size.width, h = size.height;
   auto xclip = [w](int x) { return x < 0 ? 0 : x < w ? x : w - 1; };
   auto yclip = [h](int y) { return y < 0 ? 0 : y < h ? y : h - 1; };
-  for (int y = 0; y < h; ++y) {
-    for (int x = 0; x < w; ++x) {
-      const double xi = x + 0.5, yi = y + 0.5;
-      double xin = a[0] * xi + a[1] * yi + a[2];
-      double yin = a[3] * xi + a[4] * yi + a[5];
-      if (xin < 0.0 || xin >= w || yin < 0.0 || yin >= h) continue;
-      xin -= 0.5;
-      yin -= 0.5;
-      const int sx = Floor(xin), sy = Floor(yin);
-      const double dx = xin - sx, dy = yin - sy;
-      const size_t row0 = size_t(yclip(sy)) * w;
-      const bool has_row1 = sy + 1 >= 0 && sy + 1 < h;
-      const size_t row1 = has_row1 ? size_t(sy + 1) * w : row0;
-      const int x0 = xclip(sx), x1 = xclip(sx + 1);
-      const size_t to = size_t(y) * w + x;
-      for (int c = 0; c < 3; ++c) {
-        const uint8_t* in = p.src + c * p.n;
-        double v1 = in[row0 + x0] + (in[row0 + x1] - in[row0 + x0]) * dx;
-        double v2 = v1;
-        if (has_row1) {
-          v2 = in[row1 + x0] + (in[row1 + x1] - in[row1 + x0]) * dx;
-        }
-        v1 = v1 + (v2 - v1) * dy;
-        p.dst[c * p.n + to] = static_cast<uint8_t>(v1);
+  GenericAffine(size, a, [&](double xin, double yin, size_t to) {
+    const int sx = Floor(xin), sy = Floor(yin);
+    const double dx = xin - sx, dy = yin - sy;
+    const size_t row0 = size_t(yclip(sy)) * w;
+    const bool has_row1 = sy + 1 >= 0 && sy + 1 < h;
+    const size_t row1 = has_row1 ? size_t(sy + 1) * w : row0;
+    const int x0 = xclip(sx), x1 = xclip(sx + 1);
+    for (int c = 0; c < 3; ++c) {
+      const uint8_t* in = p.src + c * p.n;
+      double v1 = in[row0 + x0] + (in[row0 + x1] - in[row0 + x0]) * dx;
+      double v2 = v1;
+      if (has_row1) {
+        v2 = in[row1 + x0] + (in[row1 + x1] - in[row1 + x0]) * dx;
       }
+      v1 = v1 + (v2 - v1) * dy;
+      p.dst[c * p.n + to] = static_cast<uint8_t>(v1);
     }
-  }
+  });
 }
 
 // Pillow's BICUBIC macro: the cubic through v1..v4 at d (in [0, 1)) from
@@ -175,44 +183,34 @@ inline double Cubic(double v1, double v2, double v3, double v4, double d) {
   return p1 + d * (p2 + d * (p3 + d * p4));
 }
 
-// ImagingGenericTransform with affine_transform and bicubic_filter32RGB:
-// four rows of four (columns clipped to the image; a row past the bottom
-// repeats the one above), clamped to [0, 255] and truncated.
+// bicubic_filter32RGB: four rows of four (columns clipped to the image; a
+// row past the bottom repeats the one above), clamped to [0, 255] and
+// truncated.
 void BicubicAffine(const Planes& p, ImageSize size, const AffineMatrix& a) {
   const int w = size.width, h = size.height;
   auto xclip = [w](int x) { return x < 0 ? 0 : x < w ? x : w - 1; };
   auto yclip = [h](int y) { return y < 0 ? 0 : y < h ? y : h - 1; };
-  for (int y = 0; y < h; ++y) {
-    for (int x = 0; x < w; ++x) {
-      const double xi = x + 0.5, yi = y + 0.5;
-      double xin = a[0] * xi + a[1] * yi + a[2];
-      double yin = a[3] * xi + a[4] * yi + a[5];
-      if (xin < 0.0 || xin >= w || yin < 0.0 || yin >= h) continue;
-      xin -= 0.5;
-      yin -= 0.5;
-      const int sx = Floor(xin) - 1, sy = Floor(yin) - 1;
-      const double dx = xin - (sx + 1), dy = yin - (sy + 1);
-      const int xs[4] = {xclip(sx), xclip(sx + 1), xclip(sx + 2),
-                         xclip(sx + 3)};
-      const size_t to = size_t(y) * w + x;
-      for (int c = 0; c < 3; ++c) {
-        const uint8_t* in = p.src + c * p.n;
-        double rows[4];
-        for (int r = 0; r < 4; ++r) {
-          if (r > 0 && (sy + r < 0 || sy + r >= h)) {
-            rows[r] = rows[r - 1];
-            continue;
-          }
-          const uint8_t* row = in + size_t(r == 0 ? yclip(sy) : sy + r) * w;
-          rows[r] = Cubic(row[xs[0]], row[xs[1]], row[xs[2]], row[xs[3]], dx);
+  GenericAffine(size, a, [&](double xin, double yin, size_t to) {
+    const int sx = Floor(xin) - 1, sy = Floor(yin) - 1;
+    const double dx = xin - (sx + 1), dy = yin - (sy + 1);
+    const int xs[4] = {xclip(sx), xclip(sx + 1), xclip(sx + 2), xclip(sx + 3)};
+    for (int c = 0; c < 3; ++c) {
+      const uint8_t* in = p.src + c * p.n;
+      double rows[4];
+      for (int r = 0; r < 4; ++r) {
+        if (r > 0 && (sy + r < 0 || sy + r >= h)) {
+          rows[r] = rows[r - 1];
+          continue;
         }
-        const double v = Cubic(rows[0], rows[1], rows[2], rows[3], dy);
-        p.dst[c * p.n + to] = v <= 0.0     ? 0
-                              : v >= 255.0 ? 255
-                                           : static_cast<uint8_t>(v);
+        const uint8_t* row = in + size_t(r == 0 ? yclip(sy) : sy + r) * w;
+        rows[r] = Cubic(row[xs[0]], row[xs[1]], row[xs[2]], row[xs[3]], dx);
       }
+      const double v = Cubic(rows[0], rows[1], rows[2], rows[3], dy);
+      p.dst[c * p.n + to] = v <= 0.0     ? 0
+                            : v >= 255.0 ? 255
+                                         : static_cast<uint8_t>(v);
     }
-  }
+  });
 }
 
 void Fill(uint8_t* dst, size_t n, const FillColor& fill) {

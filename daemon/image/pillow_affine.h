@@ -3,9 +3,10 @@
 // fillcolor) and Image.rotate(angle, resample, fillcolor=...), as
 // torchvision's F.affine and F.rotate call them on PIL images. Nearest
 // takes Pillow's paths exactly (a pure scale/translation table, 16.16 fixed
-// point where the corners fit, floating point otherwise); bilinear is its
-// generic transform with the bilinear filter. Pixels that map outside the
-// source keep `fill`. Bicubic is not offered.
+// point where the corners fit, floating point otherwise); bilinear and
+// bicubic are its generic transform with its bilinear and bicubic filters
+// (the bicubic one a 4x4 cubic of its own, not Image.resize's). Pixels that
+// map outside the source keep `fill`.
 #ifndef STOKER_DAEMON_IMAGE_PILLOW_AFFINE_H_
 #define STOKER_DAEMON_IMAGE_PILLOW_AFFINE_H_
 
@@ -29,7 +30,7 @@ AffineMatrix TorchvisionAffineMatrix(double cx, double cy, double angle,
                                      double shear_x, double shear_y);
 
 // `src` and `dst` are planes of `size` (R, G, B, each size.Pixels() bytes)
-// and must not overlap. kBicubic is treated as kBilinear: callers refuse it.
+// and must not overlap.
 void PillowAffine(const uint8_t* src, uint8_t* dst, ImageSize size,
                   const AffineMatrix& a, Interpolation interpolation,
                   const FillColor& fill);

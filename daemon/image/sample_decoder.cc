@@ -164,10 +164,17 @@ absl::Status SampleDecoder::Render(const DecodedRegion& region,
     planes =
         ResampleToPlanes(region.data, region.stride, region.size,
                          pipeline.output, pipeline.interpolation, &planes_);
-  } else if (const uint8_t* box = Within(region, decoded, params_.box)) {
-    planes = ResampleToPlanes(
-        box, region.stride, {params_.box.width, params_.box.height},
-        pipeline.output, pipeline.interpolation, &planes_);
+  } else {
+    // The whole image decoded (views): the box within it. A centre crop
+    // larger than its resize reaches past the edges; the single path's
+    // decode clamps it so.
+    const Region box =
+        ClampRegion(params_.box, {decoded.width, decoded.height});
+    if (const uint8_t* at = Within(region, decoded, box)) {
+      planes =
+          ResampleToPlanes(at, region.stride, {box.width, box.height},
+                           pipeline.output, pipeline.interpolation, &planes_);
+    }
   }
   if (planes == nullptr) {
     return absl::InternalError("the decoder returned another region");

@@ -20,7 +20,8 @@
 namespace stoker {
 
 // Where one sample's values go: row `row` of a slot whose data starts at
-// `slot`, laid out as `layout` says (one tensor per field, then indices).
+// `slot`, laid out as `layout` says (one tensor per field, one per view of
+// the image field with views, then indices).
 struct SlotRow {
   uint8_t* slot = nullptr;
   const SlotLayout* layout = nullptr;

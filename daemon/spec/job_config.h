@@ -133,7 +133,8 @@ inline std::span<const Pipeline> ImagePipelines(const JobConfig& config) {
 size_t FirstTensor(const JobConfig& config, size_t f);
 
 // The ring a job of this config reserves: one tensor per field (an image
-// field's size is the pipeline's output), then the indices.
+// field's size is the pipeline's output; one per view with views), then
+// the indices.
 RingGeometry RingGeometryFor(const JobConfig& config);
 SlotLayout SlotLayoutFor(const JobConfig& config);
 

@@ -153,6 +153,7 @@ absl::Status CheckSlotBytes(const JobConfig& config) {
   if (slot_bytes <= kMaxSlotBytes) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrCat(
       "batch_size x (image size x 3 x dtype size",
+      config.views.empty() ? "" : ", summed over the views",
       config.named_fields ? " + each bytes field's largest value" : "", ") = ",
       slot_bytes, " bytes per slot, above the limit of ", kMaxSlotBytes));
 }
@@ -179,6 +180,7 @@ absl::StatusOr<JobConfig> ValidateJobSpec(const v1::JobSpec& spec) {
     config.pipeline = config.views[0];
   }
   STOKER_RETURN_IF_ERROR(ParseFields(spec, &config));
+  STOKER_RETURN_IF_ERROR(CheckViewNames(config));
   STOKER_RETURN_IF_ERROR(CheckSlotBytes(config));
   auto on_error = ParseOnError(spec.on_error());
   if (!on_error.ok()) return on_error.status();

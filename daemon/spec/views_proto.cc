@@ -41,6 +41,23 @@ absl::StatusOr<std::vector<Pipeline>> ParseViews(const v1::JobSpec& spec) {
   return views;
 }
 
+absl::Status CheckViewNames(const JobConfig& config) {
+  if (config.views.empty()) return absl::OkStatus();
+  for (const FieldConfig& image : config.fields) {
+    if (image.role != FieldRole::kImage) continue;
+    for (const FieldConfig& other : config.fields) {
+      for (size_t v = 0; v < config.views.size(); ++v) {
+        if (other.name == absl::StrCat(image.name, ".", v)) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "fields: '", other.name, "' is the name of view ", v,
+              " of the image field '", image.name, "'; name it otherwise"));
+        }
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
 void ViewsToProto(const std::vector<Pipeline>& views, v1::JobSpec* spec) {
   spec->clear_views();
   if (views.empty()) return;

@@ -7,6 +7,7 @@
 
 #include "absl/status/statusor.h"
 #include "daemon/image/pipeline.h"
+#include "daemon/spec/job_config.h"
 #include "stoker/v1/loader.pb.h"
 
 namespace stoker {
@@ -16,6 +17,10 @@ namespace stoker {
 // At most kMaxViews (pipeline.h). INVALID_ARGUMENT names the view ("views[3]:
 // pipeline[0]...").
 absl::StatusOr<std::vector<Pipeline>> ParseViews(const v1::JobSpec& spec);
+
+// With views, the image field's tensors are "<name>.<view>": refuses
+// another field of such a name (INVALID_ARGUMENT naming it).
+absl::Status CheckViewNames(const JobConfig& config);
 
 // Writes `views` back (for Job replies); `spec` keeps no pipeline or output.
 void ViewsToProto(const std::vector<Pipeline>& views, v1::JobSpec* spec);

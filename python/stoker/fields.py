@@ -143,8 +143,9 @@ def plan(fields: Sequence[str], shards: Any,
             f"fields {names!r} hold {len(images)} image fields; a sample has "
             "exactly one (" + ("\"path\" in a manifest" if manifest else
                                "suffixes such as \"jpg;png\"") + ")" +
-            ("; several images per sample (views, masks) are not supported "
-             "yet" if images else ""))
+            ("; a second image per sample (a mask) is not supported yet; "
+             "several views of the image are transform=[t1, t2, ...]"
+             if images else ""))
     return made
 
 

@@ -190,6 +190,8 @@ def _color_jitter(t: Any, refuse: Refuse) -> Dict[str, Any]:
 def inner(transform: Any, refuse: Refuse) -> Any:
     """The one transform a RandomApply holds, if it is one stokerd runs."""
     held = list(transform.transforms)
+    if len(held) == 1:
+        check_known(held[0], refuse)
     if len(held) != 1 or type(held[0]).__name__ not in APPLIED:
         raise refuse(repr(transform), "RandomApply is supported around one "
                      "of " + ", ".join(sorted(APPLIED)))
@@ -228,9 +230,28 @@ _BUILDERS: Dict[str, Callable[[Any, Refuse], Dict[str, Any]]] = {
 }
 
 
+def check_known(transform: Any, refuse: Refuse) -> None:
+    """Refuses the self-supervised recipes' own Pillow classes, which share
+    names with torchvision's and stoker's (DINO's utils.GaussianBlur and
+    Solarization, MoCo v3's loader.GaussianBlur and Solarize), naming the
+    stand-in that makes the same Pillow calls."""
+    kind, module = type(transform).__name__, type(transform).__module__
+    if kind == "GaussianBlur" and not module.startswith("torchvision"):
+        raise refuse(repr(transform), f"{module}.GaussianBlur is not "
+                     "torchvision's: for Pillow's ImageFilter.GaussianBlur "
+                     "(DINO's, MoCo v3's) use stoker.PILGaussianBlur(p, "
+                     "radius_min, radius_max)")
+    if kind in ("Solarization", "Solarize") and not module.startswith(
+            "stoker"):
+        raise refuse(repr(transform), f"{module}.{kind}: for "
+                     "ImageOps.solarize (DINO's, MoCo v3's) use "
+                     "stoker.Solarization(p)")
+
+
 def op(transform: Any, kind: str, refuse: Refuse) -> Dict[str, Any]:
     """The op dict for `transform`, one of the image ops above; `kind` is
     its class name (or the name of the preset step it stands for)."""
+    check_known(transform, refuse)
     builder = _BUILDERS.get(kind)
     if builder is None:
         raise AssertionError(kind)

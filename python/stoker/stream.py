@@ -164,6 +164,10 @@ class Stream:
         # exit while a thread waits): the handle is freed only between polls.
         self._lock = threading.Lock()
         try:
+            if self.views and cuda_device is not None:
+                raise errors.Unimplemented(
+                    "views are served on the CPU: use device=\"cpu\" and "
+                    "move each view with .cuda(non_blocking=True)")
             options = _native.ConsumerOptions(
                 prefetch=prefetch, name=name.encode(),
                 # The SDK's Reconnector is off: stoker.cursor's

@@ -187,6 +187,8 @@ class _State:
         self.seen = set()  # image op kinds taken
 
     def add(self, t: Any, rest: List[Any]) -> None:
+        if not isinstance(t, _Step):
+            image_ops.check_known(t, _refuse)
         kind = _kind(t)
         if kind == "RandomApply":  # ordered as what it holds
             kind = type(_inner(t)).__name__
@@ -198,6 +200,10 @@ class _State:
                               "the daemon crops, flips and augments the "
                               "decoded image, then converts: move it before")
             rank = _ORDER.get(kind, 0)
+            if rank <= 1 and any(_ORDER.get(k, 0) > 1 for k in self.seen):
+                raise _refuse(repr(t), "impossible order: the crop or resize "
+                              "comes first, before the flips, colour and "
+                              "other image ops")
             if kind in _FLIPS and kind not in self.seen and \
                     self.seen - set(_GEOMETRY + _FLIPS) <= _FLIP_COMMUTES:
                 rank = max(rank, self.rank)  # placed before what it follows
@@ -209,6 +215,10 @@ class _State:
                               "that order, each once")
             self.rank = rank
             self.seen.add(kind)
+            if _kind(t) == "RandomChoice":  # a flip commutes with all or none
+                self.seen.update(_kind(o) if _kind(o) != "RandomApply" else
+                                 type(_inner(o)).__name__
+                                 for o in t.transforms)
             self.pipeline.append(self._image_op(t))
             self._track_size(self.pipeline[-1])
         elif kind in ("ToTensor", "PILToTensor"):
@@ -253,7 +263,8 @@ class _State:
             raise _refuse(repr(t), "RandomChoice is supported among 2 to 16 "
                           "image ops of one kind (the flips, RandomRotation "
                           "and RandomAffine, ColorJitter, RandomGrayscale, "
-                          "GaussianBlur, or the automatic augmentations)")
+                          "GaussianBlur and PILGaussianBlur, RandomSolarize, "
+                          "or the automatic augmentations)")
         return kinds[0]
 
     def _track_size(self, op: Dict[str, Any]) -> None:

@@ -336,7 +336,7 @@ def test_the_daemons_bound_caps_a_jobs(scratch, pairs):
     (dict(fields=("jpg;txt",)), stoker.InvalidArgument,
      "mixes image suffixes"),
     (dict(fields=("jpg", "png")), stoker.InvalidArgument,
-     "several images per sample"),
+     "a second image per sample (a mask) is not supported yet"),
     (dict(fields=("txt", "json")), stoker.InvalidArgument, "0 image fields"),
     (dict(fields=(IMAGE, "txt", "txt")), stoker.InvalidArgument, "twice"),
     (dict(fields=(IMAGE, "TXT")), stoker.InvalidArgument, "lower-case"),

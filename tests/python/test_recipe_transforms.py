@@ -97,10 +97,11 @@ def test_unsupported_recipe_options_are_refused_by_name():
         with pytest.raises(stoker.UnsupportedTransform, match=name):
             stoker.translate_transform(T.Compose([T.RandomResizedCrop(8),
                                                   transform]))
+    # Bicubic warps are Pillow's for the PIL ops; AugMix warps a tensor.
     with pytest.raises(stoker.UnsupportedTransform, match="BICUBIC"):
         stoker.translate_transform(T.Compose([
             T.RandomResizedCrop(8),
-            T.TrivialAugmentWide(interpolation=T.InterpolationMode.BICUBIC)]))
+            T.AugMix(interpolation=T.InterpolationMode.BICUBIC)]))
     with pytest.raises(stoker.UnsupportedTransform, match="float tensor"):
         stoker.translate_transform(T.Compose([
             T.RandomResizedCrop(8), T.PILToTensor(), T.RandomErasing()]))

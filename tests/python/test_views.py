@@ -313,3 +313,122 @@ def test_the_daemon_refuses_bad_views(daemon, scratch):
                 client.create_job({**base, **extra})
     finally:
         client.close()
+
+
+@pytest.mark.parametrize("view", [
+    T.Compose([T.Resize(72), T.CenterCrop(64), T.PILToTensor()]),
+    T.Compose([T.RandomCrop(96, padding=(5, 9), pad_if_needed=True,
+                            padding_mode="reflect"), T.PILToTensor()]),
+    T.Compose([T.RandomResizedCrop(48, interpolation=IM.BICUBIC),
+               T.RandomHorizontalFlip(), T.ToTensor()]),
+])
+def test_view_zero_is_the_single_transforms_image(daemon, scratch, view):
+    """Rendered from the whole decoded image, a job's first view equals
+    what the same transform alone gives (decoded for that crop only)."""
+    root = photo_folder(os.path.join(scratch, "photos"))
+    views = loaded_views(root, [view, view], daemon.socket, seed=4, epochs=1)
+    loader = stoker.DataLoader(root, transform=view, batch_size=8, seed=4,
+                               socket=daemon.socket)
+    try:
+        single = torch.cat([images.clone() for images, _ in loader])
+    finally:
+        loader.close()
+    assert torch.equal(views[0][0], single)
+    assert not torch.equal(views[0][1], single) or "Center" in repr(view)
+
+
+def test_a_centre_crop_larger_than_its_resize_is_refused_in_a_view(
+        daemon, scratch):
+    """As for a single transform, naming the view."""
+    root = photo_folder(os.path.join(scratch, "photos"))
+    small = T.Compose([T.RandomResizedCrop(8), T.PILToTensor()])
+    padded = T.Compose([T.Resize(48), T.CenterCrop(64), T.PILToTensor()])
+    with pytest.raises(stoker.InvalidArgument,
+                       match=r"views\[1\]: pipeline\[1\].center_crop"):
+        loaded_views(root, [small, padded], daemon.socket, seed=1, epochs=1)
+
+
+def test_pillow_blur_wider_than_the_image_is_pillows(daemon, scratch):
+    """Radii far past a 5x5 image (Pillow's edge branches)."""
+    from torchvision import datasets
+    root = photo_folder(os.path.join(scratch, "photos"))
+    transform = T.Compose([T.Resize(8), T.CenterCrop(5),
+                           stoker.PILGaussianBlur(1.0, 3.0, 60.0),
+                           T.PILToTensor()])
+    folder = datasets.ImageFolder(root, T.Compose([T.Resize(8),
+                                                   T.CenterCrop(5)]))
+    got = loaded_views(root, [transform], daemon.socket, seed=3,
+                       epochs=1)[0][0]
+    d = view_draws(transform, 0, (5, 5), 0, seed=3, count=len(folder))
+    for i in range(len(folder)):
+        want = folder[i][0].filter(ImageFilter.GaussianBlur(d[i]["blur"]))
+        assert torch.equal(got[i], F.pil_to_tensor(want)), (i, d[i]["blur"])
+
+
+def test_views_with_named_fields(daemon, scratch):
+    """Image-text shards with two views: ([v1, v2], captions), each
+    caption its sample's; a field named as a view's tensor is refused."""
+    import io
+    import tarfile
+    from conftest import photo_paths
+    shard = os.path.join(scratch, "pairs.tar")
+    with tarfile.open(shard, "w") as tar:
+        for i, path in enumerate(p for p in photo_paths()
+                                 if p.endswith(".jpg")):
+            for suffix, data in ((".jpg", open(path, "rb").read()),
+                                 (".txt", f"caption {i}".encode())):
+                info = tarfile.TarInfo(f"{i:05d}{suffix}")
+                info.size = len(data)
+                tar.addfile(info, io.BytesIO(data))
+    views = [T.Compose([T.RandomResizedCrop(32), T.PILToTensor()]),
+             T.Compose([T.RandomResizedCrop(16), T.ToTensor()])]
+    loader = stoker.DataLoader(shards=shard, fields=("jpg", "txt"),
+                               transform=views, batch_size=4,
+                               socket=daemon.socket)
+    try:
+        (first, second), captions = next(iter(loader))
+    finally:
+        loader.close()
+    assert first.shape == (4, 3, 32, 32) and second.shape == (4, 3, 16, 16)
+    assert captions == [f"caption {i}" for i in range(4)]
+    client = stoker.Client(daemon.socket)
+    view = {"pipeline": [{"random_resized_crop": {"height": 8, "width": 8}}]}
+    try:
+        with pytest.raises(stoker.InvalidArgument,
+                           match="'image.1' is the name of view 1"):
+            client.create_job({
+                "dataset": {"shards": [shard]}, "batch_size": 2, "slots": 2,
+                "fields": [{"name": "image", "source": ["jpg"]},
+                           {"name": "image.1", "source": ["txt"]}],
+                "views": [view, view]})
+    finally:
+        client.close()
+
+
+class GaussianBlur:  # as DINO's utils.GaussianBlur and MoCo's are named
+    def __init__(self, p=0.5):
+        self.p = p
+
+
+class Solarization:  # as DINO's utils.Solarization
+    def __init__(self, p=0.2):
+        self.p = p
+
+
+@pytest.mark.parametrize("transform, message", [
+    (T.Compose([T.RandomResizedCrop(64), GaussianBlur(), T.PILToTensor()]),
+     "use stoker.PILGaussianBlur"),
+    (T.Compose([T.RandomResizedCrop(64), T.RandomApply([GaussianBlur()]),
+                T.PILToTensor()]), "use stoker.PILGaussianBlur"),
+    (T.Compose([T.RandomResizedCrop(64), Solarization(), T.PILToTensor()]),
+     "use stoker.Solarization"),
+    (T.Compose([T.ColorJitter(0.4), T.RandomResizedCrop(64),
+                T.PILToTensor()]), "the crop or resize comes first"),
+    (T.Compose([T.RandomResizedCrop(64),
+                T.RandomChoice([stoker.PILGaussianBlur(), T.GaussianBlur(5)]),
+                T.RandomHorizontalFlip(), T.PILToTensor()]),
+     "impossible order"),
+])
+def test_the_recipes_own_classes_and_orders_are_refused(transform, message):
+    with pytest.raises(stoker.UnsupportedTransform, match=message):
+        stoker.translate_transform(transform)

@@ -172,8 +172,9 @@ using Op =
                  RandomErasing, RandomChoice, PillowGaussianBlur,
                  RandomSolarize>;
 // One of 2 to 16 image ops of one kind (the flips, RandomRotation and
-// RandomAffine, ColorJitter, RandomGrayscale, GaussianBlur, or the
-// automatic augmentations) per sample, with relative weights ({}: equal).
+// RandomAffine, ColorJitter, RandomGrayscale, GaussianBlur and
+// PillowGaussianBlur, RandomSolarize, or the automatic augmentations) per
+// sample, with relative weights ({}: equal).
 struct RandomChoice {
   std::vector<Op> options;
   std::vector<float> p;
