@@ -11,7 +11,7 @@ calls op() for each of these; what cannot run exactly is refused with the
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Dict, Tuple
+from typing import Any, Callable, Dict, Optional, Tuple
 
 from stoker import augment_ops
 from stoker.augment_ops import Refuse
@@ -230,12 +230,25 @@ _BUILDERS: Dict[str, Callable[[Any, Refuse], Dict[str, Any]]] = {
 }
 
 
+def container_kind(transform: Any) -> Optional[str]:
+    """"RandomApply", "RandomChoice" or "RandomOrder" for torchvision's
+    random containers and their subclasses (DINOv2's GaussianBlur is a
+    RandomApply of torchvision's GaussianBlur); None for anything else."""
+    for cls in type(transform).__mro__:
+        if cls.__name__ in ("RandomApply", "RandomChoice", "RandomOrder") \
+                and cls.__module__.startswith("torchvision"):
+            return cls.__name__
+    return None
+
+
 def check_known(transform: Any, refuse: Refuse) -> None:
     """Refuses the self-supervised recipes' own Pillow classes, which share
     names with torchvision's and stoker's (DINO's utils.GaussianBlur and
     Solarization, MoCo v3's loader.GaussianBlur and Solarize), naming the
     stand-in that makes the same Pillow calls."""
     kind, module = type(transform).__name__, type(transform).__module__
+    if container_kind(transform) is not None:
+        return  # what it holds is checked
     if kind == "GaussianBlur" and not module.startswith("torchvision"):
         raise refuse(repr(transform), f"{module}.GaussianBlur is not "
                      "torchvision's: for Pillow's ImageFilter.GaussianBlur "

@@ -96,15 +96,18 @@ def _image_classification(t: Any) -> List[Any]:
 
 
 def _kind(transform: Any) -> str:
-    return getattr(transform, "kind", None) if isinstance(transform, _Step) \
-        else type(transform).__name__
+    """The name the translation knows a transform by: a preset step's, a
+    random container's (also for a subclass of one), or its class name."""
+    if isinstance(transform, _Step):
+        return transform.kind
+    return image_ops.container_kind(transform) or type(transform).__name__
 
 
 def _flatten(transform: Any) -> List[Any]:
     """The steps of a transform: a Compose's, a preset's (an object holding
     a Compose or a list in .transforms, like the classification
     reference's ClassificationPresetTrain), or the transform itself."""
-    kind = type(transform).__name__
+    kind = _kind(transform)
     if kind == "ImageClassification":
         return _image_classification(transform)
     inner = getattr(transform, "transforms", None)

@@ -432,3 +432,23 @@ class Solarization:  # as DINO's utils.Solarization
 def test_the_recipes_own_classes_and_orders_are_refused(transform, message):
     with pytest.raises(stoker.UnsupportedTransform, match=message):
         stoker.translate_transform(transform)
+
+
+class DinoV2Blur(T.RandomApply):  # as DINOv2's data.transforms.GaussianBlur
+    def __init__(self, *, p=0.5, radius_min=0.1, radius_max=2.0):
+        super().__init__([T.GaussianBlur(9, sigma=(radius_min, radius_max))],
+                         p=p)
+
+
+DinoV2Blur.__name__ = "GaussianBlur"
+
+
+def test_a_subclass_of_random_apply_keeps_its_probability():
+    """DINOv2's GaussianBlur is a RandomApply of torchvision's: it
+    translates as one (its p kept), not as DINO's Pillow blur."""
+    crop = T.RandomResizedCrop(64)
+    theirs = stoker.translate_transform(T.Compose([crop, DinoV2Blur(p=0.1)]))
+    ours = stoker.translate_transform(T.Compose([crop, T.RandomApply(
+        [T.GaussianBlur(9, sigma=(0.1, 2.0))], p=0.1)]))
+    assert theirs == ours
+    assert theirs[0][1]["gaussian_blur"]["p"] == pytest.approx(0.1)
