@@ -83,6 +83,16 @@ bool SampleDecoder::TrimScratch(size_t held_elsewhere) {
   return true;
 }
 
+namespace {
+
+// Whether a sample is resampled as Pillow would: unless fast_resample asks
+// otherwise; a random crop always (it pads and crops after the resize).
+bool PlansExactly(const Pipeline& p) {
+  return !p.fast_resample || p.geometry == Pipeline::Geometry::kRandomCrop;
+}
+
+}  // namespace
+
 absl::Status SampleDecoder::ProcessBytes(std::span<const uint8_t> file,
                                          const Pipeline& pipeline, uint64_t key,
                                          uint8_t* out) {
@@ -97,8 +107,7 @@ absl::Status SampleDecoder::ProcessBytes(std::span<const uint8_t> file,
       decoded = DecodeWindow(params_.crop.touched, size);
       return RegionRequest{decoded, {decoded.width, decoded.height}};
     }
-    // A random crop is always exact: it pads and crops after the resize.
-    if (!pipeline.fast_resample || random_crop) {
+    if (PlansExactly(pipeline)) {
       exact = PlanExactGeometry(pipeline, size, params_, &resample_);
     }
     if (!exact) {
@@ -136,9 +145,8 @@ absl::Status SampleDecoder::ProcessViews(std::span<const uint8_t> file,
     const Pipeline& p = views[v];
     params_ = DrawSampleParams(p, image, ViewKey(key, uint32_t(v)));
     std::optional<ExactGeometry> exact;
-    const bool random_crop = p.geometry == Pipeline::Geometry::kRandomCrop;
-    if ((!p.fast_resample || random_crop) &&
-        !(random_crop && !ResizesBeforeCrop(p))) {
+    if (PlansExactly(p) && !(p.geometry == Pipeline::Geometry::kRandomCrop &&
+                             !ResizesBeforeCrop(p))) {
       exact = PlanExactGeometry(p, image, params_, &resample_);
     }
     if (absl::Status s = Render(region, all, exact, p, outs[v]); !s.ok()) {

@@ -19,6 +19,7 @@ import torch
 
 from stoker import datasets, errors, recipe, remote, transforms
 from stoker import fields as sample_fields
+from stoker.stream import VIEWS_ON_CPU
 
 SHARING = {"exclusive": "CONSUMER_MODE_EXCLUSIVE",
            "broadcast": "CONSUMER_MODE_BROADCAST",
@@ -159,10 +160,8 @@ def build(*, root: Any, transform: Any, shards: Any, manifest: Any,
     rank, world_size = _rank(order)
     _check_choices(sharing, on_lag, on_error)
     torch_device, cuda_device = _device(device)
-    if views is not None and cuda_device is not None:
-        raise errors.Unimplemented(
-            "views are served on the CPU: use device=\"cpu\" and move each "
-            "view with .cuda(non_blocking=True), as DINO's loop does")
+    if views is not None and cuda_device is not None:  # before any job
+        raise errors.Unimplemented(VIEWS_ON_CPU)
     spec = {
         "dataset": _dataset_spec(root, shards, manifest, label_field),
         "batch_size": int(batch_size), "slots": int(slots),

@@ -125,6 +125,11 @@ def _fields(handle, count: int, n: int, lease: Optional[_Lease]) -> List[Any]:
     return values
 
 
+# Views come as views of the ring; CudaCopier copies one image tensor.
+VIEWS_ON_CPU = ("views are served on the CPU: use device=\"cpu\" and move "
+                "each view with .cuda(non_blocking=True), as DINO's loop does")
+
+
 def _group_views(values: List[Any], views: int,
                  fields: Optional[List[Dict[str, Any]]]) -> List[Any]:
     """The batch's tensors with the image field's `views` tensors (one per
@@ -165,9 +170,7 @@ class Stream:
         self._lock = threading.Lock()
         try:
             if self.views and cuda_device is not None:
-                raise errors.Unimplemented(
-                    "views are served on the CPU: use device=\"cpu\" and "
-                    "move each view with .cuda(non_blocking=True)")
+                raise errors.Unimplemented(VIEWS_ON_CPU)
             options = _native.ConsumerOptions(
                 prefetch=prefetch, name=name.encode(),
                 # The SDK's Reconnector is off: stoker.cursor's

@@ -145,6 +145,12 @@ def _inner(transform: Any) -> Any:
     return image_ops.inner(transform, _refuse)
 
 
+def _held_kind(option: Any) -> str:
+    """A RandomChoice option's kind: a RandomApply's, what it holds."""
+    kind = _kind(option)
+    return type(_inner(option)).__name__ if kind == "RandomApply" else kind
+
+
 def _dtype_name(dtype: Any) -> str:
     return str(dtype).replace("torch.", "")
 
@@ -219,9 +225,7 @@ class _State:
             self.rank = rank
             self.seen.add(kind)
             if _kind(t) == "RandomChoice":  # a flip commutes with all or none
-                self.seen.update(_kind(o) if _kind(o) != "RandomApply" else
-                                 type(_inner(o)).__name__
-                                 for o in t.transforms)
+                self.seen.update(_held_kind(o) for o in t.transforms)
             self.pipeline.append(self._image_op(t))
             self._track_size(self.pipeline[-1])
         elif kind in ("ToTensor", "PILToTensor"):
@@ -256,8 +260,7 @@ class _State:
     def _choice_kind(t: Any) -> str:
         """The kind a RandomChoice is ordered as: its options', which must
         be image ops of one place in the order (the daemon checks which)."""
-        kinds = [_kind(o) if _kind(o) != "RandomApply"
-                 else type(_inner(o)).__name__ for o in t.transforms]
+        kinds = [_held_kind(o) for o in t.transforms]
         ranks = {_ORDER.get(k) for k in kinds}
         # The two flips are two places in the daemon's order.
         mixed_flips = {"RandomHorizontalFlip",
