@@ -184,6 +184,8 @@ v1::FieldKind ToWire(FieldKind value) {
       return v1::FIELD_KIND_IMAGE;
     case FieldKind::kBytes:
       return v1::FIELD_KIND_BYTES;
+    case FieldKind::kMask:
+      return v1::FIELD_KIND_MASK;
     case FieldKind::kAuto:
       break;
   }
@@ -198,6 +200,8 @@ std::optional<FieldKind> FromWire(v1::FieldKind value) {
       return FieldKind::kImage;
     case v1::FIELD_KIND_BYTES:
       return FieldKind::kBytes;
+    case v1::FIELD_KIND_MASK:
+      return FieldKind::kMask;
     default:
       return std::nullopt;
   }

@@ -115,8 +115,8 @@ TEST(RandomCrop, DrawsEveryPlaceUniformly) {
   const int n = 81 * 200;
   CropMaps maps;
   for (int i = 0; i < n; ++i) {
-    const CropParams c =
-        DrawRandomCrop(spec, {32, 32}, {32, 32}, SampleKey(3, 0, i), &maps);
+    const CropParams c = DrawRandomCrop(spec, {32, 32}, {32, 32},
+                                        SampleKey(3, 0, i), false, &maps);
     ASSERT_TRUE(c.fits);
     ASSERT_EQ(c.padded.width, 40);
     ++count[{c.top, c.left}];
@@ -136,19 +136,19 @@ TEST(RandomCrop, ExactFitDrawsNothingAndTooSmallFails) {
   RandomCropSpec spec;
   spec.enabled = true;
   CropMaps maps;
-  CropParams c = DrawRandomCrop(spec, {20, 10}, {20, 10}, 1, &maps);
+  CropParams c = DrawRandomCrop(spec, {20, 10}, {20, 10}, 1, false, &maps);
   EXPECT_TRUE(c.fits);
   EXPECT_EQ(c.top, 0);
   EXPECT_EQ(c.left, 0);
   EXPECT_EQ(c.touched.width, 20);
-  c = DrawRandomCrop(spec, {20, 10}, {20, 11}, 1, &maps);
+  c = DrawRandomCrop(spec, {20, 10}, {20, 11}, 1, false, &maps);
   EXPECT_FALSE(c.fits);
   // An image (resized) too large for whole index maps fails, saying so.
-  c = DrawRandomCrop(spec, {kMaxCropStage + 1, 3}, {2, 2}, 1, &maps);
+  c = DrawRandomCrop(spec, {kMaxCropStage + 1, 3}, {2, 2}, 1, false, &maps);
   EXPECT_FALSE(c.fits);
   EXPECT_TRUE(c.too_large);
   spec.pad_if_needed = true;  // pads (11 - 10) on both sides
-  c = DrawRandomCrop(spec, {20, 10}, {20, 11}, 1, &maps);
+  c = DrawRandomCrop(spec, {20, 10}, {20, 11}, 1, false, &maps);
   EXPECT_TRUE(c.fits);
   EXPECT_EQ(c.padded.height, 12);
 }
@@ -161,7 +161,7 @@ TEST(RandomCrop, OuterFillWinsAndReflectionCopiesFill) {
   spec.pad = {1, 1, 1, 1, PadMode::kConstant, {10, 10, 10}};
   spec.padding = {1, 1, 1, 1, PadMode::kConstant, {200, 200, 200}};
   CropMaps maps;
-  const CropParams c = DrawRandomCrop(spec, {2, 2}, {6, 6}, 1, &maps);
+  const CropParams c = DrawRandomCrop(spec, {2, 2}, {6, 6}, 1, false, &maps);
   ASSERT_TRUE(c.fits);
   const uint8_t planes[12] = {50, 51, 52, 53, 50, 51, 52, 53, 50, 51, 52, 53};
   uint8_t out[4 * 36];
@@ -174,7 +174,7 @@ TEST(RandomCrop, OuterFillWinsAndReflectionCopiesFill) {
   spec.padding.mode = PadMode::kReflect;
   spec.padding.left = spec.padding.right = 2;
   spec.padding.top = spec.padding.bottom = 0;
-  const CropParams r = DrawRandomCrop(spec, {2, 2}, {8, 4}, 1, &maps);
+  const CropParams r = DrawRandomCrop(spec, {2, 2}, {8, 4}, 1, false, &maps);
   ASSERT_TRUE(r.fits);
   // numpy.pad([F, 0, 1, F], 2, "reflect") = [1, 0 | F, 0, 1, F | 1, 0]
   const std::vector<int> want = {1, 0, kFillPad, 0, 1, kFillPad, 1, 0};
@@ -210,10 +210,12 @@ TEST(RandomCrop, WidePadsReflectAsTheReferenceNumpyDoes) {
     const ImageSize padded = {c.width + c.left + c.right, 1};
     CropMaps maps;
     spec.whole_periods = false;
-    ASSERT_TRUE(DrawRandomCrop(spec, {c.width, 1}, padded, 1, &maps).fits);
+    ASSERT_TRUE(
+        DrawRandomCrop(spec, {c.width, 1}, padded, 1, false, &maps).fits);
     EXPECT_EQ(maps.xs, c.numpy1) << "numpy < 2.1, width " << c.width;
     spec.whole_periods = true;
-    ASSERT_TRUE(DrawRandomCrop(spec, {c.width, 1}, padded, 1, &maps).fits);
+    ASSERT_TRUE(
+        DrawRandomCrop(spec, {c.width, 1}, padded, 1, false, &maps).fits);
     EXPECT_EQ(maps.xs, c.numpy2) << "numpy >= 2.1, width " << c.width;
   }
 }

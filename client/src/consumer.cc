@@ -107,6 +107,16 @@ absl::StatusOr<Batch::Field> FieldOf(const internal::RingMapping& ring,
   } else if (t.shape_size() == 4) {
     field.kind = Batch::Field::Kind::kImage;
     STOKER_ASSIGN_OR_RETURN(field.image, ImageOf(ring, handle, t, n));
+  } else if (t.shape_size() == 3 && t.dtype() == v1::DTYPE_UINT8) {
+    field.kind = Batch::Field::Kind::kMask;
+    if (t.shape(0) != n || t.shape(1) <= 0 || t.shape(1) > (1 << 20) ||
+        t.shape(2) <= 0 || t.shape(2) > (1 << 20)) {
+      return BadHandle(t.name(), "is not a [n, H, W] mask");
+    }
+    for (int i = 0; i < 3; ++i) field.mask_shape[i] = t.shape(i);
+    STOKER_ASSIGN_OR_RETURN(
+        field.mask,
+        Locate(ring, handle, t, uint64_t(n) * t.shape(1) * t.shape(2)));
   } else {
     return BadHandle(t.name(), "is of no kind this SDK knows");
   }

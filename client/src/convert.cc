@@ -78,6 +78,7 @@ JobSpec SpecFrom(const v1::JobSpec& p) {
   }
   spec.missing = FromWire(p.missing()).value_or(MissingField::kError);
   spec.max_field_bytes = p.max_field_bytes();
+  if (p.has_mask_fill()) spec.mask_fill = uint8_t(p.mask_fill());
   return spec;
 }
 
@@ -93,6 +94,10 @@ void FieldsToProto(const JobSpec& spec, v1::JobSpec* p) {
     p->set_missing(ToWire(spec.missing));
   }
   p->set_max_field_bytes(spec.max_field_bytes);
+  const bool mask = std::any_of(
+      spec.fields.begin(), spec.fields.end(),
+      [](const SampleField& f) { return f.kind == FieldKind::kMask; });
+  if (mask) p->set_mask_fill(spec.mask_fill);
 }
 
 }  // namespace

@@ -35,6 +35,7 @@ struct OpWriter {
     p->set_height(o.height);
     p->set_width(o.width);
     p->set_interpolation(ToWire(o.interpolation));
+    p->set_shorter_side_max(o.shorter_side_max);
   }
   void operator()(const CenterCrop& o) const {
     op->mutable_center_crop()->set_height(o.height);
@@ -60,6 +61,8 @@ struct OpWriter {
     p->set_pad_if_needed(o.pad_if_needed);
     WriteFill(o.fill, p);
     p->set_padding_mode(kModes[int(o.padding_mode)]);
+    p->set_pad_end(o.pad_end);
+    p->set_after_flip(o.after_flip);
   }
   void operator()(const RandomHorizontalFlip& o) const {
     op->mutable_random_horizontal_flip()->set_p(o.p);

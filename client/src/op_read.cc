@@ -83,6 +83,14 @@ GaussianBlur BlurFrom(const v1::GaussianBlur& p) {
 }
 
 // The geometry and colour ops; the augmentations in AugmentFrom.
+RandomCrop CropFrom(const v1::RandomCrop& p) {
+  return RandomCrop{
+      p.height(),        p.width(),     p.pad_left(),
+      p.pad_top(),       p.pad_right(), p.pad_bottom(),
+      p.pad_if_needed(), ReadFill(p),   ModeFrom(p.padding_mode()),
+      p.pad_end(),       p.after_flip()};
+}
+
 std::optional<Op> GeometryFrom(const v1::Op& op) {
   switch (op.kind_case()) {
     case v1::Op::kRandomResizedCrop: {
@@ -100,7 +108,8 @@ std::optional<Op> GeometryFrom(const v1::Op& op) {
       const auto& p = op.resize();
       return Resize{
           p.shorter_side(), p.height(), p.width(),
-          InterpolationFrom(p.interpolation(), Interpolation::kBilinear)};
+          InterpolationFrom(p.interpolation(), Interpolation::kBilinear),
+          p.shorter_side_max()};
     }
     case v1::Op::kCenterCrop:
       return CenterCrop{op.center_crop().height(), op.center_crop().width()};
@@ -109,13 +118,8 @@ std::optional<Op> GeometryFrom(const v1::Op& op) {
       return Pad{p.left(),   p.top(),     p.right(),
                  p.bottom(), ReadFill(p), ModeFrom(p.padding_mode())};
     }
-    case v1::Op::kRandomCrop: {
-      const auto& p = op.random_crop();
-      return RandomCrop{
-          p.height(),        p.width(),     p.pad_left(),
-          p.pad_top(),       p.pad_right(), p.pad_bottom(),
-          p.pad_if_needed(), ReadFill(p),   ModeFrom(p.padding_mode())};
-    }
+    case v1::Op::kRandomCrop:
+      return CropFrom(op.random_crop());
     case v1::Op::kRandomHorizontalFlip:
       return RandomHorizontalFlip{op.random_horizontal_flip().p()};
     case v1::Op::kRandomVerticalFlip:

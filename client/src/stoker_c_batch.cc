@@ -67,6 +67,14 @@ stoker_field_info FieldInfo(const stoker::Batch& batch,
       info.data = field.int64s.data();
       info.bytes = field.int64s.size_bytes();
       break;
+    case Kind::kMask:
+      info.kind = STOKER_FIELD_MASK;
+      info.dtype = STOKER_DTYPE_UINT8;
+      info.rank = 3;
+      for (int i = 0; i < 3; ++i) info.shape[i] = field.mask_shape[i];
+      info.data = field.mask;
+      info.bytes = uint64_t(n) * field.mask_shape[1] * field.mask_shape[2];
+      break;
     case Kind::kBytes:
       info.kind = STOKER_FIELD_BYTES;
       info.dtype = STOKER_DTYPE_UINT8;

@@ -184,6 +184,10 @@ void DeliveredToHandle(const Job& job, const Delivered& batch,
     const uint64_t bytes = n * place.row_bytes;
     if (field.role == FieldRole::kLabel) {
       AddTensor(field.name, v1::DTYPE_INT64, {n}, offset, bytes, out);
+    } else if (field.role == FieldRole::kMask) {
+      const ImageSize o = config.pipeline.output;
+      AddTensor(field.name, v1::DTYPE_UINT8, {n, o.height, o.width}, offset,
+                bytes, out);
     } else {
       AddTensor(field.name, v1::DTYPE_UINT8, {n, int64_t(place.row_bytes)},
                 offset, bytes, out)

@@ -35,7 +35,7 @@ std::optional<ExactGeometry> PlanExactGeometry(const Pipeline& p,
     // sample decoder takes the pixels as they are).
     if (!ResizesBeforeCrop(p) || !params.crop.fits) return std::nullopt;
     g.image = {0, 0, image.width, image.height};
-    g.resized = TorchvisionResizedSize(image, p);
+    g.resized = params.crop.stage;
     g.window = params.crop.touched;
   } else {
     g.image = {0, 0, image.width, image.height};

@@ -52,6 +52,13 @@ class ImageDecoder {
       absl::FunctionRef<RegionRequest(const ImageSize&)> plan,
       std::vector<uint8_t>* buffer, DecodedRegion* out);
 
+  // A label mask's values (PngDecoder::DecodeIndices): a PNG of mode P or
+  // L, one byte per pixel in `buffer`.
+  absl::Status DecodeMask(std::span<const uint8_t> file,
+                          std::vector<uint8_t>* buffer, ImageSize* size) {
+    return png_.DecodeIndices(file, buffer, size);
+  }
+
   // The reference Pillow's palette behaviour (BmpDecoder).
   void set_palette_tail_black(bool on) { bmp_.set_palette_tail_black(on); }
 

@@ -45,11 +45,10 @@ struct Planes {
   uint8_t* dst;
   size_t n;
   int width;
+  int channels;
   void Copy(size_t to, int xin, int yin) const {
     const size_t from = size_t(yin) * width + xin;
-    dst[to] = src[from];
-    dst[n + to] = src[n + from];
-    dst[2 * n + to] = src[2 * n + from];
+    for (int c = 0; c < channels; ++c) dst[c * n + to] = src[c * n + from];
   }
 };
 
@@ -159,7 +158,7 @@ void BilinearAffine(const Planes& p, ImageSize size, const AffineMatrix& a) {
     const bool has_row1 = sy + 1 >= 0 && sy + 1 < h;
     const size_t row1 = has_row1 ? size_t(sy + 1) * w : row0;
     const int x0 = xclip(sx), x1 = xclip(sx + 1);
-    for (int c = 0; c < 3; ++c) {
+    for (int c = 0; c < p.channels; ++c) {
       const uint8_t* in = p.src + c * p.n;
       double v1 = in[row0 + x0] + (in[row0 + x1] - in[row0 + x0]) * dx;
       double v2 = v1;
@@ -194,7 +193,7 @@ void BicubicAffine(const Planes& p, ImageSize size, const AffineMatrix& a) {
     const int sx = Floor(xin) - 1, sy = Floor(yin) - 1;
     const double dx = xin - (sx + 1), dy = yin - (sy + 1);
     const int xs[4] = {xclip(sx), xclip(sx + 1), xclip(sx + 2), xclip(sx + 3)};
-    for (int c = 0; c < 3; ++c) {
+    for (int c = 0; c < p.channels; ++c) {
       const uint8_t* in = p.src + c * p.n;
       double rows[4];
       for (int r = 0; r < 4; ++r) {
@@ -213,19 +212,20 @@ void BicubicAffine(const Planes& p, ImageSize size, const AffineMatrix& a) {
   });
 }
 
-void Fill(uint8_t* dst, size_t n, const FillColor& fill) {
-  for (int c = 0; c < 3; ++c) std::memset(dst + c * n, fill[c], n);
+void Fill(uint8_t* dst, size_t n, const FillColor& fill, int channels) {
+  for (int c = 0; c < channels; ++c) std::memset(dst + c * n, fill[c], n);
 }
 
 // Pillow's Transpose.ROTATE_90 / ROTATE_180 / ROTATE_270 (counter-clockwise
 // quarter turns), by libyuv's blocked plane rotations (clockwise).
-void Transpose(const uint8_t* src, uint8_t* dst, ImageSize size, int turns) {
+void Transpose(const uint8_t* src, uint8_t* dst, ImageSize size, int turns,
+               int channels) {
   const libyuv::RotationMode mode = turns == 1   ? libyuv::kRotate270
                                     : turns == 2 ? libyuv::kRotate180
                                                  : libyuv::kRotate90;
   const int out_width = turns == 2 ? size.width : size.height;
   const size_t n = size.Pixels();
-  for (int c = 0; c < 3; ++c) {
+  for (int c = 0; c < channels; ++c) {
     libyuv::RotatePlane(src + c * n, size.width, dst + c * n, out_width,
                         size.width, size.height, mode);
   }
@@ -256,9 +256,9 @@ AffineMatrix TorchvisionAffineMatrix(double cx, double cy, double angle,
 
 void PillowAffine(const uint8_t* src, uint8_t* dst, ImageSize size,
                   const AffineMatrix& a, Interpolation interpolation,
-                  const FillColor& fill) {
-  const Planes p{src, dst, size.Pixels(), size.width};
-  Fill(dst, p.n, fill);
+                  const FillColor& fill, int channels) {
+  const Planes p{src, dst, size.Pixels(), size.width, channels};
+  Fill(dst, p.n, fill, channels);
   if (interpolation == Interpolation::kBicubic) {
     BicubicAffine(p, size, a);
   } else if (interpolation == Interpolation::kBilinear) {
@@ -275,15 +275,15 @@ void PillowAffine(const uint8_t* src, uint8_t* dst, ImageSize size,
 
 void PillowRotate(const uint8_t* src, uint8_t* dst, ImageSize size,
                   double angle, Interpolation interpolation,
-                  const FillColor& fill) {
+                  const FillColor& fill, int channels) {
   angle = PythonMod(angle, 360.0);
   if (angle == 0) {
-    std::memcpy(dst, src, 3 * size.Pixels());
+    std::memcpy(dst, src, channels * size.Pixels());
     return;
   }
   if (angle == 180 ||
       ((angle == 90 || angle == 270) && size.width == size.height)) {
-    Transpose(src, dst, size, int(angle) / 90);
+    Transpose(src, dst, size, int(angle) / 90, channels);
     return;
   }
   const double cx = size.width / 2.0, cy = size.height / 2.0;
@@ -295,7 +295,7 @@ void PillowRotate(const uint8_t* src, uint8_t* dst, ImageSize size,
   const double c5 = m[3] * x + m[4] * y + m[5];
   m[2] = c2 + cx;
   m[5] = c5 + cy;
-  PillowAffine(src, dst, size, m, interpolation, fill);
+  PillowAffine(src, dst, size, m, interpolation, fill, channels);
 }
 
 }  // namespace stoker

@@ -29,18 +29,18 @@ AffineMatrix TorchvisionAffineMatrix(double cx, double cy, double angle,
                                      double tx, double ty, double scale,
                                      double shear_x, double shear_y);
 
-// `src` and `dst` are planes of `size` (R, G, B, each size.Pixels() bytes)
-// and must not overlap.
+// `src` and `dst` are `channels` planes of `size` (R, G, B, each
+// size.Pixels() bytes; or one, a mask's) and must not overlap.
 void PillowAffine(const uint8_t* src, uint8_t* dst, ImageSize size,
                   const AffineMatrix& a, Interpolation interpolation,
-                  const FillColor& fill);
+                  const FillColor& fill, int channels = 3);
 
 // Image.rotate(angle) (counter-clockwise degrees, same size, centre of the
 // image): 0, 90, 180 and 270 (90/270 on square images only) are Pillow's
 // exact transposes, like Pillow; other angles its affine warp.
 void PillowRotate(const uint8_t* src, uint8_t* dst, ImageSize size,
                   double angle, Interpolation interpolation,
-                  const FillColor& fill);
+                  const FillColor& fill, int channels = 3);
 
 }  // namespace stoker
 

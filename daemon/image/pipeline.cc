@@ -11,6 +11,21 @@ namespace {
 // Python's round(): half to even.
 int RoundHalfEven(double v) { return static_cast<int>(std::nearbyint(v)); }
 
+// The image a kRandomCrop pads and crops: resized or not, by RandomResize's
+// shorter side (drawn into *drawn) or a fixed one.
+ImageSize CropStage(const Pipeline& p, ImageSize image, uint64_t key,
+                    int* drawn) {
+  if (p.shorter_side_max > p.shorter_side) {  // random.randint(min, max)
+    uint64_t k = 0;
+    *drawn =
+        p.shorter_side +
+        int(UniformBelow(Mix64(key ^ 0x5123), &k,
+                         uint64_t(p.shorter_side_max - p.shorter_side + 1)));
+    return ShorterSideSize(image, *drawn);
+  }
+  return ResizesBeforeCrop(p) ? TorchvisionResizedSize(image, p) : image;
+}
+
 }  // namespace
 
 Region RandomResizedCropBox(ImageSize image, const Pipeline& p, uint64_t key) {
@@ -42,17 +57,21 @@ Region RandomResizedCropBox(ImageSize image, const Pipeline& p, uint64_t key) {
 
 ImageSize TorchvisionResizedSize(ImageSize image, const Pipeline& p) {
   if (p.shorter_side <= 0) return p.resized;
-  // Resize(int): the shorter side becomes `shorter_side`, the longer one
-  // int(shorter_side * long / short).
+  return ShorterSideSize(image, p.shorter_side);
+}
+
+ImageSize ShorterSideSize(ImageSize image, int side) {
+  // Resize(int): the shorter side becomes `side`, the longer one
+  // int(side * long / short).
   // Saturated: an extreme aspect ratio must not wrap the longer side.
   auto longer = [&](int64_t long_side, int64_t short_side) {
-    return int(std::min<int64_t>(p.shorter_side * long_side / short_side,
-                                 int64_t{1} << 30));
+    return int(
+        std::min<int64_t>(side * long_side / short_side, int64_t{1} << 30));
   };
   if (image.width <= image.height) {
-    return {p.shorter_side, longer(image.height, image.width)};
+    return {side, longer(image.height, image.width)};
   }
-  return {longer(image.width, image.height), p.shorter_side};
+  return {longer(image.width, image.height), side};
 }
 
 Region CenterCropWindow(ImageSize resized, ImageSize output) {
@@ -110,20 +129,19 @@ uint64_t SampleKey(uint64_t seed, uint64_t epoch, uint64_t index) {
 SampleParams DrawSampleParams(const Pipeline& p, ImageSize image,
                               uint64_t key) {
   SampleParams params;
+  // The flip has its own stream, so it does not depend on how many draws
+  // the crop took (and a crop after it can read it).
+  params.flip = Chance(Mix64(key ^ 0xf11b), p.flip_p);
   if (p.geometry == Pipeline::Geometry::kRandomCrop) {
-    const ImageSize stage =
-        ResizesBeforeCrop(p) ? TorchvisionResizedSize(image, p) : image;
-    params.crop =
-        DrawRandomCrop(p.crop, stage, p.output, key, &params.crop_maps);
+    const ImageSize stage = CropStage(p, image, key, &params.shorter_side);
+    params.crop = DrawRandomCrop(p.crop, stage, p.output, key, params.flip,
+                                 &params.crop_maps);
     params.box = {0, 0, image.width, image.height};
   } else {
     params.box = p.geometry == Pipeline::Geometry::kRandomResizedCrop
                      ? RandomResizedCropBox(image, p, key)
                      : ResizeCenterCropBox(image, p);
   }
-  // The flip has its own stream, so it does not depend on how many draws
-  // the crop took.
-  params.flip = Chance(Mix64(key ^ 0xf11b), p.flip_p);
   if (p.jitter()) params.jitter = DrawJitter(p, Mix64(key ^ 0xc0105));
   params.vflip = Chance(Mix64(key ^ 0xf11c), p.vflip_p);
   params.warp = DrawWarp(p.warp, p.output, Mix64(key ^ 0x3a4f));

@@ -67,6 +67,9 @@ struct Pipeline {
   // kResize: shorter side to `shorter_side` (if > 0) or exactly to `resized`,
   // then, if `center_crop`, the centre `output` of that.
   int shorter_side = 0;
+  // RandomResize (kRandomCrop only): the shorter side drawn per sample from
+  // [shorter_side, shorter_side_max]; 0: shorter_side itself.
+  int shorter_side_max = 0;
   ImageSize resized;
   bool center_crop = false;
   RandomCropSpec crop;  // kRandomCrop
@@ -124,8 +127,9 @@ inline constexpr int kMaxChoices = 16;
 
 // What one sample gets.
 struct SampleParams {
-  Region box;       // the part of the source image that becomes the output
-  CropParams crop;  // kRandomCrop: where the crop sits, what it reads
+  Region box;            // the part of the source image that becomes the output
+  CropParams crop;       // kRandomCrop: where the crop sits, what it reads
+  int shorter_side = 0;  // RandomResize's draw (0: none)
   CropMaps crop_maps;
   bool flip = false;
   bool vflip = false;
@@ -152,6 +156,8 @@ Region RandomResizedCropBox(ImageSize image, const Pipeline& pipeline,
 
 // The size torchvision's Resize (shorter side, or exact) gives an image.
 ImageSize TorchvisionResizedSize(ImageSize image, const Pipeline& pipeline);
+// The size F.resize(img, side) gives an image: its shorter side `side`.
+ImageSize ShorterSideSize(ImageSize image, int side);
 
 // Whether a kRandomCrop pipeline resizes before its pads and crop.
 inline bool ResizesBeforeCrop(const Pipeline& p) {

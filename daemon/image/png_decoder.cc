@@ -6,6 +6,7 @@
 #include <cstring>
 #include <memory>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "daemon/image/whole_image.h"
 
@@ -114,6 +115,48 @@ absl::Status DecodeGrey16(spng_ctx* ctx, ImageSize size,
   return absl::OkStatus();
 }
 
+using Context = std::unique_ptr<spng_ctx, ContextDeleter>;
+
+// A context on `png`, its header read and checked (not animated, within
+// the limits, image data that can hold it).
+absl::StatusOr<Context> Open(std::span<const uint8_t> png,
+                             const DecodeLimits& limits, spng_ihdr* ihdr) {
+  if (IsAnimated(png)) {
+    return absl::InvalidArgumentError("animated PNG is not supported");
+  }
+  Context ctx(spng_ctx_new(0));
+  if (ctx == nullptr) return absl::ResourceExhaustedError("spng_ctx_new");
+  // Bounds for ancillary chunks (text, ICC profiles...): no memory bombs.
+  spng_set_chunk_limits(ctx.get(), 1 << 20, 1 << 24);
+  spng_set_png_buffer(ctx.get(), png.data(), png.size());
+  if (const int rc = spng_get_ihdr(ctx.get(), ihdr); rc != 0) {
+    return PngError(rc);
+  }
+  if (absl::Status ok =
+          CheckImageSize("PNG", ihdr->width, ihdr->height, limits);
+      !ok.ok()) {
+    return ok;
+  }
+  if (absl::Status ok = CheckImageData(png, *ihdr); !ok.ok()) return ok;
+  return ctx;
+}
+
+// The mode Pillow opens a PNG of this colour type and depth as.
+const char* PillowMode(const spng_ihdr& ihdr) {
+  switch (ihdr.color_type) {
+    case SPNG_COLOR_TYPE_GRAYSCALE:
+      return ihdr.bit_depth == 16 ? "I;16" : ihdr.bit_depth == 1 ? "1" : "L";
+    case SPNG_COLOR_TYPE_TRUECOLOR:
+      return ihdr.bit_depth == 16 ? "RGB (16-bit)" : "RGB";
+    case SPNG_COLOR_TYPE_GRAYSCALE_ALPHA:
+      return "LA";
+    case SPNG_COLOR_TYPE_TRUECOLOR_ALPHA:
+      return "RGBA";
+    default:
+      return "P";
+  }
+}
+
 }  // namespace
 
 bool IsPng(std::span<const uint8_t> bytes) {
@@ -130,31 +173,66 @@ absl::Status PngDecoder::DecodeRegion(
     std::span<const uint8_t> png,
     absl::FunctionRef<RegionRequest(const ImageSize&)> plan,
     std::vector<uint8_t>* buffer, DecodedRegion* out) {
-  if (IsAnimated(png)) {
-    return absl::InvalidArgumentError("animated PNG is not supported");
-  }
-  std::unique_ptr<spng_ctx, ContextDeleter> ctx(spng_ctx_new(0));
-  if (ctx == nullptr) return absl::ResourceExhaustedError("spng_ctx_new");
-  // Bounds for ancillary chunks (text, ICC profiles...): no memory bombs.
-  spng_set_chunk_limits(ctx.get(), 1 << 20, 1 << 24);
-  spng_set_png_buffer(ctx.get(), png.data(), png.size());
   spng_ihdr ihdr;
-  if (const int rc = spng_get_ihdr(ctx.get(), &ihdr); rc != 0) {
-    return PngError(rc);
-  }
-  if (absl::Status ok = CheckImageSize("PNG", ihdr.width, ihdr.height, limits_);
-      !ok.ok()) {
-    return ok;
-  }
-  if (absl::Status ok = CheckImageData(png, ihdr); !ok.ok()) return ok;
+  absl::StatusOr<Context> ctx = Open(png, limits_, &ihdr);
+  if (!ctx.ok()) return ctx.status();
   const ImageSize size{int(ihdr.width), int(ihdr.height)};
   const Region r = PlanRegion(plan, size);
   absl::Status decoded =
       ihdr.color_type == SPNG_COLOR_TYPE_GRAYSCALE && ihdr.bit_depth == 16
-          ? DecodeGrey16(ctx.get(), size, buffer)
-          : DecodeRgb8(ctx.get(), buffer);
+          ? DecodeGrey16(ctx->get(), size, buffer)
+          : DecodeRgb8(ctx->get(), buffer);
   if (!decoded.ok()) return decoded;
   PointAtRegion(buffer->data(), size, r, out);
+  return absl::OkStatus();
+}
+
+absl::Status PngDecoder::DecodeIndices(std::span<const uint8_t> png,
+                                       std::vector<uint8_t>* buffer,
+                                       ImageSize* size) {
+  if (!IsPng(png)) {
+    return absl::InvalidArgumentError(
+        "a mask must be a PNG (mode P or L); this is not one");
+  }
+  spng_ihdr ihdr;
+  absl::StatusOr<Context> ctx = Open(png, limits_, &ihdr);
+  if (!ctx.ok()) return ctx.status();
+  const bool palette = ihdr.color_type == SPNG_COLOR_TYPE_INDEXED;
+  const bool grey8 =
+      ihdr.color_type == SPNG_COLOR_TYPE_GRAYSCALE && ihdr.bit_depth == 8;
+  if (!palette && !grey8) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "a mask must be a PNG of mode P (palette indices) or L (8-bit grey); "
+        "this one opens as mode ",
+        PillowMode(ihdr), " (", int(ihdr.bit_depth),
+        "-bit), whose values are not class indices"));
+  }
+  *size = {int(ihdr.width), int(ihdr.height)};
+  const size_t pixels = size->Pixels();
+  const int depth = ihdr.bit_depth;
+  const size_t row_bytes = (size_t(ihdr.width) * depth + 7) / 8;
+  // The packed rows behind the unpacked pixels.
+  buffer->resize(pixels + (depth < 8 ? row_bytes * ihdr.height : 0));
+  uint8_t* raw = depth < 8 ? buffer->data() + pixels : buffer->data();
+  const size_t raw_bytes = depth < 8 ? row_bytes * ihdr.height : pixels;
+  if (const int rc =
+          spng_decode_image(ctx->get(), raw, raw_bytes, SPNG_FMT_RAW, 0);
+      rc != 0) {
+    return PngError(rc);
+  }
+  if (depth < 8) {  // big-endian bit fields, leftmost pixel first
+    const int per_byte = 8 / depth;
+    const int mask = (1 << depth) - 1;
+    for (size_t y = 0; y < ihdr.height; ++y) {
+      const uint8_t* in = raw + y * row_bytes;
+      uint8_t* out = buffer->data() + y * ihdr.width;
+      for (size_t x = 0; x < ihdr.width; ++x) {
+        const int shift = 8 - depth * (1 + int(x % per_byte));
+        out[x] = uint8_t((in[x / per_byte] >> shift) & mask);
+      }
+    }
+    buffer->resize(pixels);
+  }
   return absl::OkStatus();
 }
 

@@ -33,6 +33,13 @@ class PngDecoder {
       absl::FunctionRef<RegionRequest(const ImageSize&)> plan,
       std::vector<uint8_t>* buffer, DecodedRegion* out);
 
+  // A label mask: the PNG's values as Pillow opens them, one byte per
+  // pixel, never converted to colours: mode P's palette indices (1, 2, 4
+  // or 8 bits) or mode L's grey levels (8 bits). Other colour types and
+  // depths are refused, naming the mode Pillow would give them.
+  absl::Status DecodeIndices(std::span<const uint8_t> png,
+                             std::vector<uint8_t>* buffer, ImageSize* size);
+
  private:
   const DecodeLimits limits_;
 };

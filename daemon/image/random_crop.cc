@@ -64,7 +64,7 @@ std::vector<int> PadAxis(const std::vector<int>& v, int lo, int hi,
 // The axis after every pad: `pad`, `padding`, then pad_if_needed's
 // (need - length) on both sides.
 std::vector<int> PaddedAxis(const RandomCropSpec& spec, int length, int need,
-                            bool horizontal) {
+                            bool horizontal, bool flipped) {
   std::vector<int> v(length);
   std::iota(v.begin(), v.end(), 0);
   const PadSpec& a = spec.pad;
@@ -75,7 +75,10 @@ std::vector<int> PaddedAxis(const RandomCropSpec& spec, int length, int need,
               b.mode, kFillPadding, spec.whole_periods);
   if (spec.pad_if_needed && int(v.size()) < need) {
     const int d = need - int(v.size());
-    v = PadAxis(v, d, d, b.mode, kFillPadding, spec.whole_periods);
+    // End padding of a flipped image: its right, here its left.
+    const int lo = !spec.pad_end ? d : horizontal && flipped ? d : 0;
+    const int hi = !spec.pad_end ? d : horizontal && flipped ? 0 : d;
+    v = PadAxis(v, lo, hi, b.mode, kFillPadding, spec.whole_periods);
   }
   return v;
 }
@@ -95,8 +98,10 @@ void Span(const std::vector<int>& v, int* lo, int* hi) {
 }  // namespace
 
 CropParams DrawRandomCrop(const RandomCropSpec& spec, ImageSize stage,
-                          ImageSize output, uint64_t key, CropMaps* maps) {
+                          ImageSize output, uint64_t key, bool flipped,
+                          CropMaps* maps) {
   CropParams c;
+  c.stage = stage;
   c.touched = {0, 0, 1, 1};
   if (stage.width < 1 || stage.height < 1 || stage.width > kMaxCropStage ||
       stage.height > kMaxCropStage) {
@@ -105,8 +110,11 @@ CropParams DrawRandomCrop(const RandomCropSpec& spec, ImageSize stage,
     c.padded = stage;
     return c;
   }
-  std::vector<int> xs = PaddedAxis(spec, stage.width, output.width, true);
-  std::vector<int> ys = PaddedAxis(spec, stage.height, output.height, false);
+  const bool mirrored = flipped && spec.after_flip;
+  std::vector<int> xs =
+      PaddedAxis(spec, stage.width, output.width, true, mirrored);
+  std::vector<int> ys =
+      PaddedAxis(spec, stage.height, output.height, false, false);
   c.padded = {int(xs.size()), int(ys.size())};
   c.fits = c.padded.width >= output.width && c.padded.height >= output.height;
   if (!c.fits) return c;

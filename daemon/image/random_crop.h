@@ -32,6 +32,13 @@ struct RandomCropSpec {
   PadSpec padding;  // the RandomCrop's own padding (its fill and mode also
                     // serve pad_if_needed)
   bool pad_if_needed = false;
+  // pad_if_needed pads the right and bottom only (the segmentation
+  // reference's pad_if_smaller).
+  bool pad_end = false;
+  // The horizontal flip comes before the pads and the crop (the reference's
+  // order): a flipped sample's end padding lies on the flipped image's
+  // right, so here, before the flip, on the left.
+  bool after_flip = false;
   // numpy >= 2.1's reflection of pads wider than the image: chunks of whole
   // periods of the image (before: any length already filled).
   bool whole_periods = true;
@@ -39,6 +46,7 @@ struct RandomCropSpec {
 
 // What one sample gets: where the crop sits in the padded image.
 struct CropParams {
+  ImageSize stage;   // the image before the pads (resized, if it is)
   ImageSize padded;  // the image after every pad
   int top = 0, left = 0;
   bool fits = true;        // false: the padded image is smaller than the crop
@@ -61,8 +69,11 @@ struct CropMaps {
 // Draws the crop of `output` from an image of `stage` pixels, as
 // RandomCrop.get_params draws it: no draw when the padded image is the
 // crop's size, else a row and a column uniform over the places that fit.
+// `flipped`: the sample's horizontal flip was drawn (RandomCropSpec::
+// after_flip).
 CropParams DrawRandomCrop(const RandomCropSpec& spec, ImageSize stage,
-                          ImageSize output, uint64_t key, CropMaps* maps);
+                          ImageSize output, uint64_t key, bool flipped,
+                          CropMaps* maps);
 
 // Writes the crop into three planes of `output` (`out`), reading the
 // three planes of params.touched at `touched` (its own width as stride).

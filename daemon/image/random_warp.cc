@@ -13,6 +13,26 @@ double UniformFloat(uint64_t key, uint64_t* k, double lo, double hi) {
   return double(float(Uniform(key, k, lo, hi)));
 }
 
+// F.rotate or F.affine on `channels` planes of `size`, in place.
+void Warp(WarpSpec::Kind kind, const WarpParams& w, ImageSize size,
+          Interpolation interpolation, const FillColor& fill, int channels,
+          uint8_t* planes, std::vector<uint8_t>* scratch) {
+  if (kind == WarpSpec::Kind::kNone || !w.apply) return;
+  const size_t bytes = channels * size.Pixels();
+  scratch->resize(bytes);
+  if (kind == WarpSpec::Kind::kRotation) {
+    PillowRotate(planes, scratch->data(), size, w.angle, interpolation, fill,
+                 channels);
+  } else {
+    const AffineMatrix m =
+        TorchvisionAffineMatrix(size.width * 0.5, size.height * 0.5, w.angle,
+                                w.tx, w.ty, w.scale, w.shear_x, w.shear_y);
+    PillowAffine(planes, scratch->data(), size, m, interpolation, fill,
+                 channels);
+  }
+  std::memcpy(planes, scratch->data(), bytes);
+}
+
 }  // namespace
 
 WarpParams DrawWarp(const WarpSpec& spec, ImageSize size, uint64_t key) {
@@ -44,20 +64,15 @@ WarpParams DrawWarp(const WarpSpec& spec, ImageSize size, uint64_t key) {
 
 void ApplyWarp(const WarpSpec& spec, const WarpParams& w, ImageSize size,
                uint8_t* planes, std::vector<uint8_t>* scratch) {
-  if (!spec.enabled() || !w.apply) return;
-  const size_t bytes = 3 * size.Pixels();
-  scratch->resize(bytes);
-  if (spec.kind == WarpSpec::Kind::kRotation) {
-    PillowRotate(planes, scratch->data(), size, w.angle,
-                 spec.style.interpolation, spec.style.fill);
-  } else {
-    const AffineMatrix m =
-        TorchvisionAffineMatrix(size.width * 0.5, size.height * 0.5, w.angle,
-                                w.tx, w.ty, w.scale, w.shear_x, w.shear_y);
-    PillowAffine(planes, scratch->data(), size, m, spec.style.interpolation,
-                 spec.style.fill);
-  }
-  std::memcpy(planes, scratch->data(), bytes);
+  Warp(spec.kind, w, size, spec.style.interpolation, spec.style.fill, 3, planes,
+       scratch);
+}
+
+void ApplyMaskWarp(const WarpSpec& spec, const WarpParams& w, ImageSize size,
+                   uint8_t fill, uint8_t* plane,
+                   std::vector<uint8_t>* scratch) {
+  Warp(spec.kind, w, size, Interpolation::kNearest, {fill, fill, fill}, 1,
+       plane, scratch);
 }
 
 }  // namespace stoker

@@ -44,6 +44,12 @@ WarpParams DrawWarp(const WarpSpec& spec, ImageSize size, uint64_t key);
 void ApplyWarp(const WarpSpec& spec, const WarpParams& params, ImageSize size,
                uint8_t* planes, std::vector<uint8_t>* scratch);
 
+// The same warp on a mask (one plane of `size`), in place: nearest, as
+// torchvision's F.rotate / F.affine on a PIL mask with fill=`fill`.
+void ApplyMaskWarp(const WarpSpec& spec, const WarpParams& params,
+                   ImageSize size, uint8_t fill, uint8_t* plane,
+                   std::vector<uint8_t>* scratch);
+
 }  // namespace stoker
 
 #endif  // STOKER_DAEMON_IMAGE_RANDOM_WARP_H_

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "daemon/image/mask_geometry.h"
 #include "libyuv/planar_functions.h"
 #include "libyuv/scale.h"
 
@@ -79,6 +80,7 @@ bool SampleDecoder::TrimScratch(size_t held_elsewhere) {
   std::vector<uint8_t>().swap(augment_);
   std::vector<uint8_t>().swap(crop_);
   std::vector<float>().swap(blur_);
+  std::vector<uint8_t>().swap(mask_);
   augmix_ = AugMixScratch();
   return true;
 }
@@ -102,6 +104,7 @@ absl::Status SampleDecoder::ProcessBytes(std::span<const uint8_t> file,
   Region decoded;  // the part of the image decoded (at full scale, or
                    // the sample's box scaled for the fast path)
   auto plan = [&](const ImageSize& size) {
+    image_ = size;
     params_ = DrawSampleParams(pipeline, size, key);
     if (random_crop && !ResizesBeforeCrop(pipeline)) {
       decoded = DecodeWindow(params_.crop.touched, size);
@@ -123,6 +126,26 @@ absl::Status SampleDecoder::ProcessBytes(std::span<const uint8_t> file,
       decoder_.DecodeRegion(file, plan, &region_, &region);
   if (!status.ok()) return status;
   return Render(region, decoded, exact, pipeline, out);
+}
+
+absl::Status SampleDecoder::ProcessMask(std::span<const uint8_t> file,
+                                        const Pipeline& pipeline, uint8_t fill,
+                                        uint8_t* out) {
+  ImageSize size;
+  if (absl::Status s = decoder_.DecodeMask(file, &mask_, &size); !s.ok()) {
+    return s;
+  }
+  if (size.width != image_.width || size.height != image_.height) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the mask is ", size.width, "x", size.height,
+                     " (width x height), its "
+                     "image ",
+                     image_.width, "x", image_.height,
+                     "; a mask must be its "
+                     "image's size"));
+  }
+  RenderMask(mask_.data(), size, pipeline, params_, fill, out, &augment_);
+  return absl::OkStatus();
 }
 
 absl::Status SampleDecoder::ProcessViews(std::span<const uint8_t> file,

@@ -68,6 +68,15 @@ class SampleDecoder {
                             std::span<const Pipeline> views, uint64_t key,
                             std::span<uint8_t* const> outs);
 
+  // The sample's label mask (a PNG of mode P or L) made into `out`
+  // (pipeline.output pixels, one byte each) with the geometry the last
+  // ProcessBytes drew for its image (see mask_geometry.h), `fill` where
+  // padding or a warp uncovers it. A mask of another size than that image
+  // fails, saying both sizes.
+  absl::Status ProcessMask(std::span<const uint8_t> file,
+                           const Pipeline& pipeline, uint8_t fill,
+                           uint8_t* out);
+
   // Shorthand: `file` resized to out_size, RGB uint8 NHWC, then
   // TrimScratch().
   absl::Status DecodeTo(std::span<const uint8_t> file, ImageSize out_size,
@@ -82,7 +91,8 @@ class SampleDecoder {
   size_t scratch_bytes() const {
     return region_.capacity() + planes_.capacity() + packed_.capacity() +
            resample_.pass.capacity() + augment_.capacity() + crop_.capacity() +
-           blur_.capacity() * sizeof(float) + augmix_.bytes();
+           blur_.capacity() * sizeof(float) + augmix_.bytes() +
+           mask_.capacity();
   }
 
  private:
@@ -117,12 +127,14 @@ class SampleDecoder {
 
   ImageDecoder decoder_;
   SampleParams params_;
+  ImageSize image_;  // the size of the image params_ were drawn for
   std::vector<uint8_t> region_;
   std::vector<uint8_t> planes_;
   std::vector<uint8_t> packed_;   // the exact resample's RGB output
   std::vector<uint8_t> augment_;  // the automatic augmentation's scratch
   std::vector<uint8_t> crop_;     // a random crop's planes
   std::vector<float> blur_;       // the blur's padded plane
+  std::vector<uint8_t> mask_;     // a mask's indices, as decoded
   AugMixScratch augmix_;
   ResampleScratch resample_;
   // The value table and the normalisation it was built for.

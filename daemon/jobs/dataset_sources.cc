@@ -16,7 +16,9 @@ SampleSchema SchemaOf(const JobConfig& config) {
                       .skip_missing = config.missing == MissingField::kSkip};
   if (!config.named_fields) return schema;
   for (const FieldConfig& field : config.fields) {
-    schema.fields.push_back({field.source, field.role == FieldRole::kImage});
+    // An image or a mask is a file (a manifest's column holds its path).
+    schema.fields.push_back({field.source, field.role == FieldRole::kImage ||
+                                               field.role == FieldRole::kMask});
   }
   return schema;
 }

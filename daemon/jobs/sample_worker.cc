@@ -54,8 +54,12 @@ absl::Status SampleWorker::FillField(const JobConfig& config, size_t f,
   absl::StatusOr<std::span<const uint8_t>> bytes =
       reader_.Read(job_serial, index, sample, uint32_t(f));
   if (!bytes.ok()) return bytes.status();
-  if (field.role == FieldRole::kImage) {
-    absl::Status decoded = DecodeImage(config, *bytes, key, out, t);
+  if (field.role == FieldRole::kImage || field.role == FieldRole::kMask) {
+    absl::Status decoded =
+        field.role == FieldRole::kImage
+            ? DecodeImage(config, *bytes, key, out, t)
+            : decoder_.ProcessMask(*bytes, config.pipeline, config.mask_fill,
+                                   out.Tensor(t));
     if (decoded.ok() || !config.named_fields) return decoded;
     return absl::Status(decoded.code(), absl::StrCat("field '", field.name,
                                                      "': ", decoded.message()));
@@ -70,8 +74,13 @@ absl::Status SampleWorker::Fill(const JobConfig& config, uint64_t job_serial,
                                 const DatasetIndex& index, uint32_t sample,
                                 uint64_t key, const SlotRow& out) {
   absl::Status status;
-  for (size_t f = 0; f < config.fields.size() && status.ok(); ++f) {
-    status = FillField(config, f, job_serial, index, sample, key, out);
+  // A mask follows its image's draws: the image first.
+  for (const bool masks : {false, true}) {
+    for (size_t f = 0; f < config.fields.size() && status.ok(); ++f) {
+      if ((config.fields[f].role == FieldRole::kMask) == masks) {
+        status = FillField(config, f, job_serial, index, sample, key, out);
+      }
+    }
   }
   if (status.ok()) *out.Index() = sample;
   if (decoder_.TrimScratch(reader_.buffer_bytes())) reader_.FreeBuffer();

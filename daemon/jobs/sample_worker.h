@@ -50,6 +50,7 @@ class SampleWorker {
   // numbered `job_serial`, whose config is `config`): each field in turn,
   // an image through config.pipeline (or each of config.views) with the
   // random parameters of `key`.
+  // A mask field is filled after the image, with its draws.
   // A field the sample lacks, or a bytes value past max_field_bytes, fails
   // naming the field (INVALID_ARGUMENT), as any unreadable sample does.
   absl::Status Fill(const JobConfig& config, uint64_t job_serial,

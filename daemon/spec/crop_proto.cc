@@ -87,6 +87,11 @@ absl::Status ParseRandomCrop(const OpError& e, const v1::RandomCrop& op,
     return s;
   }
   crop.pad_if_needed = op.pad_if_needed();
+  crop.pad_end = op.pad_end();
+  crop.after_flip = op.after_flip();
+  if (crop.pad_end && !crop.pad_if_needed) {
+    return e.Bad("pad_end", "applies to pad_if_needed's padding");
+  }
   crop.enabled = true;
   p->geometry = Pipeline::Geometry::kRandomCrop;
   p->output = {int(op.width()), int(op.height())};
@@ -112,6 +117,8 @@ void CropToProto(const RandomCropSpec& crop, ImageSize output,
   op->set_pad_right(crop.padding.right);
   op->set_pad_bottom(crop.padding.bottom);
   op->set_pad_if_needed(crop.pad_if_needed);
+  op->set_pad_end(crop.pad_end);
+  op->set_after_flip(crop.after_flip);
   for (uint8_t v : crop.padding.fill) op->add_fill(v);
   op->set_padding_mode(ModeToWire(crop.padding.mode));
 }

@@ -77,6 +77,7 @@ absl::StatusOr<FieldRole> RoleOf(int i, const v1::SampleField& field,
   if (!kind) return Bad(i, absl::StrCat("kind: unknown value ", field.kind()));
   if (*kind == FieldKind::kImage) return FieldRole::kImage;
   if (*kind == FieldKind::kBytes) return FieldRole::kBytes;
+  if (*kind == FieldKind::kMask) return FieldRole::kMask;
   if (manifest) {
     return field.source(0) == "path" ? FieldRole::kImage : FieldRole::kBytes;
   }
@@ -104,7 +105,8 @@ absl::Status CheckImages(const std::vector<FieldConfig>& fields) {
       images == 0 ? "; add the image's suffixes (\"jpg;png\") or manifest "
                     "column"
                   : "; a second image per sample is not supported yet "
-                    "(views of one image: JobSpec.views); carry the others "
+                    "(views of one image: JobSpec.views; a label mask: "
+                    "FIELD_KIND_MASK); carry the others "
                     "as bytes fields"));
 }
 
@@ -163,8 +165,9 @@ void FieldsToProto(const JobConfig& config, v1::JobSpec* spec) {
     v1::SampleField* out = spec->add_fields();
     out->set_name(field.name);
     for (const std::string& source : field.source) out->add_source(source);
-    out->set_kind(field.role == FieldRole::kImage ? v1::FIELD_KIND_IMAGE
-                                                  : v1::FIELD_KIND_BYTES);
+    out->set_kind(field.role == FieldRole::kImage  ? v1::FIELD_KIND_IMAGE
+                  : field.role == FieldRole::kMask ? v1::FIELD_KIND_MASK
+                                                   : v1::FIELD_KIND_BYTES);
   }
   spec->set_missing(ToWire(config.missing));
   spec->set_max_field_bytes(config.max_field_bytes);

@@ -10,6 +10,7 @@ void ResizeToProto(const Pipeline& p, v1::JobSpec* spec) {
   auto* op = spec->add_pipeline()->mutable_resize();
   if (p.shorter_side > 0) {
     op->set_shorter_side(p.shorter_side);
+    op->set_shorter_side_max(p.shorter_side_max);
   } else {
     op->set_height(p.resized.height);
     op->set_width(p.resized.width);
@@ -60,6 +61,17 @@ absl::Status ParseResize(const OpError& e, const v1::Resize& op, Pipeline* p) {
   if (by_side) {
     if (auto s = e.Side("shorter_side", op.shorter_side()); !s.ok()) return s;
     p->shorter_side = int(op.shorter_side());
+    if (op.shorter_side_max() != 0) {
+      if (auto s = e.Side("shorter_side_max", op.shorter_side_max()); !s.ok()) {
+        return s;
+      }
+      if (op.shorter_side_max() < op.shorter_side()) {
+        return e.Bad("shorter_side_max", "must be at least shorter_side");
+      }
+      p->shorter_side_max = int(op.shorter_side_max());
+    }
+  } else if (op.shorter_side_max() != 0) {
+    return e.Bad("shorter_side_max", "needs shorter_side (RandomResize)");
   } else {
     if (auto s = e.Side("height", op.height()); !s.ok()) return s;
     if (auto s = e.Side("width", op.width()); !s.ok()) return s;

@@ -34,6 +34,9 @@ SlotLayout SlotLayoutFor(const JobConfig& config) {
       case FieldRole::kBytes:
         tensors.push_back({field.row_bytes, true});
         break;
+      case FieldRole::kMask:
+        tensors.push_back({config.pipeline.output.Pixels()});
+        break;
     }
   }
   return ComputeSlotLayout(config.batch_size, tensors);

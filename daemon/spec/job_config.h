@@ -48,6 +48,7 @@ enum class FieldRole {
   kImage,  // decoded and sent through the pipeline
   kLabel,  // a classic job's int64 label, from the dataset index
   kBytes,  // the value passed through: variable length, at most row_bytes
+  kMask,   // the image's label mask: uint8 [H, W] at the output's size
 };
 
 struct FieldConfig {
@@ -93,6 +94,8 @@ struct JobConfig {
   // JobSpec.views: each image decoded once and made into each of these
   // (pipeline is then views[0]); empty: the one pipeline.
   std::vector<Pipeline> views;
+  // A kMask field's index where padding or a warp uncovers the mask.
+  uint8_t mask_fill = 255;
   uint64_t seed = 0;
   bool shuffle = true;
   bool drop_last = false;

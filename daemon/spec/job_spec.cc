@@ -7,6 +7,7 @@
 #include "common/status_macros.h"
 #include "common/vocabulary_wire.h"
 #include "daemon/spec/fields_proto.h"
+#include "daemon/spec/masks_proto.h"
 #include "daemon/spec/pipeline_proto.h"
 #include "daemon/spec/views_proto.h"
 
@@ -180,6 +181,7 @@ absl::StatusOr<JobConfig> ValidateJobSpec(const v1::JobSpec& spec) {
     config.pipeline = config.views[0];
   }
   STOKER_RETURN_IF_ERROR(ParseFields(spec, &config));
+  STOKER_RETURN_IF_ERROR(ParseMasks(spec, &config));
   STOKER_RETURN_IF_ERROR(CheckViewNames(config));
   STOKER_RETURN_IF_ERROR(CheckSlotBytes(config));
   auto on_error = ParseOnError(spec.on_error());
@@ -229,6 +231,7 @@ v1::JobSpec EffectiveSpec(const JobConfig& config) {
   PipelineToProto(config.pipeline, &spec);
   ViewsToProto(config.views, &spec);
   FieldsToProto(config, &spec);
+  MasksToProto(config, &spec);
   spec.set_seed(config.seed);
   spec.set_shuffle(config.shuffle);
   spec.set_drop_last(config.drop_last);

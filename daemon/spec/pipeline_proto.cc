@@ -211,6 +211,15 @@ absl::Status ParseOps(const v1::JobSpec& spec, Pipeline* p) {
         "pipeline[0].resize.shorter_side makes images of varying size: follow "
         "it with center_crop or random_crop");
   }
+  if (p->shorter_side_max > 0 && !p->crop.enabled) {
+    return absl::InvalidArgumentError(
+        "pipeline[0].resize.shorter_side_max (RandomResize) makes images of "
+        "varying size: follow it with random_crop");
+  }
+  if (p->crop.after_flip && p->flip_p <= 0) {
+    return absl::InvalidArgumentError(
+        "random_crop.after_flip needs a random_horizontal_flip");
+  }
   return absl::OkStatus();
 }
 

@@ -54,6 +54,8 @@ enum class FieldKind {
   kAuto,   // an image suffix, or a manifest's "path" column: kImage; else kBytes
   kImage,  // decoded and sent through the pipeline: a tensor like images
   kBytes,  // passed through unparsed: variable-length bytes per sample
+  kMask,   // the image's label mask (a P or L PNG): its indices, taken
+           // through the image's geometry, uint8 [n, H, W]
 };
 
 // What happens to a sample that lacks one of a job's fields.

@@ -6,7 +6,8 @@
                                device="cuda")
 
 See DataLoader, MixUp, CutMix, RandomChoice (batch_transform=), Client,
-PILGaussianBlur and Solarization (self-supervised recipes' Pillow ops), and
+PILGaussianBlur and Solarization (self-supervised recipes' Pillow ops),
+RandomResize and SegmentationRandomCrop (the segmentation reference's), and
 the project's docs/python.md.
 """
 from stoker.errors import (Aborted, DataLoss, DeadlineExceeded,
@@ -18,6 +19,7 @@ from stoker.errors import (Aborted, DataLoss, DeadlineExceeded,
 from stoker.client import Client, default_socket
 from stoker.transforms import translate as translate_transform
 from stoker.pil_ops import PILGaussianBlur, Solarization
+from stoker.segmentation import RandomResize, SegmentationRandomCrop
 
 __version__ = "0.2.0"
 
@@ -44,7 +46,8 @@ def __getattr__(name):
 
 __all__ = ["DataLoader", "MixUp", "CutMix", "RandomChoice", "Client",
            "default_socket", "translate_transform", "library_version",
-           "PILGaussianBlur", "Solarization",
+           "PILGaussianBlur", "Solarization", "RandomResize",
+           "SegmentationRandomCrop",
            "StokerError", "Aborted", "DataLoss",
            "DeadlineExceeded", "FailedPrecondition", "ForkedProcess",
            "Internal",

@@ -81,6 +81,7 @@ class Field:
     source: Tuple[str, ...]  # suffixes, or one column
     image: bool  # decoded through `transform` by the daemon
     decode: Callable[[bytes], Any]  # bytes fields: the value in the trainer
+    mask: bool = False  # the image's label mask, through its geometry
 
 
 def _last_part(suffix: str) -> str:
@@ -120,11 +121,20 @@ def _manifest_field(name: str, manifest: str) -> Field:
     return Field(name, (name,), name == "path", _text if csv else _json)
 
 
-def plan(fields: Sequence[str], shards: Any,
-         manifest: Optional[str]) -> List[Field]:
+def _as_mask(field: Field, manifest: Optional[str]) -> Field:
+    if manifest is None and any(_last_part(s) != "png" for s in field.source):
+        raise InvalidArgument(
+            f"masks: {field.name!r}: a mask is a PNG (mode P or L) member, "
+            "such as \"png\" or \"seg.png\"")
+    return dataclasses.replace(field, image=False, mask=True)
+
+
+def plan(fields: Sequence[str], shards: Any, manifest: Optional[str],
+         masks: Sequence[str] = ()) -> List[Field]:
     """The fields asked for, checked: tar shards' member suffixes or a
     manifest's columns, exactly one image among them (the daemon says so
-    too), each name once."""
+    too), each name once; those named in `masks` the image's label
+    mask."""
     if isinstance(fields, str):
         raise InvalidArgument(
             "fields is a tuple of names, such as (\"jpg;png\", \"txt\")")
@@ -137,15 +147,22 @@ def plan(fields: Sequence[str], shards: Any,
         raise InvalidArgument(f"fields {names!r} name a field twice")
     made = [_shard_field(n) if manifest is None else _manifest_field(n, manifest)
             for n in names]
+    masks = [masks] if isinstance(masks, str) else [str(m) for m in masks]
+    unknown = [m for m in masks if m not in names]
+    if unknown or len(masks) > 1:
+        raise InvalidArgument(
+            f"masks={masks!r}: name one of fields {names!r}" if unknown else
+            f"masks={masks!r}: a sample has one label mask")
+    made = [_as_mask(f, manifest) if f.name in masks else f for f in made]
     images = [f.name for f in made if f.image]
     if len(images) != 1:
         raise InvalidArgument(
             f"fields {names!r} hold {len(images)} image fields; a sample has "
             "exactly one (" + ("\"path\" in a manifest" if manifest else
                                "suffixes such as \"jpg;png\"") + ")" +
-            ("; a second image per sample (a mask) is not supported yet; "
-             "several views of the image are transform=[t1, t2, ...]"
-             if images else ""))
+            ("; a second image per sample is not supported (a label mask "
+             "is masks=(name,); several views of the image are "
+             "transform=[t1, t2, ...])" if images else ""))
     return made
 
 
@@ -165,14 +182,18 @@ def from_job(spec: Dict[str, Any]) -> Optional[List[Field]]:
         else:
             decode = _DECODERS.get(_last_part(source[0]), _bytes)
         made.append(Field(entry["name"], source,
-                          entry.get("kind") == "FIELD_KIND_IMAGE", decode))
+                          entry.get("kind") == "FIELD_KIND_IMAGE", decode,
+                          entry.get("kind") == "FIELD_KIND_MASK"))
     return made
 
 
 def spec_entries(fields: List[Field]) -> List[Dict[str, Any]]:
-    """The job spec's fields (stoker.v1.SampleField, kinds left to the
-    daemon, which chooses them by the same rules)."""
-    return [{"name": f.name, "source": list(f.source)} for f in fields]
+    """The job spec's fields (stoker.v1.SampleField: a mask's kind set,
+    the others' left to the daemon, which chooses them by the same
+    rules)."""
+    return [{"name": f.name, "source": list(f.source),
+             **({"kind": "FIELD_KIND_MASK"} if f.mask else {})}
+            for f in fields]
 
 
 def missing_value(missing: str) -> str:
@@ -227,10 +248,11 @@ def check_transforms(fields: List[Field],
             raise InvalidArgument(
                 f"field_transforms[{name!r}]: no such field in fields "
                 f"{[f.name for f in fields]!r}")
-        if field.image:
+        if field.image or field.mask:
             raise InvalidArgument(
-                f"field_transforms[{name!r}]: an image field goes through "
-                "transform= in the daemon; run batch-level code in the loop")
+                f"field_transforms[{name!r}]: an image or mask field goes "
+                "through transform= in the daemon; run batch-level code in "
+                "the loop")
         if not callable(function):
             raise InvalidArgument(f"field_transforms[{name!r}] is not callable")
 
@@ -281,6 +303,7 @@ class Batcher:
         (stoker.DataLoss; a field_transforms callable's own errors pass
         through as they are)."""
         return tuple(value if field.image else
+                     value.to(torch.int64) if field.mask else
                      self._values(field, value, indices)
                      for field, value in zip(self._fields, raw))
 

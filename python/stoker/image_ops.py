@@ -151,6 +151,20 @@ def _random_crop(t: Any, refuse: Refuse) -> Dict[str, Any]:
     return {"random_crop": crop}
 
 
+def _random_resize(t: Any, refuse: Refuse) -> Dict[str, Any]:
+    resize = {"shorter_side": t.min_size,
+              "interpolation": "INTERPOLATION_BILINEAR"}
+    if t.max_size > t.min_size:
+        resize["shorter_side_max"] = t.max_size
+    return {"resize": resize}
+
+
+def _segmentation_crop(t: Any, refuse: Refuse) -> Dict[str, Any]:
+    return {"random_crop": {"height": t.size, "width": t.size,
+                            "pad_if_needed": True, "pad_end": True,
+                            "fill": [0]}}
+
+
 def _grayscale(t: Any, refuse: Refuse) -> Dict[str, Any]:
     if t.num_output_channels != 3:
         raise refuse(repr(t), "stoker's images have 3 channels: "
@@ -212,6 +226,8 @@ _BUILDERS: Dict[str, Callable[[Any, Refuse], Dict[str, Any]]] = {
     "CenterCrop": _center_crop,
     "Pad": _pad,
     "RandomCrop": _random_crop,
+    "RandomResize": _random_resize,
+    "SegmentationRandomCrop": _segmentation_crop,
     "RandomHorizontalFlip": lambda t, refuse: {
         "random_horizontal_flip": {"p": float(t.p)}},
     "RandomVerticalFlip": lambda t, refuse: {
@@ -259,6 +275,14 @@ def check_known(transform: Any, refuse: Refuse) -> None:
         raise refuse(repr(transform), f"{module}.{kind}: for "
                      "ImageOps.solarize (DINO's, MoCo v3's) use "
                      "stoker.Solarization(p)")
+    if kind in _BUILDERS and not any(
+            c.__name__ == kind and c.__module__.startswith(("torchvision", "stoker"))
+            for c in type(transform).__mro__):
+        # The segmentation reference's transforms take (image, target).
+        raise refuse(repr(transform), f"{module}.{kind} is not torchvision's "
+                     "or stoker's: use torchvision.transforms' own, or "
+                     "stoker.RandomResize and stoker.SegmentationRandomCrop for "
+                     "the segmentation reference's")
 
 
 def op(transform: Any, kind: str, refuse: Refuse) -> Dict[str, Any]:

@@ -74,6 +74,11 @@ class DataLoader:
         the daemon's bound, 64 KiB). field_transforms={"txt": tokenize}
         runs per sample in this process before collation, on field_workers
         threads (0: inline).
+    masks: the field of fields= that is the image's label mask (a PNG of
+        mode P or L: ("png",), or a manifest column): it takes the image's
+        crops, resizes, pads, flips and warps with the same draws (nearest,
+        as on a PIL mask; mask_fill, default 255, where padding or a warp
+        uncovers it) and arrives as int64 [B, H, W] (docs/python.md).
     device: "cpu" (tensors are views of the daemon's shared memory) or a CUDA
         device (batches copied on the loader's own CUDA stream, which
         torch.cuda.current_stream() at next() waits for).
@@ -131,6 +136,7 @@ class DataLoader:
                  remote: Optional[Dict[str, Any]] = None,
                  fields: Optional[Sequence[str]] = None, missing: str = "error",
                  max_field_bytes: int = 0, field_workers: int = 0,
+                 masks: Sequence[str] = (), mask_fill: int = 255,
                  field_transforms: Optional[Dict[str, Any]] = None,
                  batch_transform: Any = None, sampler: Any = None,
                  generator: Optional[torch.Generator] = None,
@@ -146,18 +152,17 @@ class DataLoader:
             fast_resample=fast_resample, sampler=sampler,
             repeated_augmentations=repeated_augmentations,
             generator=generator, collate_fn=collate_fn, fields=fields,
-            missing=missing, max_field_bytes=max_field_bytes, ignored=ignored)
+            missing=missing, max_field_bytes=max_field_bytes, masks=masks,
+            mask_fill=mask_fill, ignored=ignored)
         self._spec = plan.spec
         self.rank, self.world_size = self._spec["rank"], self._spec["world_size"]
         self.device, self._cuda_device = plan.device, plan.cuda_device
         self._sampler_epoch, self._root = plan.sampler_epoch, plan.root
         self._transform, self._dataset = plan.transform, plan.folder
-        self._num_workers = int(ignored.get("num_workers") or 0)
-        self._held = None  # the batch under the last one transformed
+        self._num_workers, self._held = int(ignored.get("num_workers") or 0), None
         self._set_batch_transform(batch_transform, job_id, fields is not None,
                                   field_transforms)
-        # iter() and next() from several threads take turns: a stream one
-        # thread opens is never replaced (and its job lost) by another's.
+        # Threads take turns: a stream one opens is never replaced (its job lost) by another's.
         self._guard, self._pid = threading.RLock(), os.getpid()
         access = remote_shards.job_access(self._spec["dataset"].get("shards"), remote)
         self._resources = Resources(Client(socket), access)

@@ -144,7 +144,7 @@ def build(*, root: Any, transform: Any, shards: Any, manifest: Any,
           name: str, job_id: Optional[str], fast_resample: bool,
           repeated_augmentations: int, sampler: Any, generator: Any,
           collate_fn: Any, fields: Any, missing: str, max_field_bytes: int,
-          ignored: Dict[str, Any]) -> Plan:
+          masks: Any, mask_fill: int, ignored: Dict[str, Any]) -> Plan:
     """The Plan for DataLoader's arguments of these names (`ignored`: its
     **ignored), checked in the order the loader always checked them."""
     root, transform, folder = datasets.unpack_root(root, transform)
@@ -183,15 +183,29 @@ def build(*, root: Any, transform: Any, shards: Any, manifest: Any,
     spec["sharing"].update(_lag_options(sharing, max_lag, on_lag,
                                         min_consumers))
     if fields is not None:
-        spec.update(fields=sample_fields.spec_entries(
-                        sample_fields.plan(fields, shards, manifest)),
+        planned = sample_fields.plan(fields, shards, manifest, masks)
+        spec.update(fields=sample_fields.spec_entries(planned),
                     missing=sample_fields.missing_value(missing),
                     max_field_bytes=int(max_field_bytes))
-    elif missing != "error" or max_field_bytes:
+        if masks:
+            spec["mask_fill"] = _mask_fill(mask_fill, cuda_device)
+    elif missing != "error" or max_field_bytes or masks:
         raise errors.InvalidArgument(
-            "missing and max_field_bytes apply with fields= only")
+            "missing, max_field_bytes and masks apply with fields= only")
     return Plan(spec, root, transform, folder, sampler_epoch, torch_device,
                 cuda_device, job_id is not None or sharing != "exclusive")
+
+
+def _mask_fill(value: Any, cuda_device: Optional[int]) -> int:
+    if cuda_device is not None:
+        raise errors.Unimplemented(
+            "masks are served on the CPU: use device=\"cpu\" and move the "
+            "image and the mask with .cuda(non_blocking=True)")
+    if isinstance(value, bool) or not isinstance(value, int) or \
+            not 0 <= value <= 255:
+        raise errors.InvalidArgument(
+            f"mask_fill={value!r}: an index in [0, 255]")
+    return value
 
 
 def check_resumable(state: Dict[str, Any], spec: Dict[str, Any],

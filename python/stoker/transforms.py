@@ -23,7 +23,8 @@ SUPPORTED = (
     "RandomVerticalFlip(p), "
     "ColorJitter(brightness, contrast, saturation, hue), RandomGrayscale(p), "
     "Grayscale(3), GaussianBlur(kernel_size, sigma), RandomSolarize, "
-    "stoker.PILGaussianBlur, stoker.Solarization, RandomRotation, "
+    "stoker.PILGaussianBlur, stoker.Solarization, stoker.RandomResize, "
+    "stoker.SegmentationRandomCrop (after a flip too), RandomRotation, "
     "RandomAffine (each of these, or a flip, also alone in RandomApply([...], p), "
     "and RandomChoice([...], p) among ops of one kind), "
     "TrivialAugmentWide, RandAugment, AutoAugment, AugMix (interpolation "
@@ -40,7 +41,8 @@ SUPPORTED = (
 )
 
 # Geometric and colour ops run on the decoded image; conversion after them.
-_GEOMETRY = ("RandomResizedCrop", "Resize", "CenterCrop", "Pad", "RandomCrop")
+_GEOMETRY = ("RandomResizedCrop", "Resize", "CenterCrop", "Pad", "RandomCrop",
+             "RandomResize", "SegmentationRandomCrop")
 _IMAGE_OPS = _GEOMETRY + (
               "RandomHorizontalFlip", "RandomVerticalFlip", "ColorJitter",
               "RandomApply", "RandomGrayscale", "Grayscale",
@@ -209,7 +211,10 @@ class _State:
                               "the daemon crops, flips and augments the "
                               "decoded image, then converts: move it before")
             rank = _ORDER.get(kind, 0)
-            if rank <= 1 and any(_ORDER.get(k, 0) > 1 for k in self.seen):
+            after_flip = kind == "SegmentationRandomCrop" and \
+                self.seen - set(_GEOMETRY) == {"RandomHorizontalFlip"}
+            if rank <= 1 and not after_flip and any(
+                    _ORDER.get(k, 0) > 1 for k in self.seen):
                 raise _refuse(repr(t), "impossible order: the crop or resize "
                               "comes first, before the flips, colour and "
                               "other image ops")
@@ -227,6 +232,8 @@ class _State:
             if _kind(t) == "RandomChoice":  # a flip commutes with all or none
                 self.seen.update(_held_kind(o) for o in t.transforms)
             self.pipeline.append(self._image_op(t))
+            if after_flip:  # the reference's order: resize, flip, crop
+                self.pipeline[-1]["random_crop"]["after_flip"] = True
             self._track_size(self.pipeline[-1])
         elif kind in ("ToTensor", "PILToTensor"):
             if self.converted:

@@ -10,7 +10,9 @@
 //       fill (fill=None);
 //   augment_tool draws SPEC_JSON WIDTH HEIGHT SEED EPOCH FIRST COUNT [VIEW]
 //       prints, one JSON line per sample index, the ops, the erasing box,
-//       the crop box, the flips, the jitter, grayscale, blur and solarize
+//       the crop box, a random crop's place (top, left, the size it pads,
+//       padded), RandomResize's shorter side, the flips, the jitter,
+//       grayscale, blur and solarize
 //       that sample (its view VIEW of JobSpec.views) draws in a job of that
 //       JobSpec (JSON: one pipeline) over images of WIDTH x HEIGHT;
 //   augment_tool tables SPEC_JSON
@@ -167,6 +169,10 @@ int RunDraws(char** argv) {
     std::printf(", \"box\": [%d, %d, %d, %d], \"flip\": %s", params.box.x,
                 params.box.y, params.box.width, params.box.height,
                 params.flip ? "true" : "false");
+    const CropParams& c = params.crop;
+    std::printf(", \"crop\": [%d, %d, %d, %d, %d, %d], \"side\": %d", c.top,
+                c.left, c.stage.width, c.stage.height, c.padded.width,
+                c.padded.height, params.shorter_side);
     std::printf(", \"erase\": ");
     const ErasingParams& e = params.erasing;
     if (e.apply) {

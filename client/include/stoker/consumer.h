@@ -99,11 +99,15 @@ class STOKER_API Batch {
   // per sample (a caption, a JSON object, an array: what the shard member
   // or manifest column held, unparsed).
   struct Field {
-    enum class Kind { kImage, kInt64, kBytes };
+    enum class Kind { kImage, kInt64, kBytes, kMask };
     std::string name;
     Kind kind = Kind::kBytes;
     ImageTensor image;                // kImage
     std::span<const int64_t> int64s;  // kInt64: [size]
+    // kMask (FieldKind::kMask): uint8 [size, H, W], each sample's label
+    // mask at the image's output size, row-major.
+    const uint8_t* mask = nullptr;
+    std::array<int64_t, 3> mask_shape = {};
     // kBytes: sample i's value is lengths[i] bytes at rows + i * row_stride
     // (value(i); never past its row, even in a slot reclaimed under it;
     // empty for another kind or a row past the batch).

@@ -30,6 +30,9 @@ struct Resize {
   uint32_t height = 0;
   uint32_t width = 0;
   Interpolation interpolation = Interpolation::kBilinear;
+  // RandomResize (the segmentation reference's): the shorter side drawn per
+  // sample from [shorter_side, shorter_side_max]; before a RandomCrop.
+  uint32_t shorter_side_max = 0;
   bool operator==(const Resize&) const = default;
 };
 struct CenterCrop {
@@ -51,6 +54,11 @@ struct RandomCrop {
   bool pad_if_needed = false;
   Fill fill;
   PaddingMode padding_mode = PaddingMode::kConstant;
+  // pad_if_needed pads the right and bottom only (the segmentation
+  // reference's pad_if_smaller).
+  bool pad_end = false;
+  // The flip is drawn before this crop (the reference's order).
+  bool after_flip = false;
   bool operator==(const RandomCrop&) const = default;
 };
 struct RandomHorizontalFlip {

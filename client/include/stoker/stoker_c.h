@@ -195,9 +195,11 @@ STOKER_API void stoker_batch_release(stoker_batch* batch);
 typedef enum stoker_field_kind {
   STOKER_FIELD_IMAGE = 0, /* dtype, layout, shape and bytes at data */
   STOKER_FIELD_INT64 = 1, /* size int64 values at data (labels) */
-  STOKER_FIELD_BYTES = 2  /* a value per sample: lengths[i] bytes at
+  STOKER_FIELD_BYTES = 2, /* a value per sample: lengths[i] bytes at
                              data + i * row_stride (a caption, a JSON object,
                              an array: the member or column as it was) */
+  STOKER_FIELD_MASK = 3   /* uint8 [size, H, W] at data: each sample's label
+                             mask, taken through the image's geometry */
 } stoker_field_kind;
 
 typedef struct stoker_field_info {
@@ -206,7 +208,8 @@ typedef struct stoker_field_info {
   int32_t kind;   /* a stoker_field_kind */
   int32_t dtype;  /* a stoker_dtype (UINT8 for bytes) */
   int32_t layout; /* images: a stoker_layout */
-  int32_t rank;   /* of shape: 4 images, 1 int64, 2 bytes ([size, row]) */
+  int32_t rank;   /* of shape: 4 images, 1 int64, 2 bytes ([size, row]),
+                     3 masks ([size, H, W]) */
   int64_t shape[4];
   const void* data;
   uint64_t bytes;         /* at data */

@@ -150,6 +150,9 @@ struct JobSpec {
   // Bytes fields: the most one value may hold (0: the daemon's bound,
   // 64 KiB unless its max_field_bytes setting says otherwise).
   uint32_t max_field_bytes = 0;
+  // A FieldKind::kMask field's index where padding or a warp uncovers the
+  // mask (the segmentation reference's ignore index by default).
+  uint8_t mask_fill = 255;
 };
 
 struct JobInfo {
