@@ -79,6 +79,7 @@ JobSpec SpecFrom(const v1::JobSpec& p) {
   spec.missing = FromWire(p.missing()).value_or(MissingField::kError);
   spec.max_field_bytes = p.max_field_bytes();
   if (p.has_mask_fill()) spec.mask_fill = uint8_t(p.mask_fill());
+  spec.mask_tensor_nearest = p.mask_tensor_nearest();
   return spec;
 }
 
@@ -97,7 +98,10 @@ void FieldsToProto(const JobSpec& spec, v1::JobSpec* p) {
   const bool mask = std::any_of(
       spec.fields.begin(), spec.fields.end(),
       [](const SampleField& f) { return f.kind == FieldKind::kMask; });
-  if (mask) p->set_mask_fill(spec.mask_fill);
+  if (mask) {
+    p->set_mask_fill(spec.mask_fill);
+    p->set_mask_tensor_nearest(spec.mask_tensor_nearest);
+  }
 }
 
 }  // namespace

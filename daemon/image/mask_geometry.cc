@@ -1,6 +1,7 @@
 #include "daemon/image/mask_geometry.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "daemon/image/random_warp.h"
 
@@ -33,13 +34,13 @@ std::vector<int> Range(int start, int count) {
 
 // The output's source columns and rows (before the flips and the warp).
 void AxisMaps(ImageSize size, const Pipeline& p, const SampleParams& params,
-              std::vector<int>* xs, std::vector<int>* ys) {
+              bool tensor, std::vector<int>* xs, std::vector<int>* ys) {
   const ImageSize o = p.output;
   switch (p.geometry) {
     case Pipeline::Geometry::kRandomResizedCrop: {
       const Region& b = params.box;  // crop, then resize the crop
-      *xs = NearestAxis(b.width, o.width);
-      *ys = NearestAxis(b.height, o.height);
+      *xs = NearestAxis(b.width, o.width, tensor);
+      *ys = NearestAxis(b.height, o.height, tensor);
       for (int& x : *xs) x += b.x;
       for (int& y : *ys) y += b.y;
       return;
@@ -47,10 +48,10 @@ void AxisMaps(ImageSize size, const Pipeline& p, const SampleParams& params,
     case Pipeline::Geometry::kRandomCrop: {
       const ImageSize stage = params.crop.stage;
       const bool resized = ResizesBeforeCrop(p);
-      *xs = Compose(
-          resized ? NearestAxis(size.width, stage.width) : Range(0, size.width),
-          params.crop_maps.xs);
-      *ys = Compose(resized ? NearestAxis(size.height, stage.height)
+      *xs = Compose(resized ? NearestAxis(size.width, stage.width, tensor)
+                            : Range(0, size.width),
+                    params.crop_maps.xs);
+      *ys = Compose(resized ? NearestAxis(size.height, stage.height, tensor)
                             : Range(0, size.height),
                     params.crop_maps.ys);
       return;
@@ -59,8 +60,10 @@ void AxisMaps(ImageSize size, const Pipeline& p, const SampleParams& params,
       const ImageSize r = TorchvisionResizedSize(size, p);
       const Region w = p.center_crop ? CenterCropWindow(r, o)
                                      : Region{0, 0, o.width, o.height};
-      *xs = Compose(NearestAxis(size.width, r.width), Range(w.x, o.width));
-      *ys = Compose(NearestAxis(size.height, r.height), Range(w.y, o.height));
+      *xs = Compose(NearestAxis(size.width, r.width, tensor),
+                    Range(w.x, o.width));
+      *ys = Compose(NearestAxis(size.height, r.height, tensor),
+                    Range(w.y, o.height));
       return;
     }
   }
@@ -68,10 +71,20 @@ void AxisMaps(ImageSize size, const Pipeline& p, const SampleParams& params,
 
 }  // namespace
 
-std::vector<int> NearestAxis(int in, int out) {
+std::vector<int> NearestAxis(int in, int out, bool tensor) {
+  std::vector<int> v(std::max(out, 0));
+  if (tensor) {  // aten's nearest_idx
+    const float scale = float(in) / float(out);
+    for (int i = 0; i < out; ++i) {
+      v[i] = out == in ? i
+             : out == 2 * in
+                 ? i >> 1
+                 : std::min(int(std::floor(float(i) * scale)), in - 1);
+    }
+    return v;
+  }
   // ImagingScaleAffine with a = (in / out, 0, 0, 0, in / out, 0): the
   // position starts at half a step and adds a step per pixel.
-  std::vector<int> v(std::max(out, 0));
   const double step = double(in) / out;
   double at = 0.0 + step * 0.5;
   for (int i = 0; i < out; ++i) {
@@ -83,10 +96,10 @@ std::vector<int> NearestAxis(int in, int out) {
 }
 
 void RenderMask(const uint8_t* mask, ImageSize size, const Pipeline& p,
-                const SampleParams& params, uint8_t fill, uint8_t* out,
-                std::vector<uint8_t>* scratch) {
+                const SampleParams& params, uint8_t fill, bool tensor,
+                uint8_t* out, std::vector<uint8_t>* scratch) {
   std::vector<int> xs, ys;
-  AxisMaps(size, p, params, &xs, &ys);
+  AxisMaps(size, p, params, tensor, &xs, &ys);
   if (params.flip) std::reverse(xs.begin(), xs.end());
   if (params.vflip) std::reverse(ys.begin(), ys.end());
   const ImageSize o = p.output;

@@ -28,15 +28,18 @@
 namespace stoker {
 
 // Pillow's Image.resize(out, NEAREST) of an axis of `in` pixels: the
-// source index of each of the `out` output indices.
-std::vector<int> NearestAxis(int in, int out);
+// source index of each of the `out` output indices. `tensor`: torch's
+// interpolate(mode="nearest") instead, as transforms.v2 resizes a
+// tv_tensors.Mask.
+std::vector<int> NearestAxis(int in, int out, bool tensor = false);
 
 // Writes the mask (`mask`, one byte per pixel, of `size`: the image's
 // size) as `pipeline` made its image with `params`: pipeline.output
 // pixels, one byte each, at `out`. `scratch` holds the warp's copy.
+// `tensor`: resized as NearestAxis's `tensor` says.
 void RenderMask(const uint8_t* mask, ImageSize size, const Pipeline& pipeline,
-                const SampleParams& params, uint8_t fill, uint8_t* out,
-                std::vector<uint8_t>* scratch);
+                const SampleParams& params, uint8_t fill, bool tensor,
+                uint8_t* out, std::vector<uint8_t>* scratch);
 
 }  // namespace stoker
 

@@ -130,7 +130,7 @@ absl::Status SampleDecoder::ProcessBytes(std::span<const uint8_t> file,
 
 absl::Status SampleDecoder::ProcessMask(std::span<const uint8_t> file,
                                         const Pipeline& pipeline, uint8_t fill,
-                                        uint8_t* out) {
+                                        bool tensor, uint8_t* out) {
   ImageSize size;
   if (absl::Status s = decoder_.DecodeMask(file, &mask_, &size); !s.ok()) {
     return s;
@@ -144,7 +144,8 @@ absl::Status SampleDecoder::ProcessMask(std::span<const uint8_t> file,
                      "; a mask must be its "
                      "image's size"));
   }
-  RenderMask(mask_.data(), size, pipeline, params_, fill, out, &augment_);
+  RenderMask(mask_.data(), size, pipeline, params_, fill, tensor, out,
+             &augment_);
   return absl::OkStatus();
 }
 

@@ -73,8 +73,9 @@ class SampleDecoder {
   // ProcessBytes drew for its image (see mask_geometry.h), `fill` where
   // padding or a warp uncovers it. A mask of another size than that image
   // fails, saying both sizes.
+  // `tensor`: resized as transforms.v2 resizes a mask tensor.
   absl::Status ProcessMask(std::span<const uint8_t> file,
-                           const Pipeline& pipeline, uint8_t fill,
+                           const Pipeline& pipeline, uint8_t fill, bool tensor,
                            uint8_t* out);
 
   // Shorthand: `file` resized to out_size, RGB uint8 NHWC, then

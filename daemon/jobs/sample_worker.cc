@@ -59,7 +59,7 @@ absl::Status SampleWorker::FillField(const JobConfig& config, size_t f,
         field.role == FieldRole::kImage
             ? DecodeImage(config, *bytes, key, out, t)
             : decoder_.ProcessMask(*bytes, config.pipeline, config.mask_fill,
-                                   out.Tensor(t));
+                                   config.mask_tensor_nearest, out.Tensor(t));
     if (decoded.ok() || !config.named_fields) return decoded;
     return absl::Status(decoded.code(), absl::StrCat("field '", field.name,
                                                      "': ", decoded.message()));

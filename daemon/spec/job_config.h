@@ -96,6 +96,8 @@ struct JobConfig {
   std::vector<Pipeline> views;
   // A kMask field's index where padding or a warp uncovers the mask.
   uint8_t mask_fill = 255;
+  // JobSpec.mask_tensor_nearest: transforms.v2's resize of a mask tensor.
+  bool mask_tensor_nearest = false;
   uint64_t seed = 0;
   bool shuffle = true;
   bool drop_last = false;

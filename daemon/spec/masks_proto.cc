@@ -43,11 +43,19 @@ absl::Status ParseMasks(const v1::JobSpec& spec, JobConfig* config) {
       config->fields.begin(), config->fields.end(),
       [](const FieldConfig& f) { return f.role == FieldRole::kMask; });
   if (masks == 0) {
-    if (spec.has_mask_fill()) {
+    if (spec.has_mask_fill() || spec.mask_tensor_nearest()) {
       return absl::InvalidArgumentError(
-          "mask_fill applies to a job with a mask field (FIELD_KIND_MASK)");
+          "mask_fill and mask_tensor_nearest apply to a job with a mask field "
+          "(FIELD_KIND_MASK)");
     }
     return absl::OkStatus();
+  }
+  config->mask_tensor_nearest = spec.mask_tensor_nearest();
+  if (config->mask_tensor_nearest && config->pipeline.warp.enabled()) {
+    return Refused(
+        "transforms.v2's rotation or affine warp (it warps a mask tensor "
+        "with grid_sample, not as Pillow does); use torchvision.transforms' "
+        "RandomRotation or RandomAffine, which warp a PIL mask");
   }
   if (masks > 1) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -71,7 +79,10 @@ absl::Status ParseMasks(const v1::JobSpec& spec, JobConfig* config) {
 
 void MasksToProto(const JobConfig& config, v1::JobSpec* spec) {
   for (const FieldConfig& field : config.fields) {
-    if (field.role == FieldRole::kMask) spec->set_mask_fill(config.mask_fill);
+    if (field.role == FieldRole::kMask) {
+      spec->set_mask_fill(config.mask_fill);
+      spec->set_mask_tensor_nearest(config.mask_tensor_nearest);
+    }
   }
 }
 

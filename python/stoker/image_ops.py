@@ -152,10 +152,18 @@ def _random_crop(t: Any, refuse: Refuse) -> Dict[str, Any]:
 
 
 def _random_resize(t: Any, refuse: Refuse) -> Dict[str, Any]:
+    most = t.max_size
+    if type(t).__module__.startswith("torchvision"):
+        # v2.RandomResize draws torch.randint(min_size, max_size): the
+        # most is one less; stoker's and the reference's random.randint.
+        if getattr(t, "antialias", True) is False:
+            raise refuse(repr(t), "antialias=False is not supported")
+        most -= 1
     resize = {"shorter_side": t.min_size,
-              "interpolation": "INTERPOLATION_BILINEAR"}
-    if t.max_size > t.min_size:
-        resize["shorter_side_max"] = t.max_size
+              "interpolation": _interpolation(t, refuse)
+              if hasattr(t, "interpolation") else "INTERPOLATION_BILINEAR"}
+    if most > t.min_size:
+        resize["shorter_side_max"] = most
     return {"resize": resize}
 
 

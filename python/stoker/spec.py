@@ -189,6 +189,7 @@ def build(*, root: Any, transform: Any, shards: Any, manifest: Any,
                     max_field_bytes=int(max_field_bytes))
         if masks:
             spec["mask_fill"] = _mask_fill(mask_fill, cuda_device)
+            spec["mask_tensor_nearest"] = transforms.uses_v2(transform)
     elif missing != "error" or max_field_bytes or masks:
         raise errors.InvalidArgument(
             "missing, max_field_bytes and masks apply with fields= only")

@@ -320,6 +320,14 @@ def _normalize(t: Any, dtype: str) -> Dict[str, Any]:
     return {"normalize": {"mean": mean, "std": std}}
 
 
+def uses_v2(transform: Any) -> bool:
+    """Whether a step of `transform` is transforms.v2's: a mask then is a
+    tv_tensors.Mask tensor, resized with torch's nearest."""
+    steps = [] if isinstance(transform, (list, tuple)) else _flatten(transform)
+    return any(type(s).__module__.startswith("torchvision.transforms.v2")
+               for s in steps)
+
+
 def views(transform: Any) -> Optional[List[Dict[str, Any]]]:
     """The job's views (JobSpec.views) for a list or tuple of transforms,
     one view each ({"pipeline": ..., "output": ...}); or of native

@@ -1,13 +1,14 @@
 """The example training scripts (python/examples/) train a few steps on the
 CPU and report images/s and input-bound %: ResNet-18, the classification
-recipe, CLIP, and DINO's and MoCo v3's self-supervised views."""
+recipe, CLIP, DINO's and MoCo v3's self-supervised views, and the
+segmentation reference's train preset with masks."""
 import os
 import re
 
 import pytest
 
 pytest.importorskip("torchvision")
-from conftest import photo_folder, run_python  # noqa: E402
+from conftest import photo_folder, photo_paths, run_python  # noqa: E402
 
 SOURCE = os.environ.get("STOKER_SOURCE_DIR", "")
 
@@ -88,5 +89,37 @@ def test_self_supervised_examples_train(daemon, scratch, script, views):
     assert (f"43 images, {views} views each, 10 batches per epoch, on cpu"
             in run.stdout), run.stdout
     assert re.search(r"step 3: (dino|contrastive) loss \d+\.\d+", run.stdout)
+    assert re.search(r"[\d.]+ images/s over 2 steps; input-bound [\d.]+%",
+                     run.stdout), run.stdout
+
+
+@pytest.mark.skipif(not SOURCE, reason="run through ctest")
+def test_segmentation_example_trains(daemon, scratch):
+    """The segmentation reference's train preset on a manifest of
+    photographs and generated palette masks: a few steps of a model with
+    cross-entropy that ignores 255."""
+    import numpy as np
+    from PIL import Image
+    rows = ["path,mask"]
+    for i, path in enumerate(photo_paths()):
+        with Image.open(path) as im:
+            grey = np.asarray(im.convert("L"), dtype=np.uint8)
+        mask = Image.fromarray((grey // 13).astype(np.uint8), "P")
+        mask.putpalette([v for c in range(256) for v in (c, 255 - c, c // 2)])
+        mask_path = os.path.join(scratch, f"mask{i}.png")
+        mask.save(mask_path)
+        rows.append(f"{path},{mask_path}")
+    manifest = os.path.join(scratch, "pairs.csv")
+    with open(manifest, "w") as f:
+        f.write("\n".join(rows) + "\n")
+    script = os.path.join(SOURCE, "python", "examples", "train_segmentation.py")
+    run = run_python(script, f"--manifest={manifest}",
+                     f"--socket={daemon.socket}", "--steps=3",
+                     "--batch_size=4", "--base_size=64", "--crop_size=48",
+                     "--device=cpu")
+    assert run.returncode == 0, run.stderr
+    assert ("43 images with masks, 10 batches per epoch, on cpu"
+            in run.stdout), run.stdout
+    assert re.search(r"step 3: loss \d+\.\d+", run.stdout), run.stdout
     assert re.search(r"[\d.]+ images/s over 2 steps; input-bound [\d.]+%",
                      run.stdout), run.stdout

@@ -292,7 +292,7 @@ def test_mask_options_are_checked(daemon, segmentation):
                           socket=daemon.socket)
     client = stoker.Client(daemon.socket)
     try:
-        with pytest.raises(stoker.InvalidArgument, match="mask_fill applies"):
+        with pytest.raises(stoker.InvalidArgument, match="mask_fill and mask_tensor_nearest apply"):
             client.create_job({"dataset": {"shards": [shard]},
                                "batch_size": 2, "slots": 2, "mask_fill": 3,
                                "pipeline": [{"resize": {"height": 8,
@@ -321,3 +321,94 @@ def test_random_resize_draws_are_uniform():
                        minlength=5)
     expected = tops.sum() / 5
     assert ((tops - expected) ** 2 / expected).sum() < 18.5, tops
+
+
+def tensor_resize(mask, size):
+    """torch's interpolate(mode="nearest") of a mask tensor [H, W]."""
+    resized = torch.nn.functional.interpolate(
+        mask[None, None].double(), size=list(size), mode="nearest")
+    return resized[0, 0].to(torch.int64)
+
+
+def replay_tensor(transform, img, mask, d):
+    """As replay, the mask a tensor resized as transforms.v2 resizes a
+    tv_tensors.Mask (torch's nearest), the image still PIL."""
+    mask = torch.as_tensor(np.array(mask), dtype=torch.int64)
+    for t in transform.transforms:
+        kind = type(t).__name__
+        if kind == "RandomResizedCrop":
+            x, y, w, h = d["box"]
+            img = F.resized_crop(img, y, x, h, w, list(t.size), t.interpolation)
+            mask = tensor_resize(mask[y:y + h, x:x + w], t.size)
+        elif kind == "Resize":
+            img = t(img)
+            mask = tensor_resize(mask, (img.size[1], img.size[0]))
+        elif kind == "CenterCrop":
+            img, mask = t(img), F.center_crop(mask[None], t.size)[0]
+        elif kind == "RandomHorizontalFlip":
+            img, mask = (F.hflip(img), mask.flip(-1)) if d["flip"] else (img, mask)
+        else:  # PILToTensor
+            img = t(img)
+    return img, mask
+
+
+@pytest.mark.parametrize("transform", [
+    T.Compose([T.RandomResizedCrop((150, 170), scale=(0.1, 1.0)),
+               T.RandomHorizontalFlip(), T.PILToTensor()]),
+    EVAL])
+def test_tensor_masks_follow_torchs_nearest(daemon, segmentation,
+                                            monkeypatch, transform):
+    """JobSpec.mask_tensor_nearest (set when the transform is
+    transforms.v2's, whose masks are tensors): every mask equal to torch's
+    interpolate(mode="nearest") of the mask tensor for stoker's draws."""
+    shard, paths = segmentation
+    monkeypatch.setattr(stoker.transforms, "uses_v2", lambda t: True)
+    epochs = 5 if len(transform.transforms) == 3 else 1
+    got = load(daemon.socket, shard, transform, epochs, seed=8)
+    differs = 0
+    for epoch in range(epochs):
+        images, masks = got[epoch]
+        for i, path in enumerate(paths):
+            with Image.open(path) as im:
+                img = im.convert("RGB")
+            mask, _ = mask_of(path, i)
+            d = draws(transform, i, img.size, seed=8, epoch=epoch)
+            want_image, want_mask = replay_tensor(transform, img, mask, d)
+            assert torch.equal(images[i], want_image), (epoch, path, d)
+            assert torch.equal(masks[i], want_mask), (epoch, path, d)
+            differs += not torch.equal(want_mask, replay(
+                transform, img, mask, d)[1])
+    assert differs > 0  # torch's nearest is not Pillow's
+
+
+def test_transforms_v2_with_a_mask(daemon, segmentation):
+    """Where torchvision has transforms.v2 (>= 0.16): its ops on a PIL image
+    and a tv_tensors.Mask with stoker's draws give stoker's batch."""
+    v2 = pytest.importorskip("torchvision.transforms.v2")
+    tv_tensors = pytest.importorskip("torchvision.tv_tensors")
+    V = pytest.importorskip("torchvision.transforms.v2.functional")
+    shard, paths = segmentation
+    transform = v2.Compose([v2.RandomResize(120, 421), v2.RandomHorizontalFlip(),
+                            stoker.SegmentationRandomCrop(288), v2.PILToTensor()])
+    got = load(daemon.socket, shard, transform, 5, seed=4)
+    for epoch in range(5):
+        images, masks = got[epoch]
+        for i, path in enumerate(paths):
+            with Image.open(path) as im:
+                img = im.convert("RGB")
+            mask = tv_tensors.Mask(torch.as_tensor(np.array(mask_of(path, i)[0])))
+            d = draws(transform, i, img.size, seed=4, epoch=epoch)
+            img, mask = V.resize(img, d["side"]), V.resize(mask, d["side"])
+            if d["flip"]:
+                img, mask = V.horizontal_flip(img), V.horizontal_flip(mask)
+            w, h = img.size
+            pad = [0, 0, max(288 - w, 0), max(288 - h, 0)]
+            if min(w, h) < 288:
+                img, mask = V.pad(img, pad, fill=0), V.pad(mask, pad, fill=FILL)
+            top, left, _, _, padded_w, _ = d["crop"]
+            if d["flip"]:
+                left = padded_w - left - 288
+            img = V.pil_to_tensor(V.crop(img, top, left, 288, 288))
+            mask = V.crop(mask, top, left, 288, 288)
+            assert torch.equal(images[i], img), (epoch, path, d)
+            assert torch.equal(masks[i], mask.to(torch.int64)), (epoch, path, d)

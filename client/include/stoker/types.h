@@ -153,6 +153,9 @@ struct JobSpec {
   // A FieldKind::kMask field's index where padding or a warp uncovers the
   // mask (the segmentation reference's ignore index by default).
   uint8_t mask_fill = 255;
+  // The mask resized as transforms.v2 resizes a tv_tensors.Mask (torch's
+  // nearest), not as Pillow resizes a PIL mask.
+  bool mask_tensor_nearest = false;
 };
 
 struct JobInfo {
