@@ -324,9 +324,11 @@ def test_random_resize_draws_are_uniform():
 
 
 def tensor_resize(mask, size):
-    """torch's interpolate(mode="nearest") of a mask tensor [H, W]."""
+    """torch's interpolate(mode="nearest") of a uint8 mask tensor [H, W], as
+    transforms.v2 resizes a tv_tensors.Mask (under torch 2.11 a float64
+    tensor's nearest indices differ at some sizes)."""
     resized = torch.nn.functional.interpolate(
-        mask[None, None].double(), size=list(size), mode="nearest")
+        mask[None, None].to(torch.uint8), size=list(size), mode="nearest")
     return resized[0, 0].to(torch.int64)
 
 
