@@ -174,7 +174,10 @@ absl::Status DatasetIndex::Builder::AddFile(
   index_.labels_.push_back(label);
   size_t next = 0;
   for (uint32_t f = 0; f < index_.stores_.size(); ++f) {
-    if (index_.stores_[f] != FieldStore::kText) continue;
+    if (index_.stores_[f] != FieldStore::kText &&
+        index_.stores_[f] != FieldStore::kPath) {
+      continue;
+    }
     const std::optional<std::string>* text =
         next < texts.size() ? &texts[next] : nullptr;
     ++next;

@@ -96,6 +96,8 @@ enum class FieldStore {
   kFile,    // the sample's file (Path)
   kMember,  // a member of the sample's shard (FieldValue::range)
   kText,    // text in the index (FieldValue::text)
+  kPath,    // another file of the sample (a manifest's mask column): its
+            // path, resolved when indexed, as text (FieldValue::text)
 };
 
 // One sample's value of one field.

@@ -42,13 +42,14 @@ class RowIndexer {
  public:
   RowIndexer(const std::string& manifest, const std::string& base,
              const ScanLimits& limits, bool skip_missing,
-             DatasetIndex::Builder* index)
+             std::vector<bool> value_paths, DatasetIndex::Builder* index)
       : manifest_(manifest),
         base_(base),
         limits_(limits),
         policy_(PolicyOf(limits)),
         clock_(limits),
         skip_missing_(skip_missing),
+        value_paths_(std::move(value_paths)),
         index_(index) {}
 
   absl::Status Add(const ManifestRow& row);
@@ -61,6 +62,10 @@ class RowIndexer {
   }
   absl::StatusOr<std::string> Directory(const ManifestRow& row,
                                         const std::string& directory);
+  // A row's `path` (taken from the manifest's directory), checked to be a
+  // file: its resolved directory and its name.
+  absl::StatusOr<std::pair<std::string, std::string>> Locate(
+      const ManifestRow& row, const std::string& path);
   absl::Status AddClass(const ManifestRow& row);
 
   const std::string& manifest_;
@@ -69,6 +74,7 @@ class RowIndexer {
   const PathPolicy& policy_;
   const ScanClock clock_;
   const bool skip_missing_;
+  const std::vector<bool> value_paths_;
   DatasetIndex::Builder* const index_;
   absl::flat_hash_map<std::string, std::string> resolved_;
   std::vector<std::optional<std::string>> classes_;
@@ -130,32 +136,47 @@ absl::Status RowIndexer::Add(const ManifestRow& row) {
                "has no image path (a manifest lists files: with "
                "missing=skip such rows are left out)");
   }
-  if (row.path.empty() || row.path.find('\0') != std::string::npos) {
-    return Bad(row, "the path is empty or holds a NUL byte");
+  STOKER_ASSIGN_OR_RETURN(const auto located, Locate(row, row.path));
+  const auto& [directory, name] = located;
+  // A further file's path is held resolved, so that it is read as the
+  // image is (PathPolicy) whatever the daemon's directory.
+  std::vector<std::optional<std::string>> values = row.values;
+  for (size_t i = 0; i < values.size() && i < value_paths_.size(); ++i) {
+    if (!value_paths_[i] || !values[i]) continue;
+    STOKER_ASSIGN_OR_RETURN(const auto file, Locate(row, *values[i]));
+    values[i] = absl::StrCat(file.first, "/", file.second);
+  }
+  STOKER_RETURN_IF_ERROR(AddClass(row));
+  return index_->AddFile(directory == "/" ? "" : directory, name, row.label,
+                         values);
+}
+
+absl::StatusOr<std::pair<std::string, std::string>> RowIndexer::Locate(
+    const ManifestRow& row, const std::string& path) {
+  if (path.empty() || path.find('\0') != std::string::npos) {
+    return Bad(row, "a path is empty or holds a NUL byte");
   }
   const std::filesystem::path full =
-      (std::filesystem::path(base_) / row.path).lexically_normal();
-  const std::string name = full.filename().string();
+      (std::filesystem::path(base_) / path).lexically_normal();
+  std::string name = full.filename().string();
   if (name.empty() || name == "." || name == "..") {
-    return Bad(row, absl::StrCat("'", row.path, "' names a directory"));
+    return Bad(row, absl::StrCat("'", path, "' names a directory"));
   }
-  STOKER_ASSIGN_OR_RETURN(const std::string directory,
+  STOKER_ASSIGN_OR_RETURN(std::string directory,
                           Directory(row, full.parent_path().string()));
   const std::string file = absl::StrCat(directory, "/", name);
   struct stat st;
   if (::stat(file.c_str(), &st) != 0) {
     const std::string text =
-        absl::StrCat("manifest '", manifest_, "' line ", row.line, ": '",
-                     row.path, "' cannot be read: ", std::strerror(errno));
+        absl::StrCat("manifest '", manifest_, "' line ", row.line, ": '", path,
+                     "' cannot be read: ", std::strerror(errno));
     return errno == ENOENT ? absl::NotFoundError(text)
                            : absl::PermissionDeniedError(text);
   }
   if (S_ISDIR(st.st_mode)) {
-    return Bad(row, absl::StrCat("'", row.path, "' is a directory"));
+    return Bad(row, absl::StrCat("'", path, "' is a directory"));
   }
-  STOKER_RETURN_IF_ERROR(AddClass(row));
-  return index_->AddFile(directory == "/" ? "" : directory, name, row.label,
-                         row.values);
+  return std::make_pair(std::move(directory), std::move(name));
 }
 
 std::vector<std::string> RowIndexer::ClassNames() const {
@@ -175,13 +196,16 @@ ManifestColumns ColumnsOf(const SampleSchema& schema,
     return columns;
   }
   columns.labels = false;
+  bool path = false;
   for (const SchemaField& field : schema.fields) {
-    if (field.image) {
+    if (field.image && !path) {  // the image's, the sample's own file
       columns.path = field.source.front();
       stores->push_back(FieldStore::kFile);
-    } else {
+      path = true;
+    } else {  // a further file (a mask) is a path held as text
       columns.values.push_back(field.source.front());
-      stores->push_back(FieldStore::kText);
+      columns.value_paths.push_back(field.image);
+      stores->push_back(field.image ? FieldStore::kPath : FieldStore::kText);
     }
   }
   return columns;
@@ -215,7 +239,8 @@ absl::StatusOr<std::shared_ptr<const DatasetIndex>> IndexManifest(
   index.AddStamp(std::move(stamp));
   const std::string base =
       std::filesystem::path(resolved).parent_path().string();
-  RowIndexer rows(path, base, limits, schema.skip_missing, &index);
+  RowIndexer rows(path, base, limits, schema.skip_missing, columns.value_paths,
+                  &index);
   const RowSink sink = [&rows](const ManifestRow& row) {
     return rows.Add(row);
   };

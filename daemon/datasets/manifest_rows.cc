@@ -313,12 +313,20 @@ absl::Status ParseJsonLinesManifest(ManifestLines& lines,
       STOKER_RETURN_IF_ERROR(ReadJsonLabel(manifest, object, line, &row));
     }
     row.values.clear();
-    for (const std::string& key : wanted.values) {
+    for (size_t i = 0; i < wanted.values.size(); ++i) {
+      const std::string& key = wanted.values[i];
       simdjson::dom::element value;
-      if (object[key].get(value) == simdjson::SUCCESS) {
-        row.values.push_back(simdjson::minify(value));
-      } else {
+      std::string_view text;
+      if (object[key].get(value) != simdjson::SUCCESS) {
         row.values.push_back(std::nullopt);
+      } else if (i >= wanted.value_paths.size() || !wanted.value_paths[i]) {
+        row.values.push_back(simdjson::minify(value));
+      } else if (value.get(text) == simdjson::SUCCESS) {
+        row.values.push_back(std::string(text));
+      } else {
+        return Bad(manifest, line,
+                   absl::StrCat("\"", absl::CHexEscape(key),
+                                "\" is not a string (a file's path)"));
       }
     }
     STOKER_RETURN_IF_ERROR(CheckNames(row, manifest));

@@ -34,6 +34,9 @@ struct ManifestColumns {
   // manifest. Else neither is read.
   bool labels = true;
   std::vector<std::string> values;  // further ones, kept as text
+  // values[i] names a file (a mask's column): a JSON-lines value must be a
+  // string, kept unquoted, like the path's.
+  std::vector<bool> value_paths;
 };
 
 // Calls `row` for each row of `lines` (or of `text`) in order, stopping at

@@ -47,6 +47,11 @@ absl::StatusOr<std::span<const uint8_t>> SampleReader::Read(
   if (!value.present) {
     return absl::InvalidArgumentError("the sample has no such member");
   }
+  if (index.store(field) == FieldStore::kPath) {
+    STOKER_RETURN_IF_ERROR(
+        ReadFile(std::string(value.text), &buffer_, policy_));
+    return std::span<const uint8_t>(buffer_);
+  }
   if (index.store(field) == FieldStore::kText) {
     return std::span<const uint8_t>(
         reinterpret_cast<const uint8_t*>(value.text.data()), value.text.size());

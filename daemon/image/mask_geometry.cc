@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "absl/strings/str_cat.h"
 #include "daemon/image/random_warp.h"
 
 // Pillow's double arithmetic, as written.
@@ -33,8 +34,9 @@ std::vector<int> Range(int start, int count) {
 }
 
 // The output's source columns and rows (before the flips and the warp).
-void AxisMaps(ImageSize size, const Pipeline& p, const SampleParams& params,
-              bool tensor, std::vector<int>* xs, std::vector<int>* ys) {
+absl::Status AxisMaps(ImageSize size, const Pipeline& p,
+                      const SampleParams& params, bool tensor,
+                      std::vector<int>* xs, std::vector<int>* ys) {
   const ImageSize o = p.output;
   switch (p.geometry) {
     case Pipeline::Geometry::kRandomResizedCrop: {
@@ -43,7 +45,7 @@ void AxisMaps(ImageSize size, const Pipeline& p, const SampleParams& params,
       *ys = NearestAxis(b.height, o.height, tensor);
       for (int& x : *xs) x += b.x;
       for (int& y : *ys) y += b.y;
-      return;
+      return absl::OkStatus();
     }
     case Pipeline::Geometry::kRandomCrop: {
       const ImageSize stage = params.crop.stage;
@@ -54,19 +56,27 @@ void AxisMaps(ImageSize size, const Pipeline& p, const SampleParams& params,
       *ys = Compose(resized ? NearestAxis(size.height, stage.height, tensor)
                             : Range(0, size.height),
                     params.crop_maps.ys);
-      return;
+      return absl::OkStatus();
     }
     case Pipeline::Geometry::kResize: {
       const ImageSize r = TorchvisionResizedSize(size, p);
+      // Each axis's table is built whole: bounded as a random crop's are
+      // (an image of extreme shape could ask for 2^30 a side).
+      if (r.width > kMaxCropStage || r.height > kMaxCropStage) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "the mask would be resized to ", r.width, "x", r.height,
+            " (width x height), above ", kMaxCropStage, " a side"));
+      }
       const Region w = p.center_crop ? CenterCropWindow(r, o)
                                      : Region{0, 0, o.width, o.height};
       *xs = Compose(NearestAxis(size.width, r.width, tensor),
                     Range(w.x, o.width));
       *ys = Compose(NearestAxis(size.height, r.height, tensor),
                     Range(w.y, o.height));
-      return;
+      return absl::OkStatus();
     }
   }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -95,11 +105,13 @@ std::vector<int> NearestAxis(int in, int out, bool tensor) {
   return v;
 }
 
-void RenderMask(const uint8_t* mask, ImageSize size, const Pipeline& p,
-                const SampleParams& params, uint8_t fill, bool tensor,
-                uint8_t* out, std::vector<uint8_t>* scratch) {
+absl::Status RenderMask(const uint8_t* mask, ImageSize size, const Pipeline& p,
+                        const SampleParams& params, uint8_t fill, bool tensor,
+                        uint8_t* out, std::vector<uint8_t>* scratch) {
   std::vector<int> xs, ys;
-  AxisMaps(size, p, params, tensor, &xs, &ys);
+  if (absl::Status s = AxisMaps(size, p, params, tensor, &xs, &ys); !s.ok()) {
+    return s;
+  }
   if (params.flip) std::reverse(xs.begin(), xs.end());
   if (params.vflip) std::reverse(ys.begin(), ys.end());
   const ImageSize o = p.output;
@@ -113,6 +125,7 @@ void RenderMask(const uint8_t* mask, ImageSize size, const Pipeline& p,
     for (int x = 0; x < o.width; ++x) row[x] = xs[x] < 0 ? fill : in[xs[x]];
   }
   ApplyMaskWarp(p.warp, params.warp, o, fill, out, scratch);
+  return absl::OkStatus();
 }
 
 }  // namespace stoker

@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "daemon/image/pipeline.h"
 
 namespace stoker {
@@ -36,10 +37,12 @@ std::vector<int> NearestAxis(int in, int out, bool tensor = false);
 // Writes the mask (`mask`, one byte per pixel, of `size`: the image's
 // size) as `pipeline` made its image with `params`: pipeline.output
 // pixels, one byte each, at `out`. `scratch` holds the warp's copy.
-// `tensor`: resized as NearestAxis's `tensor` says.
-void RenderMask(const uint8_t* mask, ImageSize size, const Pipeline& pipeline,
-                const SampleParams& params, uint8_t fill, bool tensor,
-                uint8_t* out, std::vector<uint8_t>* scratch);
+// `tensor`: resized as NearestAxis's `tensor` says. A resize to more than
+// kMaxCropStage a side fails (INVALID_ARGUMENT, the sizes named).
+absl::Status RenderMask(const uint8_t* mask, ImageSize size,
+                        const Pipeline& pipeline, const SampleParams& params,
+                        uint8_t fill, bool tensor, uint8_t* out,
+                        std::vector<uint8_t>* scratch);
 
 }  // namespace stoker
 

@@ -144,9 +144,8 @@ absl::Status SampleDecoder::ProcessMask(std::span<const uint8_t> file,
                      "; a mask must be its "
                      "image's size"));
   }
-  RenderMask(mask_.data(), size, pipeline, params_, fill, tensor, out,
-             &augment_);
-  return absl::OkStatus();
+  return RenderMask(mask_.data(), size, pipeline, params_, fill, tensor, out,
+                    &augment_);
 }
 
 absl::Status SampleDecoder::ProcessViews(std::span<const uint8_t> file,

@@ -36,7 +36,7 @@ absl::Status SampleWorker::FillField(const JobConfig& config, size_t f,
     const FieldValue value = index.Value(sample, f);
     if (!value.present) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "has no ", index.store(f) == FieldStore::kText ? "value" : "member",
+          "has no ", index.store(f) == FieldStore::kMember ? "member" : "value",
           " for field '", field.name, "' (missing=error)"));
     }
     // A bytes value past its bound fails before it is read.

@@ -92,6 +92,13 @@ absl::Status ParseRandomCrop(const OpError& e, const v1::RandomCrop& op,
   if (crop.pad_end && !crop.pad_if_needed) {
     return e.Bad("pad_end", "applies to pad_if_needed's padding");
   }
+  // Mirrored for a flipped sample: only pad_end's padding is.
+  if (crop.after_flip &&
+      (!crop.pad_end || crop.padding.any() || crop.pad.any())) {
+    return e.Bad("after_flip",
+                 "applies to pad_end's padding alone (no pad op, no pad_left, "
+                 "pad_top, pad_right or pad_bottom)");
+  }
   crop.enabled = true;
   p->geometry = Pipeline::Geometry::kRandomCrop;
   p->output = {int(op.width()), int(op.height())};

@@ -33,6 +33,11 @@ absl::Status CheckPipeline(const Pipeline& p) {
                    p.choice->stage == ImageStage::kWarp)) {
     return Refused("a RandomChoice of geometric ops");
   }
+  if (p.choice) {  // an option runs its own ops: each checked as a pipeline
+    for (const Pipeline& option : p.choice->options) {
+      if (absl::Status s = CheckPipeline(option); !s.ok()) return s;
+    }
+  }
   return absl::OkStatus();
 }
 

@@ -136,11 +136,11 @@ class DataLoader:
                  remote: Optional[Dict[str, Any]] = None,
                  fields: Optional[Sequence[str]] = None, missing: str = "error",
                  max_field_bytes: int = 0, field_workers: int = 0,
-                 masks: Sequence[str] = (), mask_fill: int = 255,
                  field_transforms: Optional[Dict[str, Any]] = None,
                  batch_transform: Any = None, sampler: Any = None,
                  generator: Optional[torch.Generator] = None,
-                 collate_fn: Any = None, **ignored: Any):
+                 collate_fn: Any = None, masks: Sequence[str] = (),
+                 mask_fill: int = 255, **ignored: Any):
         plan = job_spec.build(
             root=root, transform=transform, shards=shards, manifest=manifest,
             label_field=label_field, batch_size=batch_size, shuffle=shuffle,

@@ -12,11 +12,12 @@ here so that stokerd can run its train preset with a label mask
         transforms.Normalize(mean=(0.485, 0.456, 0.406),
                              std=(0.229, 0.224, 0.225))])
 
-Each is also a plain transform, on an image or an (image, mask) pair of
-PIL images, drawing from Python's `random` and torch's generator as the
-reference's classes do, so one Compose of them serves a torch DataLoader
-too (call it on each element of the pair, or use the reference's own
-classes there).
+Each is also a plain transform, drawing from Python's `random` and torch's
+generator as the reference's classes do: on a PIL image, or on an (image,
+mask) pair in one call, `t(image, mask)`, which gives both the same draw
+(two calls would draw twice; torchvision's Compose passes one argument, so
+a torch DataLoader applies them to pairs in its own loop, as the
+reference's Compose does).
 """
 from __future__ import annotations
 
@@ -53,14 +54,17 @@ class RandomResize:
 class SegmentationRandomCrop:
     """The reference's RandomCrop(size): an image smaller than size x size
     is padded on the right and bottom only (pad_if_smaller: 0 for the
-    image, 255 for a mask; stokerd pads a mask with the loader's
-    mask_fill), then a size x size crop at a place drawn uniformly. After a
-    RandomHorizontalFlip, as in the reference, the flip comes first."""
+    image, 255 for a mask, as the reference; stokerd pads a mask with the
+    loader's mask_fill, 255 by default), then a size x size crop at a place
+    drawn uniformly. After a RandomHorizontalFlip, as in the reference, the
+    flip comes first."""
 
-    def __init__(self, size: int, mask_fill: int = 255):
+    mask_fill = 255
+
+    def __init__(self, size: int):
         if int(size) < 1:
             raise ValueError(f"size must be positive, got {size}")
-        self.size, self.mask_fill = int(size), int(mask_fill)
+        self.size = int(size)
 
     def _pad(self, img: Any, fill: int) -> Any:
         from torchvision.transforms import functional as F

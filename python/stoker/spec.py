@@ -182,19 +182,32 @@ def build(*, root: Any, transform: Any, shards: Any, manifest: Any,
         spec["views"] = views
     spec["sharing"].update(_lag_options(sharing, max_lag, on_lag,
                                         min_consumers))
-    if fields is not None:
-        planned = sample_fields.plan(fields, shards, manifest, masks)
-        spec.update(fields=sample_fields.spec_entries(planned),
-                    missing=sample_fields.missing_value(missing),
-                    max_field_bytes=int(max_field_bytes))
-        if masks:
-            spec["mask_fill"] = _mask_fill(mask_fill, cuda_device)
-            spec["mask_tensor_nearest"] = transforms.uses_v2(transform)
-    elif missing != "error" or max_field_bytes or masks:
-        raise errors.InvalidArgument(
-            "missing, max_field_bytes and masks apply with fields= only")
+    spec.update(_fields_spec(fields, shards, manifest, missing,
+                             max_field_bytes, masks, mask_fill, transform,
+                             cuda_device))
     return Plan(spec, root, transform, folder, sampler_epoch, torch_device,
                 cuda_device, job_id is not None or sharing != "exclusive")
+
+
+def _fields_spec(fields: Any, shards: Any, manifest: Any, missing: str,
+                 max_field_bytes: int, masks: Any, mask_fill: Any,
+                 transform: Any, cuda_device: Optional[int]) -> Dict[str, Any]:
+    """The spec's fields, missing, max_field_bytes and a mask's options."""
+    if not masks and mask_fill != 255:
+        raise errors.InvalidArgument("mask_fill applies with masks= only")
+    if fields is None:
+        if missing != "error" or max_field_bytes or masks:
+            raise errors.InvalidArgument(
+                "missing, max_field_bytes and masks apply with fields= only")
+        return {}
+    planned = sample_fields.plan(fields, shards, manifest, masks)
+    out = {"fields": sample_fields.spec_entries(planned),
+           "missing": sample_fields.missing_value(missing),
+           "max_field_bytes": int(max_field_bytes)}
+    if masks:
+        out["mask_fill"] = _mask_fill(mask_fill, cuda_device)
+        out["mask_tensor_nearest"] = transforms.uses_v2(transform)
+    return out
 
 
 def _mask_fill(value: Any, cuda_device: Optional[int]) -> int:

@@ -23,19 +23,21 @@ from PIL import Image  # noqa: E402
 NEAREST = T.InterpolationMode.NEAREST
 FILL = 255
 # A VOC-like palette: each class a colour.
+MANIFEST = {}  # the segmentation fixture's manifest of the same pairs
 PALETTE = [v for c in range(256)
            for v in ((c * 37) % 256, (c * 91) % 256, (c * 53) % 256)]
 
 
 def mask_of(photo, number):
     """A mask for `photo`: its grey levels cut into classes, a border of
-    ignore (255). Palette masks at 8, 4, 2 and 1 bits, and L masks."""
+    254 (not the fill, which only padding and warps write). Palette masks
+    at 8, 4, 2 and 1 bits, and L masks."""
     with Image.open(photo) as im:
         grey = np.asarray(im.convert("L"), dtype=np.uint8)
     kind = number % 5
     classes = (21, 16, 4, 2, 21)[kind]
     labels = (grey.astype(np.int32) * classes // 256).astype(np.uint8)
-    labels[:3, :] = labels[:, :3] = FILL if classes > 16 else 0
+    labels[:3, :] = labels[:, :3] = 254 if classes > 16 else 0
     if kind == 4:
         return Image.fromarray(labels, "L"), {}
     mask = Image.fromarray(labels, "P")
@@ -45,15 +47,20 @@ def mask_of(photo, number):
 
 @pytest.fixture(scope="module")
 def segmentation(tmp_path_factory):
-    """A shard of (photograph, mask) samples, the masks saved as PNG."""
+    """A shard of (photograph, mask) samples, the masks saved as PNG; the
+    same pairs as a manifest (masks/NNNNN.png beside it), in
+    MANIFEST["pairs"]."""
     root = tmp_path_factory.mktemp("masks")
     shard = str(root / "seg.tar")
-    samples = []
+    samples, rows = [], ["path,mask"]
+    os.makedirs(root / "masks")
     with tarfile.open(shard, "w") as tar:
         for i, path in enumerate(photo_paths()):
             mask, options = mask_of(path, i)
             data = io.BytesIO()
             mask.save(data, "PNG", **options)
+            mask.save(root / "masks" / f"{i:05d}.png", "PNG", **options)
+            rows.append(f"{path},masks/{i:05d}.png")
             suffix = os.path.splitext(path)[1]
             for name, payload in ((f"{i:05d}{suffix}", open(path, "rb").read()),
                                   (f"{i:05d}.seg.png", data.getvalue())):
@@ -61,6 +68,8 @@ def segmentation(tmp_path_factory):
                 info.size = len(payload)
                 tar.addfile(info, io.BytesIO(payload))
             samples.append(path)
+    (root / "pairs.csv").write_text("\n".join(rows) + "\n")
+    MANIFEST["pairs"] = str(root / "pairs.csv")
     return shard, samples
 
 
@@ -82,7 +91,7 @@ def pad_end(img, size, fill):
     return F.pad(img, [0, 0, max(size - w, 0), max(size - h, 0)], fill=fill)
 
 
-def replay(transform, img, mask, d):
+def replay(transform, img, mask, d, fill=FILL):
     """`transform`'s ops in their own order on the PIL image and mask, with
     what stoker drew; the mask as torchvision's functional ops take it."""
     for t in transform.transforms:
@@ -94,7 +103,7 @@ def replay(transform, img, mask, d):
             top, left, _, _, padded_w, _ = d["crop"]
             if d["flip"]:  # drawn on the flipped image's mirror
                 left = padded_w - left - t.size
-            img, mask = pad_end(img, t.size, 0), pad_end(mask, t.size, FILL)
+            img, mask = pad_end(img, t.size, 0), pad_end(mask, t.size, fill)
             img = F.crop(img, top, left, t.size, t.size)
             mask = F.crop(mask, top, left, t.size, t.size)
         elif kind == "RandomResizedCrop":
@@ -105,44 +114,47 @@ def replay(transform, img, mask, d):
             img, mask = t(img), (F.resize(mask, t.size, NEAREST)
                                  if kind == "Resize" else t(mask))
         elif kind in ("Pad", "RandomCrop"):
-            img, mask = _crop(t, img, mask, d, kind)
+            img, mask = _crop(t, img, mask, d, kind, fill)
         elif kind == "RandomHorizontalFlip":
             img, mask = (F.hflip(img), F.hflip(mask)) if d["flip"] else (img, mask)
         elif kind == "RandomVerticalFlip":
             img, mask = (F.vflip(img), F.vflip(mask)) if d["vflip"] else (img, mask)
         elif kind in ("RandomRotation", "RandomAffine"):
-            img, mask = _warp(t, img, mask, d["warp"])
+            img, mask = _warp(t, img, mask, d["warp"], fill)
         else:  # PILToTensor
             img = t(img)
     return img, torch.as_tensor(np.array(mask), dtype=torch.int64)
 
 
-def _crop(t, img, mask, d, kind):
+def _crop(t, img, mask, d, kind, fill):
     if kind == "Pad":
         return (F.pad(img, t.padding, t.fill, t.padding_mode),
-                F.pad(mask, t.padding, FILL, t.padding_mode))
+                F.pad(mask, t.padding, fill, t.padding_mode))
     if t.padding is not None:
         img = F.pad(img, t.padding, t.fill, t.padding_mode)
-        mask = F.pad(mask, t.padding, FILL, t.padding_mode)
+        mask = F.pad(mask, t.padding, fill, t.padding_mode)
     top, left = d["crop"][:2]
     h, w = t.size
     return F.crop(img, top, left, h, w), F.crop(mask, top, left, h, w)
 
 
-def _warp(t, img, mask, warp):
+def _warp(t, img, mask, warp, fill):
     angle, tx, ty, scale, shear_x, shear_y = warp
     if type(t).__name__ == "RandomRotation":
         return (F.rotate(img, angle, t.interpolation, fill=t.fill),
-                F.rotate(mask, angle, NEAREST, fill=FILL))
+                F.rotate(mask, angle, NEAREST, fill=fill))
     args = (angle, [tx, ty], scale, [shear_x, shear_y])
     return (F.affine(img, *args, interpolation=t.interpolation, fill=t.fill),
-            F.affine(mask, *args, interpolation=NEAREST, fill=FILL))
+            F.affine(mask, *args, interpolation=NEAREST, fill=fill))
 
 
 def load(socket, shard, transform, epochs, seed, **flags):
-    loader = stoker.DataLoader(shards=shard, fields=("jpg;png", "seg.png"),
-                               masks=("seg.png",), transform=transform,
-                               batch_size=8, seed=seed, socket=socket, **flags)
+    where = ({"shards": shard, "fields": ("jpg;png", "seg.png"),
+              "masks": ("seg.png",)} if shard.endswith(".tar") else
+             {"manifest": shard, "fields": ("path", "mask"),
+              "masks": ("mask",)})
+    loader = stoker.DataLoader(transform=transform, batch_size=8, seed=seed,
+                               socket=socket, **where, **flags)
     try:
         out = []
         for epoch in range(epochs):
@@ -171,16 +183,19 @@ PADDED = T.Compose([T.Resize(176),
 EVAL = T.Compose([T.Resize(200), T.CenterCrop(184), T.PILToTensor()])
 
 
-@pytest.mark.parametrize("name, transform, epochs", [
-    ("preset", PRESET, 5), ("classic", CLASSIC, 5), ("padded", PADDED, 5),
-    ("eval", EVAL, 1)])
+@pytest.mark.parametrize("name, transform, epochs, fill", [
+    ("preset", PRESET, 5, FILL), ("classic", CLASSIC, 5, FILL),
+    ("padded", PADDED, 5, FILL), ("eval", EVAL, 1, FILL),
+    ("preset, mask_fill 7", PRESET, 2, 7), ("classic, mask_fill 7", CLASSIC, 2, 7)])
 def test_masks_follow_the_images_geometry(daemon, segmentation, name,
-                                          transform, epochs):
+                                          transform, epochs, fill):
     """Each mask (and image) equal to torchvision's functional ops on the
     PIL mask (and image) for stoker's draws: 43 photographs a epoch, with
-    palette (8, 4, 2, 1 bits) and L masks."""
+    palette (8, 4, 2, 1 bits) and L masks, padding and warps filled with
+    the loader's mask_fill."""
     shard, paths = segmentation
-    got = load(daemon.socket, shard, transform, epochs, seed=5)
+    flags = {} if fill == FILL else {"mask_fill": fill}
+    got = load(daemon.socket, shard, transform, epochs, seed=5, **flags)
     checked, flipped, padded = 0, 0, 0
     for epoch in range(epochs):
         images, masks = got[epoch]
@@ -190,13 +205,13 @@ def test_masks_follow_the_images_geometry(daemon, segmentation, name,
                 img = im.convert("RGB")
             mask, _ = mask_of(path, i)
             d = draws(transform, i, img.size, seed=5, epoch=epoch)
-            want_image, want_mask = replay(transform, img, mask, d)
+            want_image, want_mask = replay(transform, img, mask, d, fill)
             assert torch.equal(images[i], want_image), (name, epoch, path, d)
             assert torch.equal(masks[i], want_mask), (name, epoch, path, d)
             checked += 1
             flipped += d["flip"]
-            padded += bool((want_mask == FILL).any())
-    assert checked >= (200 if epochs > 1 else 43)
+            padded += bool((want_mask == fill).any())
+    assert checked >= (200 if epochs == 5 else 43 * epochs)
     if name != "eval":
         assert 0 < flipped < checked and padded > 0, (flipped, padded)
 
@@ -217,7 +232,6 @@ def test_palette_indices_are_kept(daemon, segmentation):
         mask, _ = mask_of(paths[i], i)
         want = np.array(F.resize(mask, [64, 64], NEAREST))
         assert np.array_equal(masks[i].numpy(), want), i
-        assert masks[i].max() <= 255
 
 
 def write_shard(path, pairs):
@@ -263,6 +277,9 @@ def test_a_bad_mask_fails_its_sample_by_name(daemon, tmp_path, mask, message):
     (T.Compose([T.RandomResizedCrop(32), T.RandomChoice(
         [T.RandomRotation(10), T.RandomRotation(20)])]), {},
      stoker.InvalidArgument, "cannot follow a RandomChoice of geometric ops"),
+    (T.Compose([T.RandomResizedCrop(32), T.RandomChoice(
+        [T.TrivialAugmentWide(), T.RandAugment()])]), {},
+     stoker.InvalidArgument, "cannot follow an automatic augmentation"),
     (T.Compose([T.RandomResizedCrop(32)]), {"device": "cuda"},
      stoker.Unimplemented, "masks are served on the CPU"),
     (T.Compose([T.RandomResizedCrop(32)]), {"mask_fill": 256},
@@ -354,18 +371,17 @@ def replay_tensor(transform, img, mask, d):
     return img, mask
 
 
-@pytest.mark.parametrize("transform", [
-    T.Compose([T.RandomResizedCrop((150, 170), scale=(0.1, 1.0)),
-               T.RandomHorizontalFlip(), T.PILToTensor()]),
-    EVAL])
+@pytest.mark.parametrize("transform, epochs", [
+    (T.Compose([T.RandomResizedCrop((150, 170), scale=(0.1, 1.0)),
+                T.RandomHorizontalFlip(), T.PILToTensor()]), 5),
+    (EVAL, 1)])
 def test_tensor_masks_follow_torchs_nearest(daemon, segmentation,
-                                            monkeypatch, transform):
+                                            monkeypatch, transform, epochs):
     """JobSpec.mask_tensor_nearest (set when the transform is
     transforms.v2's, whose masks are tensors): every mask equal to torch's
     interpolate(mode="nearest") of the mask tensor for stoker's draws."""
     shard, paths = segmentation
     monkeypatch.setattr(stoker.transforms, "uses_v2", lambda t: True)
-    epochs = 5 if len(transform.transforms) == 3 else 1
     got = load(daemon.socket, shard, transform, epochs, seed=8)
     differs = 0
     for epoch in range(epochs):
@@ -414,3 +430,26 @@ def test_transforms_v2_with_a_mask(daemon, segmentation):
             mask = V.crop(mask, top, left, 288, 288)
             assert torch.equal(images[i], img), (epoch, path, d)
             assert torch.equal(masks[i], mask.to(torch.int64)), (epoch, path, d)
+
+
+def test_a_manifests_mask_column_is_the_same_as_a_shards(daemon, segmentation):
+    """fields=("path", "mask"), masks=("mask",) over a manifest (relative
+    mask paths, taken from its directory): the same images and masks as the
+    shard of the same pairs, for the same seed."""
+    shard, _ = segmentation
+    for transform in (PRESET, CLASSIC):
+        from_shard = load(daemon.socket, shard, transform, 1, seed=6)[0]
+        from_manifest = load(daemon.socket, MANIFEST["pairs"], transform, 1,
+                             seed=6)[0]
+        assert torch.equal(from_shard[0], from_manifest[0])
+        assert torch.equal(from_shard[1], from_manifest[1])
+
+
+def test_a_manifests_missing_mask_file_is_named(daemon, tmp_path):
+    image = tmp_path / "a.jpg"
+    Image.new("RGB", (32, 24), (1, 2, 3)).save(image)
+    (tmp_path / "pairs.csv").write_text("path,mask\na.jpg,nowhere.png\n")
+    with pytest.raises(stoker.NotFound, match="'nowhere.png' cannot be read"):
+        stoker.DataLoader(manifest=str(tmp_path / "pairs.csv"),
+                          fields=("path", "mask"), masks=("mask",),
+                          transform=EVAL, socket=daemon.socket)
