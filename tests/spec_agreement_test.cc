@@ -112,8 +112,15 @@ v1::JobSpec WithFields() {
   caption->set_name("txt");
   caption->add_source("txt");
   caption->set_kind(v1::FIELD_KIND_BYTES);
+  v1::SampleField* mask = spec.add_fields();
+  mask->set_name("mask");
+  mask->add_source("seg.png");
+  mask->set_kind(v1::FIELD_KIND_MASK);
   spec.set_missing(v1::MISSING_FIELD_SKIP);
   spec.set_max_field_bytes(4096);
+  spec.set_mask_fill(9);
+  spec.set_mask_tensor_nearest(true);
+  spec.set_fast_resample(false);  // a mask follows the exact geometry
   return spec;
 }
 

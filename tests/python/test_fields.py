@@ -336,7 +336,8 @@ def test_the_daemons_bound_caps_a_jobs(scratch, pairs):
     (dict(fields=("jpg;txt",)), stoker.InvalidArgument,
      "mixes image suffixes"),
     (dict(fields=("jpg", "png")), stoker.InvalidArgument,
-     "a second image per sample (a mask) is not supported yet"),
+     "a second image per sample is not supported (a label mask is "
+     "masks=(name,)"),
     (dict(fields=("txt", "json")), stoker.InvalidArgument, "0 image fields"),
     (dict(fields=(IMAGE, "txt", "txt")), stoker.InvalidArgument, "twice"),
     (dict(fields=(IMAGE, "TXT")), stoker.InvalidArgument, "lower-case"),
@@ -348,7 +349,7 @@ def test_the_daemons_bound_caps_a_jobs(scratch, pairs):
     (dict(fields=(IMAGE, "txt"), field_transforms={"caption": str}),
      stoker.InvalidArgument, "no such field"),
     (dict(fields=(IMAGE, "txt"), field_transforms={IMAGE: str}),
-     stoker.InvalidArgument, "image field goes through transform"),
+     stoker.InvalidArgument, "an image or mask field goes through transform"),
     (dict(fields=(IMAGE, "txt"), batch_transform=lambda x, y: (x, y)),
      stoker.InvalidArgument, "batch_transform takes"),
     (dict(field_transforms={"txt": str}), stoker.InvalidArgument,

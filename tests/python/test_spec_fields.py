@@ -31,7 +31,7 @@ def keys(value, prefix=""):
     return set()
 
 
-def plan_of(root=None, shards=None, fields=None, views=1):
+def plan_of(root=None, shards=None, fields=None, views=1, masks=()):
     transform = T.Compose([T.RandomResizedCrop(48), T.RandomHorizontalFlip(),
                            T.ToTensor(),
                            T.Normalize([0.5, 0.5, 0.5], [0.2, 0.2, 0.2])])
@@ -46,20 +46,29 @@ def plan_of(root=None, shards=None, fields=None, views=1):
         job_id=None, fast_resample=False, repeated_augmentations=1,
         sampler=None, generator=None, collate_fn=None, fields=fields,
         missing="skip" if fields else "error",
-        max_field_bytes=1024 if fields else 0, ignored={})
+        max_field_bytes=1024 if fields else 0, masks=masks,
+        mask_fill=9 if masks else 255, ignored={})
 
 
-def pairs_shard(dataset, scratch):
-    """The dataset's images as a shard of image-caption pairs."""
+def pairs_shard(dataset, scratch, masks=False):
+    """The dataset's images as a shard of image-caption pairs (and, with
+    masks, a palette PNG mask of each image's size)."""
     import io
     import os
     import tarfile
-    path = os.path.join(scratch, "pairs.tar")
+    from PIL import Image
+    path = os.path.join(scratch, "masks.tar" if masks else "pairs.tar")
     with tarfile.open(path, "w") as tar:
         for i, (dirpath, _, files) in enumerate(os.walk(dataset)):
             for name in sorted(files):
-                for member, data in ((f"{i}{name}", None),
-                                     (f"{i}{name[:-4]}.txt", b"a caption")):
+                members = [(f"{i}{name}", None),
+                           (f"{i}{name[:-4]}.txt", b"a caption")]
+                if masks:
+                    with Image.open(os.path.join(dirpath, name)) as im:
+                        mask = io.BytesIO()
+                        Image.new("P", im.size, 3).save(mask, "PNG")
+                    members.append((f"{i}{name[:-4]}.png", mask.getvalue()))
+                for member, data in members:
                     if data is None:
                         with open(os.path.join(dirpath, name), "rb") as f:
                             data = f.read()
@@ -73,6 +82,8 @@ def test_every_key_the_loader_sends_is_a_wire_field(daemon, dataset, scratch):
     plans = [plan_of(root=dataset),
              plan_of(shards=pairs_shard(dataset, scratch),
                      fields=("jpg", "txt")),
+             plan_of(shards=pairs_shard(dataset, scratch, masks=True),
+                     fields=("jpg", "png"), masks=("png",)),
              plan_of(root=dataset, views=2)]
     client = stoker.Client(daemon.socket)
     top_sent, top_wire = set(), set()
