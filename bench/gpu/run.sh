@@ -108,11 +108,22 @@ environment() {
   nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader ||
     echo "no nvidia-smi"
   "$python" - <<'EOF'
-import json, platform, sys
+import json, platform, subprocess, sys
 import numpy, PIL, torch, torchvision
 import stoker
 from stoker import _native
+# The CPU as lscpu names it: cores against hyperthreads, for the scaling.
+try:
+    lscpu = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
+except OSError:
+    lscpu = ""
+cpu = dict(line.split(":", 1) for line in lscpu.splitlines() if ":" in line)
+cpu = {k.strip(): v.strip() for k, v in cpu.items()}
 info = {"part": "environment", "python": platform.python_version(),
+        "cpu_model": cpu.get("Model name"), "cpus": cpu.get("CPU(s)"),
+        "threads_per_core": cpu.get("Thread(s) per core"),
+        "cores_per_socket": cpu.get("Core(s) per socket"),
+        "sockets": cpu.get("Socket(s)"),
         "torch": torch.__version__, "torchvision": torchvision.__version__,
         "pillow": PIL.__version__, "numpy": numpy.__version__,
         "libstoker": stoker.library_version(),

@@ -33,7 +33,11 @@ def main():
     print(f"Python {env.get('python')}, torch {env.get('torch')}, torchvision "
           f"{env.get('torchvision')}, Pillow {env.get('pillow')}, numpy "
           f"{env.get('numpy')}; libstoker {env.get('libstoker')} (CUDA path "
-          f"{fmt(env.get('libstoker_cuda'))}).\n")
+          f"{fmt(env.get('libstoker_cuda'))}).")
+    print(f"CPU: {env.get('cpu_model')}, {env.get('cpus')} CPUs, "
+          f"{env.get('sockets')} socket(s) of {env.get('cores_per_socket')} "
+          f"cores, {env.get('threads_per_core')} thread(s) per core "
+          "(lscpu).\n")
     print(table(["part", "state", "seconds"],
                 [(r["name"], r["state"], r["seconds"])
                  for r in by_part.get("status", [])]))
