@@ -41,13 +41,7 @@ grpc::ServerUnaryReactor* LoaderService::CreateJob(
     reactor->Finish(ToGrpcStatus(CheckAccess(JobAccess{}, peer, "(new)")));
     return reactor;
   }
-  const v1::RemoteAccess& remote = request->remote();
-  config->remote = {.endpoint_url = remote.endpoint_url(),
-                    .region = remote.region(),
-                    .path_style = remote.path_style(),
-                    .access_key_id = remote.access_key_id(),
-                    .secret_access_key = remote.secret_access_key(),
-                    .session_token = remote.session_token()};
+  FetchAccess access = FetchAccessOf(request->remote());
   config->owner = peer.client;
   config->owner_uid = peer.credentials->uid;
   config->owner_files = {peer.credentials->uid, peer.credentials->gid,
@@ -67,10 +61,13 @@ grpc::ServerUnaryReactor* LoaderService::CreateJob(
     config->access_gid = *gid;
   }
   const uid_t uid = peer.credentials->uid;
+  // The trainer's credentials travel beside the config, as far as the
+  // registry's index of the dataset.
   absl::Status posted = creates_.Post(uid, [this, context, reactor, response,
-                                            config = *std::move(config)] {
-    auto job =
-        registry_->Create(config, [context] { return context->IsCancelled(); });
+                                            config = *std::move(config),
+                                            access = std::move(access)] {
+    auto job = registry_->Create(config, access,
+                                 [context] { return context->IsCancelled(); });
     if (!job.ok()) {
       spdlog::info("CreateJob on {} for uid {} failed: {}", DatasetName(config),
                    config.owner_uid, job.status().message());

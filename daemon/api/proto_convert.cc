@@ -53,6 +53,15 @@ void ClassNamesToProto(const Job& job, uint64_t offset, v1::ClassNames* out) {
   out->set_num_classes(job.dataset().class_names.size());
 }
 
+FetchAccess FetchAccessOf(const v1::RemoteAccess& remote) {
+  return {.endpoint_url = remote.endpoint_url(),
+          .region = remote.region(),
+          .path_style = remote.path_style(),
+          .access_key_id = remote.access_key_id(),
+          .secret_access_key = remote.secret_access_key(),
+          .session_token = remote.session_token()};
+}
+
 void JobToProto(const Job& job, v1::Job* out) {
   out->set_id(job.id());
   *out->mutable_spec() = EffectiveSpec(job.config());

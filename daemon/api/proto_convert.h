@@ -3,6 +3,7 @@
 #define STOKER_DAEMON_API_PROTO_CONVERT_H_
 
 #include "daemon/jobs/job.h"
+#include "daemon/remote/remote_access.h"
 #include "stoker/v1/loader.pb.h"
 
 namespace stoker {
@@ -17,6 +18,8 @@ inline constexpr size_t kStatsTextBytes = 512;
 // The job as the API shows it: its class names as far as
 // kJobClassNameBytes holds them (num_classes counts all).
 void JobToProto(const Job& job, v1::Job* out);
+// A CreateJob's remote access (the trainer's credentials), for its store.
+FetchAccess FetchAccessOf(const v1::RemoteAccess& remote);
 // The job's class names from `offset`, as far as kClassNamesPageBytes
 // holds them (at least one, if any is left).
 void ClassNamesToProto(const Job& job, uint64_t offset, v1::ClassNames* out);

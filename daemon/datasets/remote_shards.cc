@@ -48,13 +48,12 @@ class ShardFetch {
 
  private:
   void Work(RemoteTally* tally) {
-    HttpFetcher fetcher;
     uint64_t hits = 0;
     while (!stop_.load()) {
       const size_t i = next_.fetch_add(1);
       if (i >= names_.size()) break;
       bool hit = false;
-      absl::StatusOr<Entry> entry = FetchOne(&fetcher, names_[i], &hit);
+      absl::StatusOr<Entry> entry = FetchOne(names_[i], &hit);
       if (!entry.ok()) {
         absl::MutexLock lock(&mu_);
         // The first failure, not the cancellations it caused.
@@ -66,29 +65,21 @@ class ShardFetch {
     }
     absl::MutexLock lock(&mu_);
     tally->hits += hits;
-    const FetchTally& mine = fetcher.tally();
-    tally->fetch.requests += mine.requests;
-    tally->fetch.retries += mine.retries;
-    tally->fetch.resumed += mine.resumed;
-    tally->fetch.bytes += mine.bytes;
   }
 
-  absl::StatusOr<Entry> FetchOne(HttpFetcher* fetcher, const std::string& name,
-                                 bool* hit) {
-    const FetchAccess access = IsS3Name(name) ? source_.access : FetchAccess{};
-    STOKER_ASSIGN_OR_RETURN(const std::string url, FetchUrlOf(name, access));
+  absl::StatusOr<Entry> FetchOne(const std::string& name, bool* hit) {
+    ObjectStore& store = *source_.store;
+    STOKER_ASSIGN_OR_RETURN(const std::string url, store.Identity(name));
     absl::Status changed;
     for (int round = 0; round < 3; ++round) {
       // This job's own probe, before its cached copy is used.
       STOKER_ASSIGN_OR_RETURN(const ObjectVersion version,
-                              fetcher->Probe(url, name, access, policy_));
+                              store.Probe(name, policy_));
       const std::string key =
           absl::StrCat(url, "\n", version.version, "\n", version.size);
       absl::StatusOr<Entry> entry = source_.cache->Get(
           key, version.size, source_.user,
-          [&](int fd) {
-            return fetcher->Get(url, name, access, version, fd, policy_);
-          },
+          [&](int fd) { return store.Get(name, version, fd, policy_); },
           [this] {
             return policy_.cancelled() || absl::Now() > policy_.deadline;
           },
@@ -147,15 +138,24 @@ absl::StatusOr<std::shared_ptr<const DatasetIndex>> IndexRemoteShards(
     RemoteTally* tally) {
   STOKER_ASSIGN_OR_RETURN(const std::vector<std::string> names,
                           RemoteNames(patterns));
-  STOKER_RETURN_IF_ERROR(CheckFetchAccess(source.access));
   if (source.cache == nullptr) {
     return absl::FailedPreconditionError(
         "this stokerd has no shard cache (--cache_dir), which remote shards "
         "are read through");
   }
+  if (source.store == nullptr) {
+    return absl::FailedPreconditionError("remote shards need an object store");
+  }
   ShardFetch fetch(names, source);
   tally->shards = names.size();
-  STOKER_RETURN_IF_ERROR(fetch.Run(tally));
+  const FetchTally before = source.store->tally();
+  const absl::Status fetched = fetch.Run(tally);
+  const FetchTally after = source.store->tally();
+  tally->fetch = {.requests = after.requests - before.requests,
+                  .retries = after.retries - before.retries,
+                  .resumed = after.resumed - before.resumed,
+                  .bytes = after.bytes - before.bytes};
+  STOKER_RETURN_IF_ERROR(fetched);
   ShardIndexer index(limits, schema);
   for (size_t i = 0; i < names.size(); ++i) {
     const Entry& entry = fetch.entries()[i];

@@ -12,10 +12,11 @@
 // makes the index and the first epoch's reads one transfer, and lets every
 // epoch shuffle samples across all shards as DistributedSampler does.
 //
-// Each shard is checked with a probe (a 1-byte ranged GET, see
-// http_fetch.h) made with the job's own access before its cached copy is
-// used, hit or miss: a user reads through the cache only objects their
-// credentials may read, at the version the store has now.
+// Each shard is checked with a probe (for HTTP(S) and S3 a 1-byte ranged
+// GET, see http_fetch.h) made through the job's own store, with its access,
+// before its cached copy is used, hit or miss: a user reads through the
+// cache only objects their credentials may read, at the version the store
+// has now.
 #ifndef STOKER_DAEMON_DATASETS_REMOTE_SHARDS_H_
 #define STOKER_DAEMON_DATASETS_REMOTE_SHARDS_H_
 
@@ -31,7 +32,7 @@
 #include "daemon/datasets/scan_limits.h"
 #include "daemon/datasets/webdataset.h"
 #include "daemon/remote/http_fetch.h"
-#include "daemon/remote/remote_access.h"
+#include "daemon/remote/object_store.h"
 #include "daemon/remote/shard_cache.h"
 
 namespace stoker {
@@ -42,10 +43,11 @@ inline constexpr size_t kMaxRemoteShards = 16384;
 
 struct RemoteShardSource {
   ShardCache* cache = nullptr;
-  uid_t user = 0;      // whose job: what it holds counts against them
-  FetchAccess access;  // the job's own, for s3:// names
-  FetchPolicy fetch;   // its deadline and cancellation included
-  int parallel = 4;    // shards fetched at once
+  // The job's own view of the remote side (its access inside).
+  ObjectStore* store = nullptr;
+  uid_t user = 0;     // whose job: what it holds counts against them
+  FetchPolicy fetch;  // its deadline and cancellation included
+  int parallel = 4;   // shards fetched at once
 };
 
 // What indexing remote shards did (for the daemon's log and stats).
@@ -56,9 +58,9 @@ struct RemoteTally {
 };
 
 // Indexes remote shards (all of `patterns`, after brace expansion, must be
-// remote; at most kMaxRemoteShards). Errors name the shard: those of
-// HttpFetcher::Probe and Get (a
-// shard that changes during three fetches in a row is ABORTED), of
+// remote; at most kMaxRemoteShards). Errors name the shard: those of the
+// store's Probe and Get (a shard that changes during three fetches in a
+// row is ABORTED), of
 // ShardCache::Get (RESOURCE_EXHAUSTED when the shards do not fit the
 // cache), and those IndexTarShards gives for a shard's contents.
 absl::StatusOr<std::shared_ptr<const DatasetIndex>> IndexRemoteShards(

@@ -3,10 +3,6 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
-#include "daemon/datasets/image_folder.h"
-#include "daemon/datasets/manifest.h"
-#include "daemon/datasets/shard_index.h"
 #include "daemon/spec/job_spec.h"
 
 namespace stoker {
@@ -23,25 +19,19 @@ SampleSchema SchemaOf(const JobConfig& config) {
   return schema;
 }
 
+DatasetRef DatasetRefOf(const JobConfig& config) {
+  return {.kind = config.dataset_kind,
+          .path = config.dataset_path,
+          .shards = config.shards,
+          .schema = SchemaOf(config)};
+}
+
 std::string DatasetKey(const JobConfig& config, const PathPolicy& policy) {
-  // NUL cannot appear in a path, nor a control character in a field's
-  // source, so \1 (a field) and \2 (a source) keep the parts apart. Which
-  // field is the image matters to a manifest's index (a file or a text),
-  // not to a shard's (members all).
-  const absl::string_view nul("\0", 1);
-  const SampleSchema schema = SchemaOf(config);
-  const bool manifest = config.dataset_kind == DatasetKind::kManifest;
-  std::string fields = schema.skip_missing ? "skip" : "error";
-  for (const SchemaField& field : schema.fields) {
-    absl::StrAppend(&fields, "\1", manifest && field.image ? "I" : "B");
-    for (const std::string& source : field.source) {
-      absl::StrAppend(&fields, "\2", source);
-    }
-  }
-  return absl::StrCat(int(config.dataset_kind), nul, config.dataset_path, nul,
-                      absl::StrJoin(config.shards, nul), nul,
-                      config.label_field, nul, fields, nul,
-                      absl::StrJoin(policy.roots(), nul));
+  return ShareKey(DatasetRefOf(config), policy);
+}
+
+std::string DatasetName(const JobConfig& config) {
+  return DatasetName(DatasetRefOf(config));
 }
 
 absl::Status BoundFields(uint64_t cap, JobConfig* config) {
@@ -66,34 +56,6 @@ absl::Status SizeFields(const DatasetIndex& index, JobConfig* config) {
     }
   }
   return CheckSlotBytes(*config);
-}
-
-std::string DatasetName(const JobConfig& config) {
-  switch (config.dataset_kind) {
-    case DatasetKind::kTarShards:
-      return config.shards.size() == 1
-                 ? absl::StrCat("shards ", config.shards[0])
-                 : absl::StrCat("shards ", config.shards[0], " and ",
-                                config.shards.size() - 1, " more patterns");
-    case DatasetKind::kManifest:
-      return absl::StrCat("manifest ", config.dataset_path);
-    case DatasetKind::kImageFolder:
-      break;
-  }
-  return config.dataset_path;
-}
-
-absl::StatusOr<std::shared_ptr<const DatasetIndex>> BuildDatasetIndex(
-    const JobConfig& config, const ScanLimits& limits) {
-  switch (config.dataset_kind) {
-    case DatasetKind::kTarShards:
-      return IndexTarShards(config.shards, SchemaOf(config), limits);
-    case DatasetKind::kManifest:
-      return IndexManifest(config.dataset_path, limits, SchemaOf(config));
-    case DatasetKind::kImageFolder:
-      break;
-  }
-  return ScanImageFolder(config.dataset_path, limits);
 }
 
 }  // namespace stoker

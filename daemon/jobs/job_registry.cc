@@ -224,7 +224,8 @@ absl::Status JobRegistry::CheckIndexMemory(uid_t uid,
 }
 
 absl::StatusOr<std::shared_ptr<Job>> JobRegistry::Create(
-    JobConfig config, std::function<bool()> cancelled) {
+    JobConfig config, const FetchAccess& access,
+    std::function<bool()> cancelled) {
   absl::Duration fetch_timeout;
   ScanLimits scan{.policy = options_.dataset_paths,
                   .cancelled = [this, &cancelled] {
@@ -243,8 +244,7 @@ absl::StatusOr<std::shared_ptr<Job>> JobRegistry::Create(
     fetch_timeout = options_.limits.fetch_timeout;
   }
   absl::StatusOr<std::shared_ptr<const DatasetIndex>> dataset =
-      Index(&config, scan, fetch_timeout);
-  config.remote = {};  // the credentials go no further than the index
+      Index(&config, access, scan, fetch_timeout);
   if (!dataset.ok()) return dataset.status();
   STOKER_RETURN_IF_ERROR(SizeFields(**dataset, &config));
   // Bytes fields' rows are known now: room for the ring they make.

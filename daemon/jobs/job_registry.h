@@ -42,6 +42,7 @@
 #include "daemon/jobs/job.h"
 #include "daemon/jobs/worker_pool.h"
 #include "daemon/os/path_policy.h"
+#include "daemon/remote/object_store.h"
 #include "daemon/remote/shard_cache.h"
 
 namespace stoker {
@@ -82,7 +83,10 @@ struct RegistryOptions {
   // remote shards).
   ShardCache* shard_cache = nullptr;
   std::string remote_ca_file;  // "": the system's certificates
-  RegistryLimits limits{};     // RegistryLimitsOf(the daemon's settings)
+  // The store a job's remote shards are read from, made with its access
+  // (empty: HttpStore).
+  std::function<std::unique_ptr<ObjectStore>(const FetchAccess&)> object_store;
+  RegistryLimits limits{};  // RegistryLimitsOf(the daemon's settings)
 };
 
 // Job ids are "j" and 12 hex digits; longer ones are refused unread.
@@ -99,9 +103,12 @@ class JobRegistry {
   // RESOURCE_EXHAUSTED, naming the numbers and whose jobs hold them, past
   // --max_jobs, --max_jobs_per_user, the shared-memory budgets or
   // /dev/shm's free space. The scan stops early when `cancelled` says so
-  // (the caller gave up) or the registry closes.
+  // (the caller gave up) or the registry closes. `access` (the trainer's
+  // credentials for remote shards) is used while the dataset is indexed,
+  // and kept nowhere.
   absl::StatusOr<std::shared_ptr<Job>> Create(
-      JobConfig config, std::function<bool()> cancelled = {});
+      JobConfig config, const FetchAccess& access = {},
+      std::function<bool()> cancelled = {});
   // NOT_FOUND naming the id.
   absl::StatusOr<std::shared_ptr<Job>> Get(const std::string& id) const;
   std::vector<std::shared_ptr<Job>> List() const;
@@ -138,16 +145,12 @@ class JobRegistry {
     uint64_t bytes;
   };
   std::string NewJobId();
-  // The index of config's dataset, as the job's owner: the one jobs over
-  // the same dataset share when it still holds, else a new one (resolving
-  // config->dataset_path). Remote shards: see IndexRemote.
+  // The index of config's dataset, from its source (resolving
+  // config->dataset_path): local data as the job's owner, shared with the
+  // jobs over the same data while it holds; remote shards through the
+  // shard cache, with a store holding the job's `access`.
   absl::StatusOr<std::shared_ptr<const DatasetIndex>> Index(
-      JobConfig* config, const ScanLimits& limits,
-      absl::Duration fetch_timeout);
-  // Remote shards, through the shard cache, with the job's own access (each
-  // job its own index: its probes are what let it use cached copies).
-  absl::StatusOr<std::shared_ptr<const DatasetIndex>> IndexRemote(
-      const JobConfig& config, const ScanLimits& limits,
+      JobConfig* config, const FetchAccess& access, const ScanLimits& limits,
       absl::Duration fetch_timeout);
   // *per_user (if given) says whether a refusal is the caller's own limit.
   absl::Status CheckLimits(const JobConfig& config, bool* per_user = nullptr)

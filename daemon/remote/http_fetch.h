@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -85,6 +86,8 @@ class HttpFetcher {
                    const FetchPolicy& policy);
 
   const FetchTally& tally() const { return tally_; }
+  // The tally so far, which then starts again from zero.
+  FetchTally TakeTally() { return std::exchange(tally_, {}); }
 
  private:
   // One request; its outcome in *exchange.

@@ -15,8 +15,6 @@
 #include "daemon/image/pipeline.h"
 #include "daemon/os/file_identity.h"
 #include "daemon/os/process_identity.h"
-#include "daemon/remote/remote_access.h"
-#include "daemon/remote/remote_url.h"
 #include "stoker/vocabulary.h"  // OnError, ConsumerMode, DatasetKind, ...
 
 namespace stoker {
@@ -81,13 +79,6 @@ struct JobConfig {
   // kBytes fields: the most one value may hold; 0 until the registry
   // applies the daemon's max_field_bytes (JobRegistry::Create).
   uint32_t max_field_bytes = 0;
-  // Remote shards: how to reach them, the trainer's credentials included.
-  // Used while the job is created, then cleared (JobRegistry::Create); never
-  // part of the effective spec.
-  FetchAccess remote;
-  bool remote_shards() const {
-    return !shards.empty() && IsRemoteShard(shards[0]);
-  }
   uint32_t batch_size = 0;
   uint32_t slots = 0;
   Pipeline pipeline;  // what each image becomes, and in which dtype/layout

@@ -6,6 +6,7 @@
 #include "common/ring_layout.h"
 #include "common/status_macros.h"
 #include "common/vocabulary_wire.h"
+#include "daemon/remote/remote_url.h"
 #include "daemon/spec/fields_proto.h"
 #include "daemon/spec/masks_proto.h"
 #include "daemon/spec/pipeline_proto.h"
