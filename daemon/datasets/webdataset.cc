@@ -226,4 +226,18 @@ absl::StatusOr<std::vector<ShardSample>> GroupShardSamples(
   return samples;
 }
 
+uint64_t CountSampleKeys(const std::vector<TarMember>& members) {
+  uint64_t samples = 0;
+  std::string key;
+  for (const TarMember& m : members) {
+    std::optional<KeySuffix> split = SplitMemberName(m.name);
+    if (!split) continue;
+    if (samples == 0 || split->key != key) {
+      ++samples;
+      key = std::move(split->key);
+    }
+  }
+  return samples;
+}
+
 }  // namespace stoker

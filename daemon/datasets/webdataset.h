@@ -71,6 +71,10 @@ absl::StatusOr<std::vector<FieldSample>> GroupFieldSamples(
     const std::vector<std::vector<std::string>>& fields, bool skip_missing,
     uint64_t* skipped);
 
+// The samples `members` form, as both groupings above form them before
+// they look at suffixes (what a streamed dataset's shard index counts).
+uint64_t CountSampleKeys(const std::vector<TarMember>& members);
+
 }  // namespace stoker
 
 #endif  // STOKER_DAEMON_DATASETS_WEBDATASET_H_

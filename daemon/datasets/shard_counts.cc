@@ -1,0 +1,255 @@
+#include "daemon/datasets/shard_counts.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <optional>
+#include <thread>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "common/status_macros.h"
+#include "common/unique_fd.h"
+#include "daemon/datasets/tar_members.h"
+#include "daemon/datasets/webdataset.h"
+
+namespace stoker {
+namespace {
+
+using Infos = std::vector<std::optional<ShardInfo>>;
+using Parsed = absl::flat_hash_map<std::string, ShardInfo>;
+
+// An index file or sizes.json may hold this much.
+constexpr uint64_t kMaxListBytes = uint64_t{256} << 20;
+
+std::string ReadAll(int fd, uint64_t size) {
+  std::string text(size, '\0');
+  uint64_t done = 0;
+  while (done < size) {
+    const ssize_t n = ::pread(fd, text.data() + done, size - done, done);
+    if (n <= 0) break;
+    done += n;
+  }
+  text.resize(done);
+  return text;
+}
+
+// A small remote file's text; nullopt when the store has none this job
+// may read (404 or 403): the counts then come from elsewhere.
+absl::StatusOr<std::optional<std::string>> FetchList(
+    ObjectStore& store, const std::string& name, const FetchPolicy& policy) {
+  absl::StatusOr<ObjectVersion> version = store.Probe(name, policy);
+  if (absl::IsNotFound(version.status()) ||
+      absl::IsPermissionDenied(version.status())) {
+    return std::nullopt;
+  }
+  if (!version.ok()) return version.status();
+  if (version->size > kMaxListBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(name, " is larger than ", kMaxListBytes >> 20, " MiB"));
+  }
+  UniqueFd fd(::memfd_create("stoker-shard-list", MFD_CLOEXEC));
+  if (!fd) return absl::InternalError("memfd_create failed");
+  STOKER_RETURN_IF_ERROR(store.Get(name, *version, fd.get(), policy));
+  return ReadAll(fd.get(), version->size);
+}
+
+// FNV-1a: a stable name for a directory's kept counts.
+uint64_t Fnv1a(absl::string_view text) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (const char c : text) h = (h ^ uint8_t(c)) * 0x100000001b3ull;
+  return h;
+}
+
+std::string KeptPath(const ShardCountsSource& source, absl::string_view dir) {
+  return absl::StrCat(source.counts_dir, "/", source.user, "-",
+                      absl::Hex(Fnv1a(dir), absl::kZeroPad16), ".tsv");
+}
+
+// Fills the shards of `wanted` (indexes into names) that `parsed` holds;
+// returns how many.
+uint64_t Fill(const Parsed& parsed, const std::vector<std::string>& names,
+              const std::vector<size_t>& wanted, Infos* infos) {
+  uint64_t filled = 0;
+  for (size_t i : wanted) {
+    if ((*infos)[i]) continue;
+    if (auto it = parsed.find(names[i]); it != parsed.end()) {
+      (*infos)[i] = it->second;
+      ++filled;
+    }
+  }
+  return filled;
+}
+
+absl::StatusOr<Parsed> ReadKept(const std::string& path) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+  struct stat st;
+  if (!fd || ::fstat(fd.get(), &st) != 0) return Parsed();
+  return ParseShardIndex(ReadAll(fd.get(), st.st_size), path);
+}
+
+// Adds the counts of `wanted` to those kept at `path` (a temporary file
+// renamed over it).
+void Keep(const std::string& path, const std::vector<std::string>& names,
+          const std::vector<size_t>& wanted, const Infos& infos) {
+  Parsed kept = ReadKept(path).value_or(Parsed());
+  for (size_t i : wanted) {
+    if (infos[i]) kept[names[i]] = *infos[i];
+  }
+  std::string text = absl::StrCat(kShardIndexHeader, "\n");
+  for (const auto& [name, info] : kept) {
+    absl::StrAppend(&text, ShardIndexLine(name, info), "\n");
+  }
+  const std::string partial = path + ".partial";
+  UniqueFd fd(::open(partial.c_str(),
+                     O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
+                     0600));
+  if (fd &&
+      ::write(fd.get(), text.data(), text.size()) == ssize_t(text.size())) {
+    ::rename(partial.c_str(), path.c_str());
+  } else {
+    ::unlink(partial.c_str());
+  }
+}
+
+// Counts `missing` shards, `parallel` at once; the first failure stops
+// the others.
+absl::Status Scan(const std::vector<std::string>& names,
+                  const std::vector<size_t>& missing,
+                  const ShardCountsSource& source, Infos* infos) {
+  std::atomic<size_t> next{0};
+  std::atomic<bool> stop{false};
+  absl::Mutex mu;
+  absl::Status failed;
+  FetchPolicy policy = source.fetch;
+  policy.cancelled = [&] {
+    return stop.load() || (source.fetch.cancelled && source.fetch.cancelled());
+  };
+  const auto work = [&] {
+    for (size_t k; !stop.load() && (k = next.fetch_add(1)) < missing.size();) {
+      const size_t i = missing[k];
+      auto info =
+          CountRemoteShard(*source.store, names[i], policy, source.scratch_dir);
+      if (!info.ok()) {
+        absl::MutexLock lock(&mu);
+        if (failed.ok() && !stop.exchange(true)) failed = info.status();
+        return;
+      }
+      (*infos)[i] = *std::move(info);
+    }
+  };
+  {
+    std::vector<std::jthread> workers;
+    const size_t threads =
+        std::min<size_t>(std::max(source.parallel, 1), missing.size());
+    for (size_t t = 0; t < threads; ++t) workers.emplace_back(work);
+  }
+  absl::MutexLock lock(&mu);
+  return failed;
+}
+
+// The counts of one directory's shards from the files beside them and
+// the kept ones; returns the shards still unknown.
+absl::StatusOr<std::vector<size_t>> FromLists(
+    const std::string& dir, const std::vector<size_t>& wanted,
+    const std::vector<std::string>& names, const ShardCountsSource& source,
+    Infos* infos, CountsTally* tally) {
+  const std::string files[] = {ResolveAgainst(dir, kShardIndexFile),
+                               ResolveAgainst(dir, kSizesJsonFile)};
+  uint64_t* counted[] = {&tally->index_file, &tally->sizes_json};
+  for (int f = 0; f < 2; ++f) {
+    STOKER_ASSIGN_OR_RETURN(std::optional<std::string> text,
+                            FetchList(*source.store, files[f], source.fetch));
+    if (!text) continue;
+    STOKER_ASSIGN_OR_RETURN(Parsed parsed,
+                            f == 0 ? ParseShardIndex(*text, files[f])
+                                   : ParseSizesJson(*text, files[f]));
+    *counted[f] += Fill(parsed, names, wanted, infos);
+  }
+  if (!source.counts_dir.empty()) {
+    STOKER_ASSIGN_OR_RETURN(Parsed kept, ReadKept(KeptPath(source, dir)));
+    tally->kept += Fill(kept, names, wanted, infos);
+  }
+  std::vector<size_t> missing;
+  for (size_t i : wanted) {
+    if (!(*infos)[i]) missing.push_back(i);
+  }
+  return missing;
+}
+
+}  // namespace
+
+absl::StatusOr<ShardInfo> CountLocalShard(int fd, const std::string& name) {
+  struct stat st;
+  if (::fstat(fd, &st) != 0) {
+    return absl::InternalError(absl::StrCat("fstat of ", name, " failed"));
+  }
+  STOKER_ASSIGN_OR_RETURN(const std::vector<TarMember> members,
+                          ReadTarMembers(fd, name));
+  const uint64_t samples = CountSampleKeys(members);
+  if (samples > UINT32_MAX) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(name, " holds more than 2^32 samples"));
+  }
+  return ShardInfo{.samples = uint32_t(samples), .size = uint64_t(st.st_size)};
+}
+
+absl::StatusOr<ShardInfo> CountRemoteShard(ObjectStore& store,
+                                           const std::string& name,
+                                           const FetchPolicy& policy,
+                                           const std::string& scratch_dir) {
+  STOKER_ASSIGN_OR_RETURN(const ObjectVersion version,
+                          store.Probe(name, policy));
+  UniqueFd fd(
+      ::open(scratch_dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600));
+  if (!fd) {
+    return absl::InternalError(
+        absl::StrCat("no temporary file in ", scratch_dir, " to count ", name));
+  }
+  STOKER_RETURN_IF_ERROR(store.Get(name, version, fd.get(), policy));
+  STOKER_ASSIGN_OR_RETURN(ShardInfo info, CountLocalShard(fd.get(), name));
+  info.version = version.version;
+  return info;
+}
+
+absl::StatusOr<std::shared_ptr<const ShardTable>> LoadShardTable(
+    const std::vector<std::string>& names, const ShardCountsSource& source,
+    CountsTally* tally) {
+  // The shards by directory, in the order the directories first appear.
+  std::vector<std::string> dirs;
+  absl::flat_hash_map<std::string, std::vector<size_t>> by_dir;
+  for (size_t i = 0; i < names.size(); ++i) {
+    auto [it, added] = by_dir.try_emplace(std::string(DirectoryOf(names[i])));
+    if (added) dirs.push_back(it->first);
+    it->second.push_back(i);
+  }
+  Infos infos(names.size());
+  std::vector<size_t> missing;
+  for (const std::string& dir : dirs) {
+    STOKER_ASSIGN_OR_RETURN(
+        std::vector<size_t> left,
+        FromLists(dir, by_dir[dir], names, source, &infos, tally));
+    missing.insert(missing.end(), left.begin(), left.end());
+  }
+  if (!missing.empty()) {
+    STOKER_RETURN_IF_ERROR(Scan(names, missing, source, &infos));
+    tally->scanned += missing.size();
+    if (!source.counts_dir.empty()) {
+      ::mkdir(source.counts_dir.c_str(), 0700);
+      for (const std::string& dir : dirs) {
+        Keep(KeptPath(source, dir), names, by_dir[dir], infos);
+      }
+    }
+  }
+  ShardTable::Builder table;
+  for (size_t i = 0; i < names.size(); ++i) {
+    STOKER_RETURN_IF_ERROR(table.Add(names[i], *infos[i]));
+  }
+  return table.Build();
+}
+
+}  // namespace stoker
