@@ -6,6 +6,9 @@
 #include <filesystem>
 #include <fstream>
 
+#include "absl/strings/str_cat.h"
+#include "daemon/datasets/shard_index.h"
+#include "daemon/datasets/shard_table.h"
 #include "gtest/gtest.h"
 #include "tests/test_util.h"
 
@@ -164,6 +167,48 @@ TEST_F(StokerctlTest, BenchTakesShardsAndManifests) {
   EXPECT_EQ(bad.exit_code, 1);
   EXPECT_NE(bad.err.find("s-9.tar' does not exist"), std::string::npos)
       << bad.err;
+}
+
+// `stokerctl index` against the daemon's own index of the same shards:
+// each shard's count is the number of samples the daemon finds in it.
+TEST_F(StokerctlTest, IndexCountsEachShardsSamplesAsTheDaemonDoes) {
+  std::vector<std::string> shards;
+  for (int s = 0; s < 3; ++s) {
+    std::vector<std::pair<std::string, std::string>> members;
+    for (int i = 0; i < 2 + 3 * s; ++i) {
+      members.push_back({absl::StrCat("k", i, ".jpg"), "x"});
+      members.push_back({absl::StrCat("k", i, ".cls"), "1"});
+    }
+    shards.push_back(
+        testing::WriteTarShard(daemon_.dir(), absl::StrCat("i", s), members));
+  }
+  const std::string file = daemon_.dir() + "/stoker-index.tsv";
+  const Output run =
+      testing::RunCommand(absl::StrCat(STOKERCTL_PATH, " index --output=", file,
+                                       " '", daemon_.dir(), "/i{0..2}.tar'"),
+                          daemon_.dir());
+  ASSERT_EQ(run.exit_code, 0) << run.all();
+  EXPECT_NE(run.err.find("3 shards, 15 samples"), std::string::npos) << run.err;
+  std::ifstream in(file);
+  const std::string text((std::istreambuf_iterator<char>(in)), {});
+  auto parsed = ParseShardIndex(text, file);
+  ASSERT_TRUE(parsed.ok()) << parsed.status() << text;
+  ASSERT_EQ(parsed->size(), 3u);
+  for (int s = 0; s < 3; ++s) {
+    auto index = IndexTarShards({shards[s]}, {}, ScanLimits{});
+    ASSERT_TRUE(index.ok()) << index.status();
+    const ShardInfo& info = parsed->at(shards[s]);
+    EXPECT_EQ(info.samples, (*index)->size()) << s;
+    EXPECT_EQ(info.size, std::filesystem::file_size(shards[s]));
+  }
+  // Relative names: the file works once put beside the shards.
+  EXPECT_NE(text.find("\ni0.tar\t2\t"), std::string::npos) << text;
+  const Output missing = testing::RunCommand(
+      absl::StrCat(STOKERCTL_PATH, " index ", daemon_.dir(), "/none.tar"),
+      daemon_.dir());
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_NE(missing.err.find("none.tar: No such file"), std::string::npos)
+      << missing.err;
 }
 
 TEST_F(StokerctlTest, NoDaemonAndBadUsageAreSentences) {

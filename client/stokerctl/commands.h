@@ -34,11 +34,19 @@ struct BenchOptions {
   uint64_t max_batches = 0;  // 0: until `duration`
 };
 
+struct IndexOptions {
+  std::vector<std::string> shards;  // brace patterns: local or remote
+  std::string output;               // "" or "-": stdout
+  int parallel = 4;                 // shards read at once
+};
+
 int Status(const Options& options);
 int Jobs(const Options& options);
 int Top(const Options& options);
 int DeleteJob(const Options& options, const std::string& job_id);
 int Bench(const Options& options, const BenchOptions& bench);
+// Writes the shard index file of `index.shards` (needs no daemon).
+int Index(const IndexOptions& index);
 
 }  // namespace stoker::ctl
 

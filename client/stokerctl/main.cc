@@ -1,6 +1,7 @@
 // stokerctl: look at and steer the stokerd of this node.
 //
-//   stokerctl status | jobs | top | job delete ID | bench DATASET
+//   stokerctl status | jobs | top | job delete ID | bench DATASET |
+//             index SHARDS
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -29,6 +30,9 @@ ABSL_FLAG(std::string, label_field, "",
           "member (default: the cls member)");
 ABSL_FLAG(absl::Duration, duration, absl::Seconds(30),
           "bench: how long to run");
+ABSL_FLAG(std::string, output, "-",
+          "index: the file to write ('-': standard output)");
+ABSL_FLAG(int, parallel, 4, "index: shards read at once");
 ABSL_FLAG(uint64_t, batches, 0,
           "bench: stop after this many batches; 0: "
           "run for --duration");
@@ -48,6 +52,11 @@ Commands:
                        images/s; DATASET is an ImageFolder directory, a
                        manifest (.csv, .jsonl) or tar shards (.tar, brace
                        patterns allowed: 'train-{0000..0099}.tar')
+  index SHARDS...      write the shard index of a streamed dataset (each
+                       shard's sample count, size and version) to --output;
+                       local paths or s3:// and http(s):// names (s3 with the
+                       AWS_* variables); put it beside the shards as
+                       stoker-index.tsv; needs no daemon
 
 Common flags: --socket=/run/stoker/stoker.sock, --json; --help lists every
 flag with its default)";
@@ -99,6 +108,12 @@ int main(int argc, char** argv) {
                   .fast_resample = absl::GetFlag(FLAGS_fast_resample),
                   .duration = absl::GetFlag(FLAGS_duration),
                   .max_batches = absl::GetFlag(FLAGS_batches)});
+  }
+  if (command == "index") {
+    if (args.size() < 2) return Usage("expected `index SHARDS...`");
+    return stoker::ctl::Index({.shards = {args.begin() + 1, args.end()},
+                               .output = absl::GetFlag(FLAGS_output),
+                               .parallel = absl::GetFlag(FLAGS_parallel)});
   }
   return Usage("unknown command '" + command + "' (or wrong arguments)");
 }
