@@ -68,6 +68,30 @@ TEST(ValidateJobSpec, EachBadFieldIsNamed) {
   ExpectInvalid(spec, "name");
 }
 
+TEST(ValidateJobSpec, StreamingIsForRemoteShardsAndKept) {
+  v1::JobSpec spec = ValidSpec();
+  spec.mutable_dataset()->set_shuffle_window(4);
+  EXPECT_EQ(ValidateJobSpec(spec).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  spec.mutable_dataset()->clear_path();
+  spec.mutable_dataset()->add_shards("s3://bucket/train-{0..9}.tar");
+  spec.mutable_dataset()->set_shuffle_window(4097);
+  ExpectInvalid(spec, "dataset.shuffle_window");
+  spec.mutable_dataset()->set_shuffle_window(4);
+  auto automatic = ValidateJobSpec(spec);
+  ASSERT_TRUE(automatic.ok()) << automatic.status();
+  EXPECT_FALSE(automatic->streaming.has_value());
+  EXPECT_EQ(automatic->shuffle_window, 4u);
+  spec.mutable_dataset()->set_streaming(false);
+  auto never = ValidateJobSpec(spec);
+  ASSERT_TRUE(never.ok());
+  EXPECT_EQ(never->streaming, std::optional<bool>(false));
+  // The effective spec says what was asked.
+  EXPECT_FALSE(EffectiveSpec(*never).dataset().streaming());
+  EXPECT_TRUE(EffectiveSpec(*never).dataset().has_streaming());
+  EXPECT_EQ(EffectiveSpec(*never).dataset().shuffle_window(), 4u);
+}
+
 TEST(ValidateJobSpec, AbsurdSlotSizeIsRefused) {
   v1::JobSpec spec = ValidSpec();
   spec.set_batch_size(4096);

@@ -120,8 +120,9 @@ class DatasetIndex {
   const std::vector<std::string>& class_names() const { return class_names_; }
   // Files: the path of sample i.
   std::string Path(uint32_t i) const;
-  // Shards: the shard paths.
+  // Shards: the shard paths, and the shard sample i lies in.
   const std::vector<std::string>& shards() const { return tables_; }
+  uint32_t shard_of(uint32_t i) const { return shard_of_[i]; }
   // The fields of every sample, how each is held, and sample i's value of
   // field f. largest(f): the largest value of a member or text field.
   uint32_t fields() const { return uint32_t(stores_.size()); }

@@ -108,36 +108,12 @@ class ShardFetch {
   absl::Status failed_ ABSL_GUARDED_BY(mu_);
 };
 
-// Every remote shard `patterns` stand for, each checked.
-absl::StatusOr<std::vector<std::string>> RemoteNames(
-    const std::vector<std::string>& patterns) {
-  std::vector<std::string> names;
-  for (const std::string& pattern : patterns) {
-    STOKER_RETURN_IF_ERROR(ExpandBraces(pattern, kMaxShards, &names));
-  }
-  if (names.empty()) {
-    return absl::InvalidArgumentError("dataset.shards names no shard");
-  }
-  if (names.size() > kMaxRemoteShards) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "dataset.shards name ", names.size(), " remote shards, more than the ",
-        kMaxRemoteShards, " one job may read: use larger shards"));
-  }
-  for (size_t i = 0; i < names.size(); ++i) {
-    STOKER_RETURN_IF_ERROR(CheckRemoteName(
-        absl::StrCat("dataset.shards (shard ", i, ")"), names[i]));
-  }
-  return names;
-}
-
 }  // namespace
 
-absl::StatusOr<std::shared_ptr<const DatasetIndex>> IndexRemoteShards(
-    const std::vector<std::string>& patterns, const SampleSchema& schema,
+absl::StatusOr<std::shared_ptr<const DatasetIndex>> IndexFetchedShards(
+    const std::vector<std::string>& names, const SampleSchema& schema,
     const ScanLimits& limits, const RemoteShardSource& source,
     RemoteTally* tally) {
-  STOKER_ASSIGN_OR_RETURN(const std::vector<std::string> names,
-                          RemoteNames(patterns));
   if (source.cache == nullptr) {
     return absl::FailedPreconditionError(
         "this stokerd has no shard cache (--cache_dir), which remote shards "
@@ -163,6 +139,36 @@ absl::StatusOr<std::shared_ptr<const DatasetIndex>> IndexRemoteShards(
     index.builder().AddHeld({entry->fd(), entry});
   }
   return index.Build(names.size());
+}
+
+absl::StatusOr<std::vector<std::string>> RemoteShardNames(
+    const std::vector<std::string>& patterns, size_t max_shards) {
+  std::vector<std::string> names;
+  for (const std::string& pattern : patterns) {
+    STOKER_RETURN_IF_ERROR(ExpandBraces(pattern, kMaxShards, &names));
+  }
+  if (names.empty()) {
+    return absl::InvalidArgumentError("dataset.shards names no shard");
+  }
+  if (names.size() > max_shards) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "dataset.shards name ", names.size(), " remote shards, more than the ",
+        max_shards, " one job may read: use larger shards"));
+  }
+  for (size_t i = 0; i < names.size(); ++i) {
+    STOKER_RETURN_IF_ERROR(CheckRemoteName(
+        absl::StrCat("dataset.shards (shard ", i, ")"), names[i]));
+  }
+  return names;
+}
+
+absl::StatusOr<std::shared_ptr<const DatasetIndex>> IndexRemoteShards(
+    const std::vector<std::string>& patterns, const SampleSchema& schema,
+    const ScanLimits& limits, const RemoteShardSource& source,
+    RemoteTally* tally) {
+  STOKER_ASSIGN_OR_RETURN(const std::vector<std::string> names,
+                          RemoteShardNames(patterns, kMaxRemoteShards));
+  return IndexFetchedShards(names, schema, limits, source, tally);
 }
 
 }  // namespace stoker

@@ -68,6 +68,18 @@ absl::StatusOr<std::shared_ptr<const DatasetIndex>> IndexRemoteShards(
     const ScanLimits& limits, const RemoteShardSource& source,
     RemoteTally* tally);
 
+// Every remote shard `patterns` stand for (brace patterns), each checked
+// (CheckRemoteName); INVALID_ARGUMENT past `max_shards` or for none.
+absl::StatusOr<std::vector<std::string>> RemoteShardNames(
+    const std::vector<std::string>& patterns, size_t max_shards);
+
+// IndexRemoteShards of remote shard names already expanded and checked
+// (a streamed job's window of shards): any number of them.
+absl::StatusOr<std::shared_ptr<const DatasetIndex>> IndexFetchedShards(
+    const std::vector<std::string>& names, const SampleSchema& schema,
+    const ScanLimits& limits, const RemoteShardSource& source,
+    RemoteTally* tally);
+
 }  // namespace stoker
 
 #endif  // STOKER_DAEMON_DATASETS_REMOTE_SHARDS_H_

@@ -58,4 +58,13 @@ absl::Status SizeFields(const DatasetIndex& index, JobConfig* config) {
   return CheckSlotBytes(*config);
 }
 
+absl::Status SizeFieldsAtMost(JobConfig* config) {
+  if (!config->named_fields) return absl::OkStatus();
+  for (FieldConfig& field : config->fields) {
+    if (field.role == FieldRole::kBytes)
+      field.row_bytes = config->max_field_bytes;
+  }
+  return CheckSlotBytes(*config);
+}
+
 }  // namespace stoker

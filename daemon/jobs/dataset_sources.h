@@ -38,6 +38,10 @@ absl::Status BoundFields(uint64_t cap, JobConfig* config);
 // would then pass its limit.
 absl::Status SizeFields(const DatasetIndex& index, JobConfig* config);
 
+// SizeFields without an index (a streamed dataset's values are seen only
+// when read): each bytes field's part of a slot is max_field_bytes.
+absl::Status SizeFieldsAtMost(JobConfig* config);
+
 }  // namespace stoker
 
 #endif  // STOKER_DAEMON_JOBS_DATASET_SOURCES_H_

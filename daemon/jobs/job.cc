@@ -27,17 +27,19 @@ constexpr absl::Duration kLagGrace = absl::Seconds(5);
 absl::StatusOr<std::shared_ptr<Job>> Job::Create(
     std::string id, JobConfig config,
     std::shared_ptr<const DatasetIndex> dataset, std::string segment_name,
-    mode_t segment_mode, std::function<void()> on_work) {
-  const uint64_t per_rank = ShardSize(dataset->size(), config.sharding);
+    mode_t segment_mode, std::function<void()> on_work,
+    std::shared_ptr<StreamFeed> stream) {
+  const uint64_t samples = stream ? stream->samples() : dataset->size();
+  const uint64_t per_rank = ShardSize(samples, config.sharding);
   const uint64_t per_epoch =
       BatchPlan(per_rank, config.batch_size, config.drop_last)
           .batches_per_epoch();
   if (per_epoch == 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "an epoch would hold no batch: ", per_rank,
-        " samples per rank (dataset of ", dataset->size(), ", world_size ",
-        config.sharding.world_size, ") with batch_size ", config.batch_size,
-        " and drop_last"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("an epoch would hold no batch: ", per_rank,
+                     " samples per rank (dataset of ", samples, ", world_size ",
+                     config.sharding.world_size, ") with batch_size ",
+                     config.batch_size, " and drop_last"));
   }
   // Positions are numbered epoch * per_epoch + batch in 64 bits.
   constexpr uint64_t kMaxSeq = std::numeric_limits<uint64_t>::max();
@@ -62,17 +64,18 @@ absl::StatusOr<std::shared_ptr<Job>> Job::Create(
       auto ring, Ring::Create(std::move(segment_name), RingGeometryFor(config),
                               segment_mode));
   return std::shared_ptr<Job>(new Job(std::move(id), std::move(config),
-                                      std::move(dataset), std::move(ring),
-                                      std::move(on_work)));
+                                      std::move(dataset), std::move(stream),
+                                      std::move(ring), std::move(on_work)));
 }
 
 Job::Job(std::string id, JobConfig config,
-         std::shared_ptr<const DatasetIndex> index, std::unique_ptr<Ring> ring,
+         std::shared_ptr<const DatasetIndex> index,
+         std::shared_ptr<StreamFeed> stream, std::unique_ptr<Ring> ring,
          std::function<void()> on_work)
     : id_(std::move(id)),
       serial_(NextSerial()),
       config_(std::move(config)),
-      dataset_(Summarize(*index)),
+      dataset_(stream ? stream->Summary() : Summarize(*index)),
       plan_(ShardSize(dataset_.samples, config_.sharding), config_.batch_size,
             config_.drop_last),
       total_batches_(config_.epochs == 0
@@ -83,6 +86,7 @@ Job::Job(std::string id, JobConfig config,
       geometry_(ring->geometry()),
       segment_name_(ring->name()),
       on_work_(std::move(on_work)),
+      stream_(std::move(stream)),
       ring_(std::move(ring)),
       index_(std::move(index)),
       policy_(
@@ -95,91 +99,6 @@ Job::Job(std::string id, JobConfig config,
                               .lag_grace = kLagGrace})),
       // A resumed job starts where its predecessor's consumer stopped.
       next_fill_seq_(start_seq_) {}
-
-const std::vector<uint32_t>& Job::Order(uint64_t epoch) {
-  auto it = orders_.find(epoch);
-  if (it != orders_.end()) return it->second;
-  // Keep the orders of epochs still being filled; drop older ones.
-  uint64_t oldest = epoch;
-  for (const Filling& f : filling_) {
-    oldest = std::min(oldest, f.seq / plan_.batches_per_epoch());
-  }
-  orders_.erase(orders_.begin(), orders_.lower_bound(oldest));
-  // Every rank draws the same order and takes its DistributedSampler share.
-  return orders_
-      .emplace(epoch,
-               Shard(EpochPermutation(config_.seed, epoch,
-                                      static_cast<uint32_t>(dataset_.samples),
-                                      config_.shuffle),
-                     config_.sharding))
-      .first->second;
-}
-
-bool Job::StartBatch() {
-  if (next_fill_seq_ >= total_batches_) return false;
-  const std::optional<uint32_t> slot = ring_->FindFree();
-  if (!slot) return false;
-  const uint64_t seq = next_fill_seq_++;
-  const uint64_t epoch = seq / plan_.batches_per_epoch();
-  const uint64_t batch = seq % plan_.batches_per_epoch();
-  const uint32_t count = plan_.BatchSize(batch);
-  ring_->BeginFill(*slot, epoch, batch, count);
-  filling_.push_back({seq, *slot, count, 0, 0});
-  policy_->Started(seq);
-  return true;
-}
-
-Job::Filling* Job::OpenBatch() {
-  for (Filling& f : filling_) {
-    if (f.next_row < f.count) return &f;
-  }
-  if (!StartBatch()) return nullptr;
-  return &filling_.back();
-}
-
-bool Job::TakeTask(SampleTask* task) {
-  absl::MutexLock lock(&mu_);
-  if (state_ != JobState::kRunning) return false;
-  Filling* open = OpenBatch();
-  if (open == nullptr) return false;
-  const uint64_t epoch = open->seq / plan_.batches_per_epoch();
-  const uint64_t batch = open->seq % plan_.batches_per_epoch();
-  const uint32_t row = open->next_row++;
-  const SlotLayout& layout = geometry_.slot;
-  uint8_t* data = ring_->SlotData(open->slot);
-  task->seq = open->seq;
-  task->epoch = epoch;
-  task->slot = open->slot;
-  task->row = row;
-  const uint64_t position = batch * config_.batch_size + row;
-  task->sample = Order(epoch)[position];
-  task->copy = RepeatCopy(position, dataset_.samples, config_.sharding);
-  task->dataset = index_.get();
-  task->out = {data, &layout, row};
-  ++inflight_tasks_;
-  return true;
-}
-
-void Job::RecordError(uint32_t sample, std::string reason) {
-  // The first distinct failures are logged (one line each); the rest are
-  // only counted, so that a broken dataset cannot flood the journal.
-  JobTally::ErrorLog log;
-  std::string path;
-  {
-    absl::MutexLock lock(&mu_);
-    // Called with the sample's task in flight: the index is still held.
-    path = index_->Describe(sample);
-    log = tally_.RecordError(sample, path, reason);
-  }
-  if (log == JobTally::ErrorLog::kCountOnly) return;
-  spdlog::warn("job {}: {}: {}", id_, path, reason);
-  if (log == JobTally::ErrorLog::kLogLast) {
-    spdlog::warn(
-        "job {}: {} files failed; further failures are counted "
-        "(stokerctl jobs), not logged",
-        id_, JobTally::kMaxErrorRecords);
-  }
-}
 
 void Job::FinishTask(const SampleTask& task, const absl::Status& status) {
   Wake wake;
@@ -208,16 +127,6 @@ void Job::FinishTask(const SampleTask& task, const absl::Status& status) {
     }
   }
   Notify(wake);
-}
-
-Demand Job::demand() const {
-  absl::MutexLock lock(&mu_);
-  if (!running()) return Demand::kNone;
-  bool room = false;
-  for (const Filling& f : filling_) room = room || f.next_row < f.count;
-  room = room || (next_fill_seq_ < total_batches_ && ring_->FindFree());
-  if (!room) return Demand::kNone;
-  return policy_->Starving() ? Demand::kWaiting : Demand::kPrefetch;
 }
 
 absl::Status Job::Attach(std::shared_ptr<JobListener> listener,
@@ -373,6 +282,7 @@ void Job::MaybeFreeRing() {
   if (state_ != JobState::kRunning && inflight_tasks_ == 0) {
     ring_.reset();
     index_.reset();
+    if (stream_ != nullptr) stream_->Stop();  // its windows go
   }
 }
 

@@ -39,6 +39,7 @@
 #include "daemon/jobs/epoch_order.h"
 #include "daemon/jobs/job_tally.h"
 #include "daemon/jobs/sample_worker.h"  // SlotRow
+#include "daemon/jobs/stream_feed.h"
 #include "daemon/shm/ring.h"
 #include "daemon/spec/job_config.h"
 
@@ -50,8 +51,11 @@ struct SampleTask {
   uint64_t epoch = 0;
   uint32_t slot = 0;
   uint32_t row = 0;
-  uint32_t sample = 0;  // dataset index
-  uint32_t copy = 0;    // repeated augmentation: which copy of the sample
+  uint32_t sample = 0;  // in `dataset`
+  // What the sample's draws are keyed by: its number in the whole dataset
+  // (`sample`, except in a streamed job's window).
+  uint64_t draw_id = 0;
+  uint32_t copy = 0;  // repeated augmentation: which copy of the sample
   // The job's index, and where the sample's values go; valid until
   // FinishTask.
   const DatasetIndex* dataset = nullptr;
@@ -70,11 +74,12 @@ class Job {
   // Reserves the ring `segment_name` (RESOURCE_EXHAUSTED if /dev/shm cannot
   // hold it). INVALID_ARGUMENT if an epoch of this dataset, shard and batch
   // size would hold no batch. `on_work` is called (without locks) whenever
-  // slots free up.
+  // slots free up. A streamed job has `stream` and no `dataset`.
   static absl::StatusOr<std::shared_ptr<Job>> Create(
       std::string id, JobConfig config,
       std::shared_ptr<const DatasetIndex> dataset, std::string segment_name,
-      mode_t segment_mode, std::function<void()> on_work);
+      mode_t segment_mode, std::function<void()> on_work,
+      std::shared_ptr<StreamFeed> stream = nullptr);
 
   // Constant after construction. serial(): unique among the jobs of this
   // process, never reused (ids are names; a serial keys per-job caches).
@@ -89,13 +94,16 @@ class Job {
     absl::MutexLock lock(&mu_);
     return index_.get();
   }
+  // A streamed job's feed (nullptr for the others).
+  const StreamFeed* stream() const { return stream_.get(); }
   const RingGeometry& geometry() const { return geometry_; }
   const std::string& segment_name() const { return segment_name_; }
   uint64_t batches_per_epoch() const { return plan_.batches_per_epoch(); }
 
   // Workers.
   bool TakeTask(SampleTask* task);
-  void RecordError(uint32_t sample, std::string reason);
+  void RecordError(const DatasetIndex& index, uint32_t sample,
+                   std::string reason);
   // `status` is not OK when the sample (and its replacements) could not be
   // decoded and the job must fail.
   void FinishTask(const SampleTask& task, const absl::Status& status);
@@ -172,7 +180,8 @@ class Job {
   };
 
   Job(std::string id, JobConfig config,
-      std::shared_ptr<const DatasetIndex> index, std::unique_ptr<Ring> ring,
+      std::shared_ptr<const DatasetIndex> index,
+      std::shared_ptr<StreamFeed> stream, std::unique_ptr<Ring> ring,
       std::function<void()> on_work);
 
   bool running() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
@@ -181,6 +190,16 @@ class Job {
   bool StartBatch() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   Filling* OpenBatch() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   const std::vector<uint32_t>& Order(uint64_t epoch)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // TakeTask's part under the lock.
+  bool FillTask(SampleTask* task, Wake* wake)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // (epoch, position in this rank's epoch) of row `row` of batch `seq`.
+  std::pair<uint64_t, uint64_t> PositionOf(uint64_t seq, uint32_t row) const;
+  // A streamed job's task for open's next row: false while its window is
+  // fetched, or when the fetch failed (the job then fails; whom to wake in
+  // *wake).
+  bool PlaceStreamed(const Filling& open, SampleTask* task, Wake* wake)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Frees the slots the policy let go of, and finishes the job after the
   // last one; returns whom to wake.
@@ -205,6 +224,7 @@ class Job {
   const RingGeometry geometry_;
   const std::string segment_name_;
   const std::function<void()> on_work_;
+  const std::shared_ptr<StreamFeed> stream_;
   std::atomic<uint64_t> worker_busy_ns_{0};
 
   mutable absl::Mutex mu_;

@@ -203,26 +203,6 @@ absl::Status JobRegistry::CheckMemory(const JobConfig& config,
   return absl::OkStatus();
 }
 
-absl::Status JobRegistry::CheckIndexMemory(uid_t uid,
-                                           const DatasetIndex& index) const {
-  const uint64_t limit = options_.limits.max_index_bytes_per_user;
-  if (limit == 0) return absl::OkStatus();
-  std::set<const DatasetIndex*> held = {&index};
-  for (const auto& [id, job] : jobs_) {
-    if (job->config().owner_uid != uid) continue;
-    if (const DatasetIndex* other = job->held_index()) held.insert(other);
-  }
-  uint64_t bytes = 0;
-  for (const DatasetIndex* i : held) bytes += i->MemoryBytes();
-  if (bytes <= limit) return absl::OkStatus();
-  return absl::ResourceExhaustedError(absl::StrCat(
-      "the dataset's index takes ", FormatByteSize(index.MemoryBytes()),
-      " of memory; with the indexes uid ", uid, "'s jobs hold it would be ",
-      FormatByteSize(bytes), ", past the ", FormatByteSize(limit),
-      " one user's jobs may hold (--max_index_per_user): delete jobs over "
-      "other datasets, or split the dataset"));
-}
-
 absl::StatusOr<std::shared_ptr<Job>> JobRegistry::Create(
     JobConfig config, const FetchAccess& access,
     std::function<bool()> cancelled) {
@@ -243,10 +223,12 @@ absl::StatusOr<std::shared_ptr<Job>> JobRegistry::Create(
     scan.timeout = options_.limits.scan_timeout;
     fetch_timeout = options_.limits.fetch_timeout;
   }
-  absl::StatusOr<std::shared_ptr<const DatasetIndex>> dataset =
+  absl::StatusOr<JobDataset> dataset =
       Index(&config, access, scan, fetch_timeout);
   if (!dataset.ok()) return dataset.status();
-  STOKER_RETURN_IF_ERROR(SizeFields(**dataset, &config));
+  STOKER_RETURN_IF_ERROR(dataset->index != nullptr
+                             ? SizeFields(*dataset->index, &config)
+                             : SizeFieldsAtMost(&config));
   // Bytes fields' rows are known now: room for the ring they make.
   if (config.named_fields) STOKER_RETURN_IF_ERROR(MakeRoom(config));
   const std::string id = NewJobId();
@@ -255,14 +237,12 @@ absl::StatusOr<std::shared_ptr<Job>> JobRegistry::Create(
     absl::MutexLock lock(&mu_);
     if (closed_) return absl::UnavailableError("stokerd is shutting down");
     STOKER_RETURN_IF_ERROR(CheckLimits(config));
-    STOKER_RETURN_IF_ERROR(CheckIndexMemory(config.owner_uid, **dataset));
+    STOKER_RETURN_IF_ERROR(CheckIndexMemory(config.owner_uid, *dataset));
     ticket = next_reservation_++;
     reserved_[ticket] = {config.owner_uid,
                          RingGeometryFor(config).segment_bytes};
   }
-  auto job =
-      Job::Create(id, config, *std::move(dataset), options_.segment_prefix + id,
-                  options_.segment_mode, [pool = pool_] { pool->Notify(); });
+  auto job = MakeJob(id, config, *std::move(dataset));
   {
     absl::MutexLock lock(&mu_);
     reserved_.erase(ticket);

@@ -38,7 +38,10 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "daemon/datasets/dataset_cache.h"
+#include "daemon/datasets/remote_shards.h"
 #include "daemon/datasets/scan_limits.h"
+#include "daemon/datasets/streamed_shards.h"
+#include "daemon/jobs/fetch_threads.h"
 #include "daemon/jobs/job.h"
 #include "daemon/jobs/worker_pool.h"
 #include "daemon/os/path_policy.h"
@@ -145,13 +148,29 @@ class JobRegistry {
     uint64_t bytes;
   };
   std::string NewJobId();
-  // The index of config's dataset, from its source (resolving
+  // A job's dataset: its index, or a streamed job's shards.
+  struct JobDataset {
+    std::shared_ptr<const DatasetIndex> index;
+    std::shared_ptr<const StreamedShards> streamed;
+  };
+  // The dataset of config's job, from its source (resolving
   // config->dataset_path): local data as the job's owner, shared with the
   // jobs over the same data while it holds; remote shards through the
-  // shard cache, with a store holding the job's `access`.
-  absl::StatusOr<std::shared_ptr<const DatasetIndex>> Index(
-      JobConfig* config, const FetchAccess& access, const ScanLimits& limits,
-      absl::Duration fetch_timeout);
+  // shard cache, with a store holding the job's `access`, whole or
+  // streamed (see DatasetSpec.streaming).
+  absl::StatusOr<JobDataset> Index(JobConfig* config, const FetchAccess& access,
+                                   const ScanLimits& limits,
+                                   absl::Duration fetch_timeout);
+  // The job over `dataset` (a streamed one with its feed).
+  absl::StatusOr<std::shared_ptr<Job>> MakeJob(const std::string& id,
+                                               const JobConfig& config,
+                                               JobDataset dataset);
+  // A streamed job's shard table (LoadShardTable) and shards.
+  absl::StatusOr<JobDataset> Stream(const JobConfig& config,
+                                    const std::vector<std::string>& names,
+                                    std::unique_ptr<ObjectStore> store,
+                                    RemoteShardSource remote,
+                                    absl::Duration fetch_timeout);
   // *per_user (if given) says whether a refusal is the caller's own limit.
   absl::Status CheckLimits(const JobConfig& config, bool* per_user = nullptr)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -171,7 +190,7 @@ class JobRegistry {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The dataset indexes `uid`'s jobs hold with `index` added (each counted
   // once) against limits.max_index_bytes_per_user.
-  absl::Status CheckIndexMemory(uid_t uid, const DatasetIndex& index) const
+  absl::Status CheckIndexMemory(uid_t uid, const JobDataset& dataset) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Jobs in all; what each user holds into *by_user.
   uint32_t CountHoldings(std::map<uid_t, Holding>* by_user) const
@@ -185,6 +204,9 @@ class JobRegistry {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   WorkerPool* const pool_;
+  // Streamed jobs' windows of shards are fetched here (joined before the
+  // jobs' feeds and the cache go).
+  FetchThreads fetches_{4};
   std::atomic<bool> closing_{false};
   std::atomic<uint64_t> orphans_reclaimed_{0};
   DatasetCache datasets_;

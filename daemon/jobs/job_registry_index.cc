@@ -1,14 +1,95 @@
-// JobRegistry::Index: a new job's dataset index, through the dataset's
-// source (daemon/datasets/dataset_source.h).
+// JobRegistry's datasets: a new job's, through its source
+// (daemon/datasets/dataset_source.h): an index, or for a streamed job its
+// shard table and the store its windows are fetched with; the memory they
+// take per user; and the job made over one.
+#include "absl/strings/match.h"
+#include "common/log.h"
 #include "common/status_macros.h"
+#include "daemon/datasets/shard_counts.h"
+#include "daemon/datasets/shard_index.h"
 #include "daemon/jobs/dataset_sources.h"
 #include "daemon/jobs/job_registry.h"
+#include "daemon/os/byte_size.h"
 #include "daemon/os/file_identity.h"
 #include "daemon/remote/remote_url.h"
+#include "daemon/spec/job_spec.h"
 
 namespace stoker {
+namespace {
 
-absl::StatusOr<std::shared_ptr<const DatasetIndex>> JobRegistry::Index(
+// A remote job that asked for nothing streams when its shards do not fit
+// what the cache can give it.
+bool CacheTooSmall(const absl::Status& status) {
+  return absl::IsResourceExhausted(status) &&
+         (absl::StrContains(status.message(), "has no room for") ||
+          absl::StrContains(status.message(), "one user may hold"));
+}
+
+// A streamed job holds its window of shards and fetches the next: two
+// windows of the largest shards must fit the user's share of the cache.
+absl::Status CheckWindow(const JobConfig& config, const ShardTable& table,
+                         uint64_t room) {
+  uint64_t largest = 0;
+  for (size_t s = 0; s < table.shards(); ++s) {
+    largest = std::max(largest, table.size(s));
+  }
+  const uint64_t window = config.shuffle_window == 0 ? kDefaultShuffleWindow
+                                                     : config.shuffle_window;
+  if (largest == 0 || 2 * window * largest <= room) return absl::OkStatus();
+  const uint64_t fits = room / (2 * largest);
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "a streamed job holds two windows of shuffle_window=", window,
+      " shards of up to ", FormatByteSize(largest), " in the shard cache, ",
+      "which gives one user ", FormatByteSize(room),
+      fits == 0 ? ": it cannot hold two of these shards (--cache_size)"
+                : absl::StrCat("; use shuffle_window=", fits,
+                               " or less (or a larger --cache_size)")));
+}
+
+absl::Status CheckStreamable(const JobConfig& config) {
+  if (config.sharding.repetitions > 1) {
+    return absl::InvalidArgumentError(
+        "repeated_augmentations is not available for a streamed dataset");
+  }
+  if (config.missing == MissingField::kSkip) {
+    return absl::InvalidArgumentError(
+        "missing='skip' is not available for a streamed dataset (its "
+        "length is counted before its shards are read): use "
+        "missing='error', or on_error to replace such samples");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<JobRegistry::JobDataset> JobRegistry::Stream(
+    const JobConfig& config, const std::vector<std::string>& names,
+    std::unique_ptr<ObjectStore> store, RemoteShardSource remote,
+    absl::Duration fetch_timeout) {
+  STOKER_RETURN_IF_ERROR(CheckStreamable(config));
+  ShardCountsSource counts{.store = store.get(),
+                           .counts_dir = remote.cache->dir() + "/counts",
+                           .user = config.owner_uid,
+                           .fetch = remote.fetch,
+                           .scratch_dir = remote.cache->dir()};
+  CountsTally tally;
+  const absl::Time start = absl::Now();
+  STOKER_ASSIGN_OR_RETURN(auto table, LoadShardTable(names, counts, &tally));
+  STOKER_RETURN_IF_ERROR(
+      CheckWindow(config, *table, remote.cache->max_bytes_for_user()));
+  spdlog::info(
+      "streamed shards for uid {} on {}: {} shards, {} samples; counts from "
+      "{} index-file lines, {} sizes.json entries, {} kept, {} scanned in {}",
+      config.owner_uid, DatasetName(config), table->shards(), table->samples(),
+      tally.index_file, tally.sizes_json, tally.kept, tally.scanned,
+      absl::FormatDuration(
+          absl::Trunc(absl::Now() - start, absl::Milliseconds(1))));
+  return JobDataset{.streamed = std::make_shared<const StreamedShards>(
+                        std::move(table), SchemaOf(config), std::move(store),
+                        std::move(remote), fetch_timeout)};
+}
+
+absl::StatusOr<JobRegistry::JobDataset> JobRegistry::Index(
     JobConfig* config, const FetchAccess& access, const ScanLimits& limits,
     absl::Duration fetch_timeout) {
   DatasetRef ref = DatasetRefOf(*config);
@@ -18,14 +99,21 @@ absl::StatusOr<std::shared_ptr<const DatasetIndex>> JobRegistry::Index(
   std::unique_ptr<ObjectStore> store;
   RemoteShardSource remote{.cache = options_.shard_cache,
                            .user = config->owner_uid};
+  std::vector<std::string> names;
   if (NamesRemoteShards(ref)) {
     STOKER_RETURN_IF_ERROR(CheckFetchAccess(access));
+    STOKER_ASSIGN_OR_RETURN(names, RemoteShardNames(ref.shards, kMaxShards));
     store = options_.object_store ? options_.object_store(access)
                                   : std::make_unique<HttpStore>(access);
     remote.store = store.get();
     remote.fetch.deadline = absl::Now() + fetch_timeout;
     remote.fetch.ca_file = options_.remote_ca_file;
     remote.fetch.cancelled = limits.cancelled;
+    if (remote.cache != nullptr &&
+        config->streaming.value_or(names.size() > kMaxRemoteShards)) {
+      return Stream(*config, names, std::move(store), std::move(remote),
+                    fetch_timeout);
+    }
   }
   const std::unique_ptr<DatasetSource> source =
       MakeDatasetSource(std::move(ref), &remote);
@@ -35,7 +123,60 @@ absl::StatusOr<std::shared_ptr<const DatasetIndex>> JobRegistry::Index(
   STOKER_RETURN_IF_ERROR(as_owner.status());
   auto index = source->Index(limits, &datasets_);
   config->dataset_path = source->ref().path;  // an ImageFolder's resolved
-  return index;
+  if (CacheTooSmall(index.status()) && !config->streaming.has_value()) {
+    spdlog::info("{}: {}; streaming it instead", DatasetName(*config),
+                 index.status().message());
+    remote.fetch.deadline = absl::Now() + fetch_timeout;
+    return Stream(*config, names, std::move(store), std::move(remote),
+                  fetch_timeout);
+  }
+  if (!index.ok()) return index.status();
+  return JobDataset{.index = *std::move(index)};
+}
+
+absl::Status JobRegistry::CheckIndexMemory(uid_t uid,
+                                           const JobDataset& dataset) const {
+  const uint64_t limit = options_.limits.max_index_bytes_per_user;
+  if (limit == 0) return absl::OkStatus();
+  // Each index (or streamed job's shard table) once, however many jobs
+  // share it.
+  const auto memory =
+      [](const JobDataset& d) -> std::pair<const void*, uint64_t> {
+    if (d.index != nullptr) return {d.index.get(), d.index->MemoryBytes()};
+    return {d.streamed.get(), d.streamed->table().MemoryBytes()};
+  };
+  const auto [mine, own_bytes] = memory(dataset);
+  std::map<const void*, uint64_t> held = {{mine, own_bytes}};
+  for (const auto& [id, job] : jobs_) {
+    if (job->config().owner_uid != uid) continue;
+    if (const DatasetIndex* other = job->held_index()) {
+      held[other] = other->MemoryBytes();
+    } else if (const StreamFeed* stream = job->stream()) {
+      held[stream] = job->dataset().index_bytes;
+    }
+  }
+  uint64_t bytes = 0;
+  for (const auto& [key, b] : held) bytes += b;
+  if (bytes <= limit) return absl::OkStatus();
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "the dataset's index takes ", FormatByteSize(own_bytes),
+      " of memory; with the indexes uid ", uid, "'s jobs hold it would be ",
+      FormatByteSize(bytes), ", past the ", FormatByteSize(limit),
+      " one user's jobs may hold (--max_index_per_user): delete jobs over "
+      "other datasets, or split the dataset"));
+}
+
+absl::StatusOr<std::shared_ptr<Job>> JobRegistry::MakeJob(
+    const std::string& id, const JobConfig& config, JobDataset dataset) {
+  std::function<void()> on_work = [pool = pool_] { pool->Notify(); };
+  std::shared_ptr<StreamFeed> feed;
+  if (dataset.streamed != nullptr) {
+    feed = std::make_shared<StreamFeed>(std::move(dataset.streamed), config,
+                                        &fetches_, on_work);
+  }
+  return Job::Create(id, config, std::move(dataset.index),
+                     options_.segment_prefix + id, options_.segment_mode,
+                     std::move(on_work), std::move(feed));
 }
 
 }  // namespace stoker

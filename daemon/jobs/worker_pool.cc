@@ -151,7 +151,9 @@ void WorkerPool::Process(Job& job, const SampleTask& task,
     if (status.ok()) {
       status = samples.Fill(
           config, job.serial(), dataset, sample,
-          CopyKey(SampleKey(config.seed, task.epoch, sample), task.copy),
+          CopyKey(SampleKey(config.seed, task.epoch,
+                            task.draw_id + (uint64_t{sample} - task.sample)),
+                  task.copy),
           task.out);
     }
     if (status.ok()) {
@@ -159,7 +161,7 @@ void WorkerPool::Process(Job& job, const SampleTask& task,
       break;
     }
     decode_errors_.fetch_add(1, std::memory_order_relaxed);
-    job.RecordError(sample, std::string(status.message()));
+    job.RecordError(dataset, sample, std::string(status.message()));
     if (config.on_error == OnError::kFail || attempt + 1 >= kMaxReplacements) {
       status = absl::DataLossError(absl::StrCat(
           "cannot decode sample ", sample, " '", dataset.Describe(sample),

@@ -29,6 +29,7 @@
 
 #include <sys/types.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -98,6 +99,11 @@ class ShardCache {
   };
   Usage usage() const;
   const std::string& dir() const { return dir_; }
+  // The most one user's jobs may hold: the per-user bound, within the
+  // whole cache's.
+  uint64_t max_bytes_for_user() const {
+    return std::min(max_bytes_, max_bytes_per_user_);
+  }
 
  private:
   struct Slot {

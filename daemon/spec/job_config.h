@@ -71,6 +71,10 @@ struct JobConfig {
   std::string dataset_path;
   std::vector<std::string> shards;
   std::string label_field;  // shards: the json field; empty: cls
+  // Remote shards: DatasetSpec.streaming (nullopt: when they do not fit)
+  // and shuffle_window (shards; 0 before the default applies).
+  std::optional<bool> streaming;
+  uint32_t shuffle_window = 0;
   // What each sample carries, in the order of a batch's tensors: a classic
   // job's images and labels, or the fields the spec named (named_fields).
   std::vector<FieldConfig> fields = ClassicFields();

@@ -129,6 +129,17 @@ absl::Status ParseDataset(const v1::DatasetSpec& spec, JobConfig* config) {
       spec.manifest().empty() ? spec.path() : spec.manifest();
   config->shards.assign(spec.shards().begin(), spec.shards().end());
   config->label_field = spec.label_field();
+  if ((spec.has_streaming() || spec.shuffle_window() != 0) && !remote) {
+    return absl::InvalidArgumentError(
+        "dataset.streaming and dataset.shuffle_window apply to remote shards "
+        "only (s3:// or http(s)://)");
+  }
+  if (spec.shuffle_window() > kMaxShuffleWindow) {
+    return OutOfRange("dataset.shuffle_window", spec.shuffle_window(), 1,
+                      kMaxShuffleWindow);
+  }
+  if (spec.has_streaming()) config->streaming = spec.streaming();
+  config->shuffle_window = spec.shuffle_window();
   return absl::OkStatus();
 }
 
@@ -225,6 +236,8 @@ v1::JobSpec EffectiveSpec(const JobConfig& config) {
     case DatasetKind::kTarShards:
       for (const std::string& shard : config.shards) dataset->add_shards(shard);
       dataset->set_label_field(config.label_field);
+      if (config.streaming) dataset->set_streaming(*config.streaming);
+      dataset->set_shuffle_window(config.shuffle_window);
       break;
   }
   spec.set_batch_size(config.batch_size);

@@ -20,6 +20,9 @@ inline constexpr uint32_t kMaxWorldSize = 1 << 16;
 inline constexpr uint32_t kMaxRepetitions = 16;
 inline constexpr size_t kMaxPathBytes = 4096;
 inline constexpr size_t kMaxShardPatterns = 4096;
+// A streamed job's shuffle window, in shards; 0 takes the default.
+inline constexpr uint32_t kMaxShuffleWindow = 4096;
+inline constexpr uint32_t kDefaultShuffleWindow = 16;
 inline constexpr size_t kMaxLabelFieldBytes = 256;
 inline constexpr size_t kMaxGroupBytes = 64;
 inline constexpr uint32_t kMaxWeight = 100;

@@ -35,6 +35,7 @@ from stoker import fields as sample_fields
 from stoker import spec as job_spec
 from stoker.client import Client
 from stoker.cursor import Cursor, ExclusiveCursor, SharedCursor
+from stoker.epochs import EpochIterator
 from stoker.resources import Resources
 from stoker.stream import Stream
 
@@ -52,8 +53,12 @@ class DataLoader:
         Each sample's label is its .cls member, or the field `label_field`
         of its .json member. Or remote shards, all of them:
         "s3://bucket/train-{000000..001023}.tar" or https:// URLs, fetched
-        into the daemon's shard cache when the job is created. Or a shard
-        list: a .txt file naming one shard (path or URL) per line.
+        into the daemon's shard cache when the job is created, or streamed
+        when they do not fit it. Or a shard list: a .txt file naming one
+        shard (path or URL) per line.
+    streaming, shuffle_window: remote shards streamed (True), never (False)
+        or when they do not fit the cache (None); a streamed job shuffles
+        within windows of shuffle_window shards (0: 16). See docs/remote.md.
     remote: for remote shards, a dict of endpoint_url, region, path_style,
         profile, access_key_id, secret_access_key, session_token; what it
         leaves out comes from the AWS_* environment and ~/.aws (see
@@ -140,7 +145,8 @@ class DataLoader:
                  batch_transform: Any = None, sampler: Any = None,
                  generator: Optional[torch.Generator] = None,
                  collate_fn: Any = None, masks: Sequence[str] = (),
-                 mask_fill: int = 255, **ignored: Any):
+                 mask_fill: int = 255, streaming: Optional[bool] = None,
+                 shuffle_window: int = 0, **ignored: Any):
         plan = job_spec.build(
             root=root, transform=transform, shards=shards, manifest=manifest,
             label_field=label_field, batch_size=batch_size, shuffle=shuffle,
@@ -153,7 +159,8 @@ class DataLoader:
             repeated_augmentations=repeated_augmentations,
             generator=generator, collate_fn=collate_fn, fields=fields,
             missing=missing, max_field_bytes=max_field_bytes, masks=masks,
-            mask_fill=mask_fill, ignored=ignored)
+            mask_fill=mask_fill, streaming=streaming,
+            shuffle_window=shuffle_window, ignored=ignored)
         self._spec = plan.spec
         self.rank, self.world_size = self._spec["rank"], self._spec["world_size"]
         self.device, self._cuda_device = plan.device, plan.cuda_device
@@ -167,18 +174,10 @@ class DataLoader:
         access = remote_shards.job_access(self._spec["dataset"].get("shards"), remote)
         self._resources = Resources(Client(socket), access)
         self._finalizer = weakref.finalize(self, self._resources.close)
-        self._iterating: Optional["weakref.ref[_EpochIterator]"] = None
+        self._iterating: Optional["weakref.ref[EpochIterator]"] = None
         self._cursor = self._open_cursor(plan.shared, job_id, name, prefetch,
                                          reconnect_timeout)
-        self._batcher: Optional[sample_fields.Batcher] = None
-        try:
-            self._batcher = sample_fields.batcher_for(
-                self._stream.job["spec"], field_transforms, field_workers,
-                batch_transform)
-            self._check_batch_transform(len(self._cursor.classes))
-        except BaseException:
-            self.close()
-            raise
+        self._open_batcher(field_transforms, field_workers, batch_transform)
 
     # -- torch.utils.data.DataLoader's surface --------------------------------
 
@@ -250,7 +249,7 @@ class DataLoader:
             # The iterator holds its loader, never the other way round: a
             # loader dropped with its iterators ends its job at once, not
             # when the cycle collector runs (maybe in a forked child).
-            iterator = _EpochIterator(self, self._cursor.next[0])
+            iterator = EpochIterator(self, self._cursor.next[0])
             self._iterating = weakref.ref(iterator)
             return iterator
 
@@ -338,6 +337,19 @@ class DataLoader:
     def _stream(self) -> Stream:
         return self._cursor.stream
 
+    def _open_batcher(self, field_transforms, field_workers, batch_transform) -> None:
+        """The fields' batcher of the job's spec; closes the loader when
+        it or the batch_transform is refused."""
+        self._batcher: Optional[sample_fields.Batcher] = None
+        try:
+            self._batcher = sample_fields.batcher_for(
+                self._stream.job["spec"], field_transforms, field_workers,
+                batch_transform)
+            self._check_batch_transform(len(self._cursor.classes))
+        except BaseException:
+            self.close()
+            raise
+
     def _check_batch_transform(self, classes: int) -> None:
         views = self._spec.get("views") or (
             hasattr(self, "_cursor") and self._stream.views)  # attached
@@ -368,32 +380,3 @@ class DataLoader:
         return batch_transforms.call_batch_transform(
             self._batch_transform, images, labels, generator,
             self._with_generator)
-
-
-class _EpochIterator:
-    """One epoch of a DataLoader."""
-
-    def __init__(self, loader: DataLoader, epoch: int):
-        self._loader = loader
-        self.epoch = epoch
-        self.yielded = 0
-
-    def __iter__(self):
-        return self
-
-    def __len__(self) -> int:
-        return len(self._loader)
-
-    def __next__(self) -> Tuple[torch.Tensor, torch.Tensor]:
-        loader = self._loader
-        loader._check_process()
-        with loader._guard:
-            cursor = loader._cursor
-            if not cursor.in_epoch(self):
-                raise StopIteration
-            if loader._iterating is None or self is not loader._iterating():
-                raise RuntimeError("this iterator was replaced by a newer "
-                                   "iter(loader); stoker serves one at a time")
-            batch, epoch, index = cursor.take(self)
-            self.yielded += 1
-            return loader._transformed(batch, epoch, index)

@@ -68,7 +68,8 @@ def _distributed_rank() -> Tuple[int, int]:
     return int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1))
 
 
-def _dataset_spec(root, shards, manifest, label_field) -> Dict[str, Any]:
+def _dataset_spec(root, shards, manifest, label_field, streaming=None,
+                  shuffle_window=0) -> Dict[str, Any]:
     """The job spec's dataset: exactly one of root, shards and manifest,
     with paths made absolute from this process's directory."""
     named = [name for name, value in (("root", root), ("shards", shards),
@@ -80,15 +81,25 @@ def _dataset_spec(root, shards, manifest, label_field) -> Dict[str, Any]:
             + (f", not {' and '.join(named)}" if named else ""))
     if label_field and shards is None:
         raise errors.InvalidArgument("label_field applies to shards only")
+    names = remote.shard_names(shards) if shards is not None else []
+    if (streaming is not None or shuffle_window) and not (
+            names and remote.is_remote(names[0])):
+        raise errors.InvalidArgument(
+            "streaming and shuffle_window apply to remote shards only "
+            "(s3:// or http(s)://)")
     if root is not None:
         return {"path": os.path.abspath(os.path.expanduser(os.fspath(root)))}
     if manifest is not None:
         return {"manifest": os.path.abspath(os.fspath(manifest))}
     # Remote shards (s3://, http(s)://) are URLs, not paths.
     spec = {"shards": [s if remote.is_remote(s) else os.path.abspath(os.fspath(s))
-                       for s in remote.shard_names(shards)]}
+                       for s in names]}
     if label_field:
         spec["label_field"] = label_field
+    if streaming is not None:
+        spec["streaming"] = bool(streaming)
+    if shuffle_window:
+        spec["shuffle_window"] = int(shuffle_window)
     return spec
 
 
@@ -144,7 +155,8 @@ def build(*, root: Any, transform: Any, shards: Any, manifest: Any,
           name: str, job_id: Optional[str], fast_resample: bool,
           repeated_augmentations: int, sampler: Any, generator: Any,
           collate_fn: Any, fields: Any, missing: str, max_field_bytes: int,
-          masks: Any, mask_fill: int, ignored: Dict[str, Any]) -> Plan:
+          masks: Any, mask_fill: int, streaming: Optional[bool] = None,
+          shuffle_window: int = 0, ignored: Dict[str, Any]) -> Plan:
     """The Plan for DataLoader's arguments of these names (`ignored`: its
     **ignored), checked in the order the loader always checked them."""
     root, transform, folder = datasets.unpack_root(root, transform)
@@ -163,7 +175,8 @@ def build(*, root: Any, transform: Any, shards: Any, manifest: Any,
     if views is not None and cuda_device is not None:  # before any job
         raise errors.Unimplemented(VIEWS_ON_CPU)
     spec = {
-        "dataset": _dataset_spec(root, shards, manifest, label_field),
+        "dataset": _dataset_spec(root, shards, manifest, label_field,
+                                 streaming, shuffle_window),
         "batch_size": int(batch_size), "slots": int(slots),
         "output": output, "seed": int(order["seed"]),
         "shuffle": order["shuffle"],

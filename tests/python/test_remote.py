@@ -417,6 +417,10 @@ def test_shards_that_do_not_fit_the_cache_are_refused(scratch, shards, nginx):
                                     f"--cache_size_per_user={room}"])
     try:
         with pytest.raises(errors.ResourceExhausted, match="--cache_size"):
+            load(node, nginx.url("train-{000000..000002}.tar"), streaming=False)
+        # Unless told not to, such a job streams (test_streaming.py): with
+        # a window the cache can hold twice.
+        with pytest.raises(errors.ResourceExhausted, match="use shuffle_window=1"):
             load(node, nginx.url("train-{000000..000002}.tar"))
         # One shard larger than the whole cache: named, with the setting
         # (not only the per-user share).
