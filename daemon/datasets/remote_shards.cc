@@ -53,7 +53,7 @@ class ShardFetch {
       const size_t i = next_.fetch_add(1);
       if (i >= names_.size()) break;
       bool hit = false;
-      absl::StatusOr<Entry> entry = FetchOne(names_[i], &hit);
+      absl::StatusOr<Entry> entry = FetchOne(i, &hit);
       if (!entry.ok()) {
         absl::MutexLock lock(&mu_);
         // The first failure, not the cancellations it caused.
@@ -67,14 +67,18 @@ class ShardFetch {
     tally->hits += hits;
   }
 
-  absl::StatusOr<Entry> FetchOne(const std::string& name, bool* hit) {
+  absl::StatusOr<Entry> FetchOne(size_t i, bool* hit) {
+    const std::string& name = names_[i];
     ObjectStore& store = *source_.store;
     STOKER_ASSIGN_OR_RETURN(const std::string url, store.Identity(name));
     absl::Status changed;
     for (int round = 0; round < 3; ++round) {
       // This job's own probe, before its cached copy is used.
+      // Probed already (ProbeTotalSize) the first time round.
       STOKER_ASSIGN_OR_RETURN(const ObjectVersion version,
-                              store.Probe(name, policy_));
+                              round == 0 && !source_.probed.empty()
+                                  ? source_.probed[i]
+                                  : store.Probe(name, policy_));
       const std::string key =
           absl::StrCat(url, "\n", version.version, "\n", version.size);
       absl::StatusOr<Entry> entry = source_.cache->Get(
@@ -160,6 +164,39 @@ absl::StatusOr<std::vector<std::string>> RemoteShardNames(
         absl::StrCat("dataset.shards (shard ", i, ")"), names[i]));
   }
   return names;
+}
+
+absl::StatusOr<uint64_t> ProbeTotalSize(const std::vector<std::string>& names,
+                                        RemoteShardSource* source_out) {
+  const RemoteShardSource& source = *source_out;
+  std::vector<ObjectVersion> probed(names.size());
+  std::atomic<size_t> next{0};
+  std::atomic<uint64_t> total{0};
+  absl::Mutex mu;
+  absl::Status failed;
+  const auto work = [&] {
+    for (size_t i; (i = next.fetch_add(1)) < names.size();) {
+      absl::StatusOr<ObjectVersion> version =
+          source.store->Probe(names[i], source.fetch);
+      absl::MutexLock lock(&mu);
+      if (!failed.ok()) return;
+      if (!version.ok()) {
+        failed = version.status();
+        return;
+      }
+      total += version->size;
+      probed[i] = *std::move(version);
+    }
+  };
+  {
+    std::vector<std::jthread> workers;
+    const size_t threads =
+        std::min<size_t>(std::max(source.parallel, 1), names.size());
+    for (size_t t = 0; t < threads; ++t) workers.emplace_back(work);
+  }
+  if (!failed.ok()) return failed;
+  source_out->probed = std::move(probed);
+  return total.load();
 }
 
 absl::StatusOr<std::shared_ptr<const DatasetIndex>> IndexRemoteShards(

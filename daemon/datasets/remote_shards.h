@@ -48,6 +48,9 @@ struct RemoteShardSource {
   uid_t user = 0;     // whose job: what it holds counts against them
   FetchPolicy fetch;  // its deadline and cancellation included
   int parallel = 4;   // shards fetched at once
+  // The shards' versions as this job just probed them (ProbeTotalSize),
+  // used instead of a probe the first time each is fetched; empty: none.
+  std::vector<ObjectVersion> probed;
 };
 
 // What indexing remote shards did (for the daemon's log and stats).
@@ -72,6 +75,12 @@ absl::StatusOr<std::shared_ptr<const DatasetIndex>> IndexRemoteShards(
 // (CheckRemoteName); INVALID_ARGUMENT past `max_shards` or for none.
 absl::StatusOr<std::vector<std::string>> RemoteShardNames(
     const std::vector<std::string>& patterns, size_t max_shards);
+
+// The sizes of `names` (checked) added up, each from a probe through the
+// source's store, `parallel` at once, the versions kept in
+// source->probed; the first error (the store's, naming the shard).
+absl::StatusOr<uint64_t> ProbeTotalSize(const std::vector<std::string>& names,
+                                        RemoteShardSource* source);
 
 // IndexRemoteShards of remote shard names already expanded and checked
 // (a streamed job's window of shards): any number of them.

@@ -85,18 +85,21 @@ uint64_t Fill(const Parsed& parsed, const std::vector<std::string>& names,
   return filled;
 }
 
-absl::StatusOr<Parsed> ReadKept(const std::string& path) {
+// Counts kept by an earlier scan; none when there are none or they do not
+// parse (a scan then writes them anew).
+Parsed ReadKept(const std::string& path) {
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
   struct stat st;
   if (!fd || ::fstat(fd.get(), &st) != 0) return Parsed();
-  return ParseShardIndex(ReadAll(fd.get(), st.st_size), path);
+  return ParseShardIndex(ReadAll(fd.get(), st.st_size), path)
+      .value_or(Parsed());
 }
 
 // Adds the counts of `wanted` to those kept at `path` (a temporary file
 // renamed over it).
 void Keep(const std::string& path, const std::vector<std::string>& names,
           const std::vector<size_t>& wanted, const Infos& infos) {
-  Parsed kept = ReadKept(path).value_or(Parsed());
+  Parsed kept = ReadKept(path);
   for (size_t i : wanted) {
     if (infos[i]) kept[names[i]] = *infos[i];
   }
@@ -104,7 +107,10 @@ void Keep(const std::string& path, const std::vector<std::string>& names,
   for (const auto& [name, info] : kept) {
     absl::StrAppend(&text, ShardIndexLine(name, info), "\n");
   }
-  const std::string partial = path + ".partial";
+  // Its own temporary file: two jobs of one user may scan at once.
+  static std::atomic<uint64_t> serial{0};
+  const std::string partial =
+      absl::StrCat(path, ".partial-", ::getpid(), "-", serial.fetch_add(1));
   UniqueFd fd(::open(partial.c_str(),
                      O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
                      0600));
@@ -171,8 +177,7 @@ absl::StatusOr<std::vector<size_t>> FromLists(
     *counted[f] += Fill(parsed, names, wanted, infos);
   }
   if (!source.counts_dir.empty()) {
-    STOKER_ASSIGN_OR_RETURN(Parsed kept, ReadKept(KeptPath(source, dir)));
-    tally->kept += Fill(kept, names, wanted, infos);
+    tally->kept += Fill(ReadKept(KeptPath(source, dir)), names, wanted, infos);
   }
   std::vector<size_t> missing;
   for (size_t i : wanted) {

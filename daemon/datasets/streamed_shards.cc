@@ -24,6 +24,10 @@ StreamedShards::StreamedShards(std::shared_ptr<const ShardTable> table,
       remote_(std::move(remote)),
       fetch_timeout_(fetch_timeout) {}
 
+std::string StreamedShards::Identity(uint32_t shard) const {
+  return store_->Identity(std::string(table_->name(shard))).value_or("");
+}
+
 absl::StatusOr<std::shared_ptr<const StreamWindow>> StreamedShards::Fetch(
     const std::vector<uint32_t>& shards,
     const std::function<bool()>& cancelled) const {
@@ -36,6 +40,7 @@ absl::StatusOr<std::shared_ptr<const StreamWindow>> StreamedShards::Fetch(
   }
   RemoteShardSource remote = remote_;
   remote.store = store_.get();
+  remote.probed.clear();  // numbered by the dataset's shards, not these
   remote.fetch.deadline = absl::Now() + fetch_timeout_;
   remote.fetch.cancelled = cancelled;
   const ScanLimits limits{.cancelled = cancelled};
@@ -55,8 +60,9 @@ absl::StatusOr<std::shared_ptr<const StreamWindow>> StreamedShards::Fetch(
       return absl::DataLossError(absl::StrCat(
           "remote shard '", names[k], "' holds ", found[k],
           " samples, not the ", table_->samples(shards[k]),
-          " its shard index says: it changed since it was indexed; run "
-          "`stokerctl index` again (or remove the stale counts)"));
+          " its shard index says: it changed since it was counted; write "
+          "the index again with `stokerctl index` and put it beside the "
+          "shards (it comes before any counts stokerd kept)"));
     }
     window->first.push_back(next);
     next += found[k];

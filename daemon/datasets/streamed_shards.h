@@ -48,13 +48,17 @@ class StreamedShards {
   // and the cache's (naming the shard), the headers' (IndexTarShards'),
   // CANCELLED when `cancelled` says so, and DATA_LOSS naming a shard whose
   // sample count is no longer the one the table has (rewritten since it was
-  // indexed: run `stokerctl index` again).
+  // counted: write the index file again).
   absl::StatusOr<std::shared_ptr<const StreamWindow>> Fetch(
       const std::vector<uint32_t>& shards,
       const std::function<bool()>& cancelled) const;
 
   // What the fetches did so far.
   FetchTally tally() const { return store_->tally(); }
+  // The cache the shards are read through, and what identifies shard s
+  // there (its store's Identity: its URL; "" if it has none).
+  ShardCache* cache() const { return remote_.cache; }
+  std::string Identity(uint32_t shard) const;
 
  private:
   const std::shared_ptr<const ShardTable> table_;

@@ -165,6 +165,12 @@ class JobRegistry {
   absl::StatusOr<std::shared_ptr<Job>> MakeJob(const std::string& id,
                                                const JobConfig& config,
                                                JobDataset dataset);
+  // Whether the job over remote `names` streams: as it asked, else when
+  // they are more than kMaxRemoteShards or larger (by their probes, kept
+  // in probed->probed for the fetch) than the cache may give one user.
+  absl::StatusOr<bool> Streams(const JobConfig& config,
+                               const std::vector<std::string>& names,
+                               RemoteShardSource* probed);
   // A streamed job's shard table (LoadShardTable) and shards.
   absl::StatusOr<JobDataset> Stream(const JobConfig& config,
                                     const std::vector<std::string>& names,
@@ -204,8 +210,9 @@ class JobRegistry {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   WorkerPool* const pool_;
-  // Streamed jobs' windows of shards are fetched here (joined before the
-  // jobs' feeds and the cache go).
+  // Streamed jobs' windows of shards are fetched here (a task holds its
+  // job's feed; the threads are joined when the registry goes, before the
+  // cache and the worker pool).
   FetchThreads fetches_{4};
   std::atomic<bool> closing_{false};
   std::atomic<uint64_t> orphans_reclaimed_{0};

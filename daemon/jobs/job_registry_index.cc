@@ -2,7 +2,6 @@
 // (daemon/datasets/dataset_source.h): an index, or for a streamed job its
 // shard table and the store its windows are fetched with; the memory they
 // take per user; and the job made over one.
-#include "absl/strings/match.h"
 #include "common/log.h"
 #include "common/status_macros.h"
 #include "daemon/datasets/shard_counts.h"
@@ -16,14 +15,6 @@
 
 namespace stoker {
 namespace {
-
-// A remote job that asked for nothing streams when its shards do not fit
-// what the cache can give it.
-bool CacheTooSmall(const absl::Status& status) {
-  return absl::IsResourceExhausted(status) &&
-         (absl::StrContains(status.message(), "has no room for") ||
-          absl::StrContains(status.message(), "one user may hold"));
-}
 
 // A streamed job holds its window of shards and fetches the next: two
 // windows of the largest shards must fit the user's share of the cache.
@@ -84,9 +75,31 @@ absl::StatusOr<JobRegistry::JobDataset> JobRegistry::Stream(
       tally.index_file, tally.sizes_json, tally.kept, tally.scanned,
       absl::FormatDuration(
           absl::Trunc(absl::Now() - start, absl::Milliseconds(1))));
+  remote.probed = {};  // a window's fetch probes its own shards
   return JobDataset{.streamed = std::make_shared<const StreamedShards>(
                         std::move(table), SchemaOf(config), std::move(store),
                         std::move(remote), fetch_timeout)};
+}
+
+absl::StatusOr<bool> JobRegistry::Streams(const JobConfig& config,
+                                          const std::vector<std::string>& names,
+                                          RemoteShardSource* probed) {
+  const RemoteShardSource& remote = *probed;
+  if (config.streaming.has_value()) return *config.streaming;
+  if (names.size() > kMaxRemoteShards) return true;
+  // By the dataset's size against what the cache may give one user, not
+  // against what it holds now: the same answer on every node configured
+  // alike and at every resume, so that the order stays the same.
+  STOKER_ASSIGN_OR_RETURN(const uint64_t total, ProbeTotalSize(names, probed));
+  const bool stream = total > remote.cache->max_bytes_for_user();
+  if (stream) {
+    spdlog::info(
+        "{}: {} of shards, more than the {} one user may hold in the "
+        "shard cache: streamed",
+        DatasetName(config), FormatByteSize(total),
+        FormatByteSize(remote.cache->max_bytes_for_user()));
+  }
+  return stream;
 }
 
 absl::StatusOr<JobRegistry::JobDataset> JobRegistry::Index(
@@ -109,10 +122,14 @@ absl::StatusOr<JobRegistry::JobDataset> JobRegistry::Index(
     remote.fetch.deadline = absl::Now() + fetch_timeout;
     remote.fetch.ca_file = options_.remote_ca_file;
     remote.fetch.cancelled = limits.cancelled;
-    if (remote.cache != nullptr &&
-        config->streaming.value_or(names.size() > kMaxRemoteShards)) {
-      return Stream(*config, names, std::move(store), std::move(remote),
-                    fetch_timeout);
+    if (remote.cache != nullptr) {
+      STOKER_ASSIGN_OR_RETURN(const bool stream,
+                              Streams(*config, names, &remote));
+      config->streaming = stream;  // the effective spec says which
+      if (stream) {
+        return Stream(*config, names, std::move(store), std::move(remote),
+                      fetch_timeout);
+      }
     }
   }
   const std::unique_ptr<DatasetSource> source =
@@ -123,13 +140,6 @@ absl::StatusOr<JobRegistry::JobDataset> JobRegistry::Index(
   STOKER_RETURN_IF_ERROR(as_owner.status());
   auto index = source->Index(limits, &datasets_);
   config->dataset_path = source->ref().path;  // an ImageFolder's resolved
-  if (CacheTooSmall(index.status()) && !config->streaming.has_value()) {
-    spdlog::info("{}: {}; streaming it instead", DatasetName(*config),
-                 index.status().message());
-    remote.fetch.deadline = absl::Now() + fetch_timeout;
-    return Stream(*config, names, std::move(store), std::move(remote),
-                  fetch_timeout);
-  }
   if (!index.ok()) return index.status();
   return JobDataset{.index = *std::move(index)};
 }

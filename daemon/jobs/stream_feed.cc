@@ -6,6 +6,14 @@
 #include "daemon/spec/job_spec.h"  // kDefaultShuffleWindow
 
 namespace stoker {
+namespace {
+
+// A window the cache has no room for yet is fetched again this often, this
+// long apart (a minute in all).
+constexpr int kRoomRetries = 300;
+constexpr absl::Duration kRoomRetryWait = absl::Milliseconds(200);
+
+}  // namespace
 
 StreamFeed::StreamFeed(std::shared_ptr<const StreamedShards> shards,
                        const JobConfig& config, FetchThreads* threads,
@@ -27,12 +35,17 @@ StreamFeed::StreamFeed(std::shared_ptr<const StreamedShards> shards,
   }
   const ShardTable& table = shards_->table();
   first_sample_.reserve(table.shards());
+  shard_of_identity_.reserve(table.shards());
   uint64_t next = 0;
-  for (size_t s = 0; s < table.shards(); ++s) {
+  for (uint32_t s = 0; s < table.shards(); ++s) {
     first_sample_.push_back(next);
     next += table.samples(s);
+    shard_of_identity_.emplace(shards_->Identity(s), s);
   }
+  if (shards_->cache() != nullptr) shards_->cache()->AddFutureUse(this);
 }
+
+StreamFeed::~StreamFeed() { Stop(); }
 
 DatasetSummary StreamFeed::Summary() const {
   const ShardTable& table = shards_->table();
@@ -54,6 +67,13 @@ const StreamOrder& StreamFeed::OrderOf(uint64_t epoch) {
                                  shards_->table().counts(), seed_, epoch,
                                  sharding_, window_, shuffle_))
              .first;
+    std::vector<uint64_t>& first = first_use_[epoch];
+    first.assign(shards_->table().shards(), UINT64_MAX);
+    uint64_t at = 0;
+    for (const ShardRun& run : it->second->runs()) {
+      first[run.shard] = std::min(first[run.shard], at);
+      at += run.count;
+    }
   }
   return *it->second;
 }
@@ -66,10 +86,11 @@ std::optional<StreamFeed::WindowKey> StreamFeed::After(WindowKey key) {
   return WindowKey{key.first + 1, 0};
 }
 
-void StreamFeed::Want(WindowKey key) {
+void StreamFeed::Want(WindowKey key, bool needed) {
   if (stopped_ || slots_.contains(key)) return;
-  // Two windows at most: the oldest one in use and the next.
-  if (key > oldest_ && key != After(oldest_)) return;
+  // A window a row waits for is always fetched (a batch may span several
+  // small windows); one ahead only while fewer than two are held.
+  if (!needed && slots_.size() >= 2) return;
   const StreamOrder& order = OrderOf(key.first);
   if (key.second >= order.windows()) return;
   slots_.emplace(key, Slot{});
@@ -83,10 +104,19 @@ void StreamFeed::Want(WindowKey key) {
   }
   threads_->Post([self = shared_from_this(), key, order = orders_.at(key.first),
                   shards = std::move(shards)] {
-    auto window = self->shards_->Fetch(shards, [self] {
+    const auto stopped = [self] {
       absl::MutexLock lock(&self->mu_);
       return self->stopped_;
-    });
+    };
+    auto window = self->shards_->Fetch(shards, stopped);
+    // No room in the cache is a passing state (another job's windows
+    // going, fetches under way): try again for a while before failing.
+    for (int retry = 0; retry < kRoomRetries && !stopped() &&
+                        absl::IsResourceExhausted(window.status());
+         ++retry) {
+      absl::SleepFor(kRoomRetryWait);
+      window = self->shards_->Fetch(shards, stopped);
+    }
     self->Fetched(key, std::move(window), order->Window(key.second));
   });
 }
@@ -113,10 +143,12 @@ void StreamFeed::Fetched(
 StreamFeed::State StreamFeed::Locate(uint64_t epoch, uint64_t position,
                                      StreamPlace* place, absl::Status* error) {
   absl::MutexLock lock(&mu_);
+  // The next epoch's order too: the cache weighs its shards' next uses.
+  if (epoch < last_epoch_) OrderOf(epoch + 1);
   const StreamOrder& order = OrderOf(epoch);
   const WindowKey key{epoch, order.WindowOf(position)};
-  Want(key);
-  if (auto next = After(key)) Want(*next);
+  Want(key, /*needed=*/true);
+  if (auto next = After(key)) Want(*next, /*needed=*/false);
   auto it = slots_.find(key);
   if (it == slots_.end() || !it->second.done) return State::kWaiting;
   const Slot& slot = it->second;
@@ -132,17 +164,45 @@ StreamFeed::State StreamFeed::Locate(uint64_t epoch, uint64_t position,
 }
 
 void StreamFeed::Advance(uint64_t epoch, uint64_t position) {
+  std::map<WindowKey, Slot> passed;  // let go after the lock
   absl::MutexLock lock(&mu_);
   oldest_ = {epoch, OrderOf(epoch).WindowOf(position)};
-  slots_.erase(slots_.begin(), slots_.lower_bound(oldest_));
+  auto end = slots_.lower_bound(oldest_);
+  passed.insert(std::make_move_iterator(slots_.begin()),
+                std::make_move_iterator(end));
+  slots_.erase(slots_.begin(), end);
   orders_.erase(orders_.begin(), orders_.lower_bound(epoch));
+  first_use_.erase(first_use_.begin(), first_use_.lower_bound(epoch));
 }
 
 void StreamFeed::Stop() {
+  if (shards_->cache() != nullptr) shards_->cache()->RemoveFutureUse(this);
+  std::map<WindowKey, Slot> held;  // let go after the lock
   absl::MutexLock lock(&mu_);
   stopped_ = true;
-  slots_.clear();
+  held.swap(slots_);
   orders_.clear();
+  first_use_.clear();
+}
+
+uint64_t StreamFeed::NextUse(const std::string& identity) const {
+  const auto found = shard_of_identity_.find(identity);
+  if (found == shard_of_identity_.end()) return UINT64_MAX;
+  const uint32_t shard = found->second;
+  absl::MutexLock lock(&mu_);
+  const auto now = orders_.find(oldest_.first);
+  if (stopped_ || now == orders_.end()) return UINT64_MAX;
+  const uint64_t at = now->second->window_start(
+      std::min(oldest_.second, now->second->windows()));
+  const auto first = first_use_.find(oldest_.first);
+  if (first->second[shard] != UINT64_MAX && first->second[shard] >= at) {
+    return first->second[shard] - at;
+  }
+  const auto next = first_use_.find(oldest_.first + 1);
+  if (next == first_use_.end() || next->second[shard] == UINT64_MAX) {
+    return UINT64_MAX;
+  }
+  return now->second->size() - at + next->second[shard];
 }
 
 }  // namespace stoker

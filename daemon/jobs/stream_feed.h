@@ -1,16 +1,18 @@
 // StreamFeed: what a streamed job's workers read. Each position of this
-// rank's epoch (StreamOrder) lies in a window of shards; the feed holds at
-// most two windows, the oldest one in use and the next, fetching the next
-// on the registry's FetchThreads while the workers read the first, and
-// lets a window go once the job's oldest unfinished batch has passed it
-// (its shards then become evictable in the cache).
+// rank's epoch (StreamOrder) lies in a window of shards; the feed fetches
+// the window the next row needs and, while it holds fewer than two, the one
+// after it, on the registry's FetchThreads, so that the workers read one
+// window while the next arrives. It lets a window go once the job's oldest
+// unfinished batch has passed it (its shards then become evictable in the
+// cache). A batch that spans more windows holds them all meanwhile.
 //
 // The sample's draws are keyed by its number in the whole dataset (its
 // shard's first sample in table order plus its member), so they do not
 // depend on the window it was read in.
 //
-// Thread-safety: thread-safe. Lock order: a Job's mutex, then the feed's;
-// the feed calls `on_ready` with no lock held.
+// Thread-safety: thread-safe. Lock order: a Job's mutex, then the shard
+// cache's, then the feed's: the feed never calls the cache (nor lets a
+// window go) with its lock held, and calls `on_ready` with no lock held.
 #ifndef STOKER_DAEMON_JOBS_STREAM_FEED_H_
 #define STOKER_DAEMON_JOBS_STREAM_FEED_H_
 
@@ -22,6 +24,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "daemon/datasets/streamed_shards.h"
@@ -38,11 +41,14 @@ struct StreamPlace {
   uint64_t draw_id = 0;                 // in the whole dataset
 };
 
-class StreamFeed : public std::enable_shared_from_this<StreamFeed> {
+class StreamFeed : public std::enable_shared_from_this<StreamFeed>,
+                   public ShardCache::FutureUse {
  public:
+  // Tells the shard cache what the job will read (FutureUse) until Stop.
   StreamFeed(std::shared_ptr<const StreamedShards> shards,
              const JobConfig& config, FetchThreads* threads,
              std::function<void()> on_ready);
+  ~StreamFeed() override;
 
   // Samples of the dataset, and this rank's share of an epoch.
   uint64_t samples() const { return shards_->table().samples(); }
@@ -62,6 +68,10 @@ class StreamFeed : public std::enable_shared_from_this<StreamFeed> {
   // No more fetches; the windows held are let go.
   void Stop();
 
+  // How many samples after the oldest position in use this job next reads
+  // a sample of the shard `identity` names: this epoch or the next.
+  uint64_t NextUse(const std::string& identity) const override;
+
  private:
   using WindowKey = std::pair<uint64_t, uint32_t>;  // epoch, window
   struct Slot {
@@ -71,8 +81,10 @@ class StreamFeed : public std::enable_shared_from_this<StreamFeed> {
     std::shared_ptr<const StreamWindow> window;
   };
   const StreamOrder& OrderOf(uint64_t epoch) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Starts fetching window `key` unless it is held or under way.
-  void Want(WindowKey key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Starts fetching window `key` unless it is held or under way: always
+  // when a row waits for it (`needed`), else only while fewer than two
+  // windows are held.
+  void Want(WindowKey key, bool needed) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The window after `key` (the next epoch's first after the last), if the
   // job reads one.
   std::optional<WindowKey> After(WindowKey key)
@@ -90,10 +102,14 @@ class StreamFeed : public std::enable_shared_from_this<StreamFeed> {
   FetchThreads* const threads_;
   const std::function<void()> on_ready_;
   std::vector<uint64_t> first_sample_;  // per table shard: draw ids
+  absl::flat_hash_map<std::string, uint32_t> shard_of_identity_;
 
-  absl::Mutex mu_;
+  mutable absl::Mutex mu_;
   bool stopped_ ABSL_GUARDED_BY(mu_) = false;
-  // The window of the oldest position still in use (see Advance).
+  // Per epoch order kept: where each shard's first run starts in it.
+  std::map<uint64_t, std::vector<uint64_t>> first_use_ ABSL_GUARDED_BY(mu_);
+  // The window of the oldest position still in use (see Advance; what
+  // NextUse counts from).
   WindowKey oldest_ ABSL_GUARDED_BY(mu_) = {0, 0};
   std::map<uint64_t, std::shared_ptr<const StreamOrder>> orders_
       ABSL_GUARDED_BY(mu_);

@@ -178,18 +178,41 @@ absl::Status ShardCache::MakeRoom(uint64_t size) {
         " are shards running jobs hold or fetches under way; a dataset's "
         "shards must fit the cache together"));
   }
-  while (bytes_ + size > max_bytes_) {
-    auto oldest = slots_.end();
-    for (auto it = slots_.begin(); it != slots_.end(); ++it) {
-      if (it->second.ready && it->second.holders.empty() &&
-          (oldest == slots_.end() ||
-           it->second.last_use < oldest->second.last_use)) {
-        oldest = it;
+  while (bytes_ + size > max_bytes_) Evict(Victim());
+  return absl::OkStatus();
+}
+
+absl::flat_hash_map<std::string, ShardCache::Slot>::iterator
+ShardCache::Victim() {
+  auto victim = slots_.end();
+  uint64_t victim_next = 0;
+  for (auto it = slots_.begin(); it != slots_.end(); ++it) {
+    if (!it->second.ready || !it->second.holders.empty()) continue;
+    uint64_t next = UINT64_MAX;
+    if (!futures_.empty()) {
+      const std::string identity = it->first.substr(0, it->first.find('\n'));
+      for (const FutureUse* use : futures_) {
+        next = std::min(next, use->NextUse(identity));
       }
     }
-    Evict(oldest);
+    if (victim == slots_.end() || next > victim_next ||
+        (next == victim_next &&
+         it->second.last_use < victim->second.last_use)) {
+      victim = it;
+      victim_next = next;
+    }
   }
-  return absl::OkStatus();
+  return victim;
+}
+
+void ShardCache::AddFutureUse(const FutureUse* use) {
+  absl::MutexLock lock(&mu_);
+  futures_.push_back(use);
+}
+
+void ShardCache::RemoveFutureUse(const FutureUse* use) {
+  absl::MutexLock lock(&mu_);
+  std::erase(futures_, use);
 }
 
 void ShardCache::Evict(absl::flat_hash_map<std::string, Slot>::iterator it) {

@@ -14,8 +14,10 @@
 // when whole and synced: a partial download is never served, and one left
 // by a crash is removed when the cache opens. Entries survive restarts (a
 // "<name>.key" file beside each "<name>.tar" holds its key). The least
-// recently used entries that no running job holds are evicted to keep the
-// total under the size bound, and only when the new shard then fits; a
+// recently used entries that no running job holds (or, while streamed jobs
+// say what they will read, the entries needed furthest ahead: FutureUse)
+// are evicted to keep the total under the size bound, and only when the
+// new shard then fits; a
 // shard that does not fit beside the held ones is RESOURCE_EXHAUSTED. One
 // user's jobs may hold (or be fetching) at most max_bytes_per_user of it,
 // so that no user can take the whole cache from the others. One stokerd
@@ -34,6 +36,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
@@ -75,6 +78,24 @@ class ShardCache {
     std::shared_ptr<const UniqueFd> fd_;  // shared by the entry's holders
     uint64_t size_;
   };
+
+  // What a running job will read, as far as it knows: how far ahead (in
+  // samples of its own order) its next use of an object lies, by the
+  // object's identity (the URL an entry's key starts with); UINT64_MAX
+  // when it does not foresee one. Streamed jobs register theirs (see
+  // jobs/stream_feed.h). Called with the cache's lock held: it must not
+  // call the cache.
+  class FutureUse {
+   public:
+    virtual ~FutureUse() = default;
+    virtual uint64_t NextUse(const std::string& identity) const = 0;
+  };
+  // While any is registered, room is made by evicting the unheld entry
+  // whose next use by any registered job lies furthest ahead (the least
+  // recently used among those none foresees), instead of the least
+  // recently used one.
+  void AddFutureUse(const FutureUse* use);
+  void RemoveFutureUse(const FutureUse* use);
 
   // Writes an entry's `size` bytes to the file open at `fd`.
   using Fill = std::function<absl::Status(int fd)>;
@@ -137,6 +158,9 @@ class ShardCache {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Evict(absl::flat_hash_map<std::string, Slot>::iterator it)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The entry MakeRoom evicts next (see FutureUse); end() if none.
+  absl::flat_hash_map<std::string, Slot>::iterator Victim()
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status Fetch(const std::string& key, const std::string& name,
                      uint64_t size, const Fill& fill);
   void Release(const std::string& key, uid_t user);
@@ -159,6 +183,7 @@ class ShardCache {
   uint64_t misses_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t fetched_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t evictions_ ABSL_GUARDED_BY(mu_) = 0;
+  std::vector<const FutureUse*> futures_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace stoker

@@ -418,9 +418,10 @@ def test_shards_that_do_not_fit_the_cache_are_refused(scratch, shards, nginx):
     try:
         with pytest.raises(errors.ResourceExhausted, match="--cache_size"):
             load(node, nginx.url("train-{000000..000002}.tar"), streaming=False)
-        # Unless told not to, such a job streams (test_streaming.py): with
-        # a window the cache can hold twice.
-        with pytest.raises(errors.ResourceExhausted, match="use shuffle_window=1"):
+        # Unless told not to, such a job streams (test_streaming.py), with
+        # a window the cache can hold twice: not these shards' default.
+        with pytest.raises(errors.ResourceExhausted,
+                           match="a streamed job holds two windows of shuffle_window=16"):
             load(node, nginx.url("train-{000000..000002}.tar"))
         # One shard larger than the whole cache: named, with the setting
         # (not only the per-user share).
@@ -429,7 +430,8 @@ def test_shards_that_do_not_fit_the_cache_are_refused(scratch, shards, nginx):
         with pytest.raises(errors.ResourceExhausted,
                            match=r"huge.tar': a shard of .* is larger than "
                                  r"the whole shard cache \(--cache_size"):
-            load(node, [nginx.url("train-000000.tar"), nginx.url("huge.tar")])
+            load(node, [nginx.url("train-000000.tar"), nginx.url("huge.tar")],
+                 streaming=False)
         # Two fit; a later job over others evicts the least recently used.
         with load(node, nginx.url("train-{000000..000001}.tar")) as two:
             assert len(two) == 4  # 16 samples
