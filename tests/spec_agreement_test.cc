@@ -95,6 +95,17 @@ v1::JobSpec WithPipeline() {
   return spec;
 }
 
+// Common() on streamed remote shards.
+v1::JobSpec WithStreaming() {
+  v1::JobSpec spec = Common();
+  spec.mutable_dataset()->add_shards("s3://bucket/train-{0..3}.tar");
+  spec.mutable_dataset()->set_streaming(false);  // set, so sent
+  spec.mutable_dataset()->set_shuffle_window(4);
+  spec.mutable_output()->set_height(48);
+  spec.mutable_output()->set_width(64);
+  return spec;
+}
+
 // Common() on shards of named fields, with a pipeline.
 v1::JobSpec WithFields() {
   v1::JobSpec spec = Common();
@@ -150,6 +161,7 @@ TEST(SpecAgreement, TheTestSetsEveryWireField) {
   both.MergeFrom(WithPipeline());
   both.MergeFrom(WithFields());
   both.MergeFrom(WithViews());
+  both.MergeFrom(WithStreaming());
   std::vector<std::string> unset;
   Unset(both, "", &unset);
   EXPECT_TRUE(unset.empty())
@@ -160,8 +172,8 @@ TEST(SpecAgreement, TheTestSetsEveryWireField) {
 
 TEST(SpecAgreement, TheSdkSpecCarriesEveryField) {
   // A pipeline sets the output size, so the SDK sends one or the other.
-  for (const v1::JobSpec& wire :
-       {WithOutputSize(), WithPipeline(), WithFields(), WithViews()}) {
+  for (const v1::JobSpec& wire : {WithOutputSize(), WithPipeline(),
+                                  WithFields(), WithViews(), WithStreaming()}) {
     v1::Job job;
     *job.mutable_spec() = wire;
     const JobSpec sdk = internal::FromProto(job).spec;
@@ -183,6 +195,21 @@ TEST(SpecAgreement, TheDaemonsConfigCarriesEveryField) {
   ASSERT_TRUE(config.ok()) << config.status();
   const v1::JobSpec effective = EffectiveSpec(*config);
   // What the daemon adds: the pipeline the output size stands for.
+  v1::JobSpec expected = wire;
+  *expected.mutable_pipeline() = effective.pipeline();
+  std::string differences;
+  MessageDifferencer differ;
+  differ.ReportDifferencesToString(&differences);
+  EXPECT_TRUE(differ.Compare(expected, effective)) << differences;
+}
+
+TEST(SpecAgreement, TheDaemonsConfigCarriesStreaming) {
+  v1::JobSpec wire = WithStreaming();
+  wire.mutable_reference()->set_pillow("10.0");  // (see above)
+  wire.mutable_reference()->set_numpy("2.0");
+  auto config = ValidateJobSpec(wire);
+  ASSERT_TRUE(config.ok()) << config.status();
+  const v1::JobSpec effective = EffectiveSpec(*config);
   v1::JobSpec expected = wire;
   *expected.mutable_pipeline() = effective.pipeline();
   std::string differences;

@@ -35,6 +35,8 @@ JobSpec SpecFrom(const v1::JobSpec& p) {
   spec.dataset_path = p.dataset().path();
   spec.shards.assign(p.dataset().shards().begin(), p.dataset().shards().end());
   spec.label_field = p.dataset().label_field();
+  if (p.dataset().has_streaming()) spec.streaming = p.dataset().streaming();
+  spec.shuffle_window = p.dataset().shuffle_window();
   spec.manifest = p.dataset().manifest();
   spec.batch_size = p.batch_size();
   spec.slots = p.slots();
@@ -112,6 +114,8 @@ v1::JobSpec ToProto(const JobSpec& spec) {
   dataset->set_path(spec.dataset_path);
   for (const std::string& shard : spec.shards) dataset->add_shards(shard);
   dataset->set_label_field(spec.label_field);
+  if (spec.streaming) dataset->set_streaming(*spec.streaming);
+  dataset->set_shuffle_window(spec.shuffle_window);
   dataset->set_manifest(spec.manifest);
   p.set_batch_size(spec.batch_size);
   p.set_slots(spec.slots);

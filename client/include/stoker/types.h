@@ -82,6 +82,12 @@ struct JobSpec {
   // member, or the field `label_field` of its json member.
   std::vector<std::string> shards;
   std::string label_field;
+  // Remote shards: streamed (true), fetched whole (false), or streamed when
+  // they do not fit the node's shard cache (nullopt); a streamed job
+  // shuffles within windows of shuffle_window shards (0: 16). See
+  // docs/remote.md.
+  std::optional<bool> streaming;
+  uint32_t shuffle_window = 0;
   // A .csv (header: path,label[,class]) or .jsonl manifest of rows.
   std::string manifest;
   uint32_t batch_size = 64;  // 1..4096
