@@ -2,7 +2,8 @@
 nginx: a dataset four times the node's shard cache read for two epochs,
 every sample once per epoch (labels number the samples), about one
 dataset's bytes fetched per epoch, the order a pure function of (seed,
-epoch, rank) so that state_dict() resumes exactly, ranks getting equal
+epoch, rank) so that state_dict() and a daemon killed mid-epoch resume
+exactly, ranks getting equal
 shares, and the refusals that keep a job from failing later."""
 import os
 import tarfile
@@ -78,8 +79,9 @@ def small_node(scratch, shard_dir):
 
 def load(node, nginx, **kw):
     kw.setdefault("shuffle_window", 1)
+    kw.setdefault("transform", TRANSFORM)
     return stoker.DataLoader(shards=nginx.url(f"s-{{000..{SHARDS - 1:03d}}}.tar"),
-                             batch_size=4, shuffle=True, seed=3, transform=TRANSFORM,
+                             batch_size=4, shuffle=True, seed=3,
                              socket=node.socket, **kw)
 
 
@@ -126,6 +128,26 @@ def test_the_order_is_exact_across_jobs_and_resumes(small_node, nginx):
         resumed.load_state_dict(state)
         rest = [label for _, y in resumed for label in y.tolist()]
     assert head + rest == whole
+
+
+def test_a_daemon_killed_mid_epoch_resumes_exactly(small_node, nginx):
+    """stokerd SIGKILLed and restarted mid-epoch: the loader re-creates its
+    streamed job at the next batch, which reads the same window of the same
+    order, with the same random crops (draws keyed by the sample)."""
+    crops = T.Compose([T.RandomResizedCrop(24), T.PILToTensor()])
+    with load(small_node, nginx, transform=crops) as reference:
+        expected = [(x.clone(), y.clone()) for _ in range(2) for x, y in reference]
+    got = []
+    with load(small_node, nginx, transform=crops) as loader:
+        for _ in range(2):
+            for x, y in loader:
+                got.append((x.clone(), y.clone()))
+                if len(got) == 5:  # mid-epoch, in the third window
+                    small_node.kill()
+                    small_node.start()
+    assert len(got) == len(expected) == 2 * SHARDS * PER_SHARD // 4
+    for (a, la), (b, lb) in zip(expected, got):
+        assert torch.equal(la, lb) and torch.equal(a, b)
 
 
 def test_ranks_get_equal_disjoint_shares(small_node, nginx):
