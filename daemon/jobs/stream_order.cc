@@ -91,14 +91,4 @@ std::vector<StreamSample> StreamOrder::Window(uint32_t j) const {
   return samples;
 }
 
-StreamSample StreamCursor::At(uint64_t i) {
-  const StreamOrder& order = *order_;
-  if (window_ == UINT32_MAX || i < order.window_start(window_) ||
-      i >= order.window_start(window_ + 1)) {
-    window_ = order.WindowOf(i);
-    samples_ = order.Window(window_);
-  }
-  return samples_[i - order.window_start(window_)];
-}
-
 }  // namespace stoker

@@ -83,21 +83,6 @@ class StreamOrder {
   std::vector<uint64_t> window_start_;  // windows() + 1 entries
 };
 
-// Reads a StreamOrder position after position, one window in memory.
-class StreamCursor {
- public:
-  explicit StreamCursor(std::shared_ptr<const StreamOrder> order)
-      : order_(std::move(order)) {}
-  // The sample at position i (< order's size()); cheapest in order.
-  StreamSample At(uint64_t i);
-  const StreamOrder& order() const { return *order_; }
-
- private:
-  std::shared_ptr<const StreamOrder> order_;
-  uint32_t window_ = UINT32_MAX;  // the one in samples_
-  std::vector<StreamSample> samples_;
-};
-
 }  // namespace stoker
 
 #endif  // STOKER_DAEMON_JOBS_STREAM_ORDER_H_
