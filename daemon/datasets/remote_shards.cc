@@ -87,7 +87,11 @@ class ShardFetch {
           [this] {
             return policy_.cancelled() || absl::Now() > policy_.deadline;
           },
-          hit);
+          hit,
+          {.room_until = source_.room_wait > absl::ZeroDuration()
+                             ? absl::Now() + source_.room_wait
+                             : absl::InfinitePast(),
+           .durable = source_.durable});
       if (absl::IsResourceExhausted(entry.status()) &&
           !absl::StrContains(entry.status().message(), name)) {  // which one
         return absl::ResourceExhaustedError(absl::StrCat(

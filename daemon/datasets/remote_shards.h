@@ -51,6 +51,12 @@ struct RemoteShardSource {
   // The shards' versions as this job just probed them (ProbeTotalSize),
   // used instead of a probe the first time each is fetched; empty: none.
   std::vector<ObjectVersion> probed;
+  // How long a shard may wait for room in the user's share of the cache
+  // (their own entries let go) before RESOURCE_EXHAUSTED.
+  absl::Duration room_wait = absl::ZeroDuration();
+  // Whether what is fetched is synced and kept across restarts (see
+  // ShardCache::GetOptions).
+  bool durable = true;
 };
 
 // What indexing remote shards did (for the daemon's log and stats).

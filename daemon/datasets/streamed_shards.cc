@@ -43,6 +43,10 @@ absl::StatusOr<std::shared_ptr<const StreamWindow>> StreamedShards::Fetch(
   remote.probed.clear();  // numbered by the dataset's shards, not these
   remote.fetch.deadline = absl::Now() + fetch_timeout_;
   remote.fetch.cancelled = cancelled;
+  remote.room_wait = kRoomWait;
+  // A window is read once and soon evicted: not synced to disk, and not
+  // trusted after a restart (fetched again then).
+  remote.durable = false;
   const ScanLimits limits{.cancelled = cancelled};
   RemoteTally tally;
   STOKER_ASSIGN_OR_RETURN(

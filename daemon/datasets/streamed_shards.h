@@ -44,6 +44,10 @@ class StreamedShards {
   const ShardTable& table() const { return *table_; }
   std::shared_ptr<const ShardTable> shared_table() const { return table_; }
 
+  // How long a window's shard waits for room in its user's share of the
+  // cache before RESOURCE_EXHAUSTED.
+  static constexpr absl::Duration kRoomWait = absl::Seconds(2);
+
   // The window of `shards` (table numbers, distinct). Errors: the store's
   // and the cache's (naming the shard), the headers' (IndexTarShards'),
   // CANCELLED when `cancelled` says so, and DATA_LOSS naming a shard whose

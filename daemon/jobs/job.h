@@ -59,6 +59,9 @@ struct SampleTask {
   // The job's index, and where the sample's values go; valid until
   // FinishTask.
   const DatasetIndex* dataset = nullptr;
+  // A streamed job's window (which `dataset` is), held until the task is
+  // done: the feed lets a window go once its last row is handed out.
+  std::shared_ptr<const DatasetIndex> window;
   SlotRow out;
 };
 

@@ -238,6 +238,7 @@ absl::StatusOr<std::shared_ptr<Job>> JobRegistry::Create(
     if (closed_) return absl::UnavailableError("stokerd is shutting down");
     STOKER_RETURN_IF_ERROR(CheckLimits(config));
     STOKER_RETURN_IF_ERROR(CheckIndexMemory(config.owner_uid, *dataset));
+    STOKER_RETURN_IF_ERROR(CheckStreamRoom(config, *dataset));
     ticket = next_reservation_++;
     reserved_[ticket] = {config.owner_uid,
                          RingGeometryFor(config).segment_bytes};

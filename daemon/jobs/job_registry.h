@@ -182,13 +182,18 @@ class JobRegistry {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // CheckLimits, ending orphans that stand in the way (see above).
   absl::Status MakeRoom(const JobConfig& config) ABSL_LOCKS_EXCLUDED(mu_);
-  // The longest-unattended orphan of `owner` (of anyone if any_user).
-  std::shared_ptr<Job> PickOrphan(uid_t owner, bool any_user)
+  // The longest-unattended orphan of `owner` (of anyone if any_user);
+  // only jobs over remote shards if remote_only.
+  std::shared_ptr<Job> PickOrphan(uid_t owner, bool any_user,
+                                  bool remote_only = false)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Ends a running job nobody consumes, saying why ("job ID " + `why`): it
   // stays listed, ended, so that a trainer coming back learns it. Called
   // without mu_ (the job's listeners run).
   void EndOrphan(Job& job, const std::string& why) ABSL_LOCKS_EXCLUDED(mu_);
+  // Ends the longest-unattended orphan of `owner` over remote shards (the
+  // shard cache room it holds goes with it); false if there is none.
+  bool ReclaimOrphan(uid_t owner) ABSL_LOCKS_EXCLUDED(mu_);
   // The shared-memory part: /dev/shm, the budget, the user's share.
   absl::Status CheckMemory(const JobConfig& config,
                            std::map<uid_t, Holding>& by_user,
@@ -197,6 +202,11 @@ class JobRegistry {
   // The dataset indexes `uid`'s jobs hold with `index` added (each counted
   // once) against limits.max_index_bytes_per_user.
   absl::Status CheckIndexMemory(uid_t uid, const JobDataset& dataset) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A streamed job's two windows with those of its user's other running
+  // streamed jobs against the user's share of the shard cache.
+  absl::Status CheckStreamRoom(const JobConfig& config,
+                               const JobDataset& dataset) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Jobs in all; what each user holds into *by_user.
   uint32_t CountHoldings(std::map<uid_t, Holding>* by_user) const
@@ -210,10 +220,6 @@ class JobRegistry {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   WorkerPool* const pool_;
-  // Streamed jobs' windows of shards are fetched here (a task holds its
-  // job's feed; the threads are joined when the registry goes, before the
-  // cache and the worker pool).
-  FetchThreads fetches_{4};
   std::atomic<bool> closing_{false};
   std::atomic<uint64_t> orphans_reclaimed_{0};
   DatasetCache datasets_;
@@ -229,6 +235,10 @@ class JobRegistry {
   std::map<uint64_t, Reservation> reserved_ ABSL_GUARDED_BY(mu_);
   uint64_t next_reservation_ ABSL_GUARDED_BY(mu_) = 0;
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
+  // Streamed jobs' windows of shards are fetched here. A task holds its
+  // job's feed and may call ReclaimOrphan: declared last, the threads are
+  // joined first when the registry goes.
+  FetchThreads fetches_{4};
 };
 
 }  // namespace stoker

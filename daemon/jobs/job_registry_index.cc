@@ -10,26 +10,37 @@
 #include "daemon/jobs/job_registry.h"
 #include "daemon/os/byte_size.h"
 #include "daemon/os/file_identity.h"
+#include "daemon/os/process_identity.h"
 #include "daemon/remote/remote_url.h"
 #include "daemon/spec/job_spec.h"
 
 namespace stoker {
 namespace {
 
+uint64_t WindowOf(const JobConfig& config) {
+  return config.shuffle_window == 0 ? kDefaultShuffleWindow
+                                    : config.shuffle_window;
+}
+
 // A streamed job holds its window of shards and fetches the next: two
-// windows of the largest shards must fit the user's share of the cache.
-absl::Status CheckWindow(const JobConfig& config, const ShardTable& table,
-                         uint64_t room) {
+// windows of its largest shards, at most, in the shard cache.
+uint64_t WindowRoom(const JobConfig& config, const ShardTable& table) {
   uint64_t largest = 0;
   for (size_t s = 0; s < table.shards(); ++s) {
     largest = std::max(largest, table.size(s));
   }
-  const uint64_t window = config.shuffle_window == 0 ? kDefaultShuffleWindow
-                                                     : config.shuffle_window;
-  if (largest == 0 || 2 * window * largest <= room) return absl::OkStatus();
+  return 2 * WindowOf(config) * largest;
+}
+
+// Two windows must fit the user's share of the cache.
+absl::Status CheckWindow(const JobConfig& config, const ShardTable& table,
+                         uint64_t room) {
+  const uint64_t needs = WindowRoom(config, table);
+  if (needs <= room) return absl::OkStatus();
+  const uint64_t largest = needs / (2 * WindowOf(config));
   const uint64_t fits = room / (2 * largest);
   return absl::ResourceExhaustedError(absl::StrCat(
-      "a streamed job holds two windows of shuffle_window=", window,
+      "a streamed job holds two windows of shuffle_window=", WindowOf(config),
       " shards of up to ", FormatByteSize(largest), " in the shard cache, ",
       "which gives one user ", FormatByteSize(room),
       fits == 0 ? ": it cannot hold two of these shards (--cache_size)"
@@ -176,13 +187,45 @@ absl::Status JobRegistry::CheckIndexMemory(uid_t uid,
       "other datasets, or split the dataset"));
 }
 
+absl::Status JobRegistry::CheckStreamRoom(const JobConfig& config,
+                                          const JobDataset& dataset) const {
+  const ShardCache* cache = options_.shard_cache;
+  if (dataset.streamed == nullptr || cache == nullptr) return absl::OkStatus();
+  // Each job its own two windows, even two jobs of the same order: one
+  // whose consumer pauses keeps its windows while the other goes on.
+  uint64_t needs = WindowRoom(config, dataset.streamed->table());
+  uint32_t others = 0;
+  for (const auto& [id, job] : jobs_) {
+    const JobConfig& other = job->config();
+    const StreamFeed* stream = job->stream();
+    // An orphan's windows are taken back when a window needs the room.
+    if (other.owner_uid != config.owner_uid || stream == nullptr ||
+        job->state() != JobState::kRunning ||
+        (!job->Attended() && ProcessGone(other.owner_process))) {
+      continue;
+    }
+    needs += WindowRoom(other, stream->shards().table());
+    ++others;
+  }
+  const uint64_t room = cache->max_bytes_for_user();
+  if (needs <= room) return absl::OkStatus();
+  return absl::ResourceExhaustedError(
+      absl::StrCat("with uid ", config.owner_uid, "'s ", others,
+                   " other streamed job(s), two windows each would take ",
+                   FormatByteSize(needs), " of the shard cache, past the ",
+                   FormatByteSize(room),
+                   " one user may hold (--cache_size_per_user): use a smaller "
+                   "shuffle_window, or end a job"));
+}
+
 absl::StatusOr<std::shared_ptr<Job>> JobRegistry::MakeJob(
     const std::string& id, const JobConfig& config, JobDataset dataset) {
   std::function<void()> on_work = [pool = pool_] { pool->Notify(); };
   std::shared_ptr<StreamFeed> feed;
   if (dataset.streamed != nullptr) {
-    feed = std::make_shared<StreamFeed>(std::move(dataset.streamed), config,
-                                        &fetches_, on_work);
+    feed = std::make_shared<StreamFeed>(
+        std::move(dataset.streamed), config, &fetches_, on_work,
+        [this, uid = config.owner_uid] { return ReclaimOrphan(uid); });
   }
   return Job::Create(id, config, std::move(dataset.index),
                      options_.segment_prefix + id, options_.segment_mode,

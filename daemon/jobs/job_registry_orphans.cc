@@ -4,17 +4,21 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/log.h"
+#include "daemon/datasets/dataset_source.h"
+#include "daemon/jobs/dataset_sources.h"
 #include "daemon/jobs/job_registry.h"
 
 namespace stoker {
 
-std::shared_ptr<Job> JobRegistry::PickOrphan(uid_t owner, bool any_user) {
+std::shared_ptr<Job> JobRegistry::PickOrphan(uid_t owner, bool any_user,
+                                             bool remote_only) {
   const absl::Time now = absl::Now();
   std::shared_ptr<Job> oldest;
   std::pair<bool, absl::Duration> best;
   for (const auto& [id, job] : jobs_) {
     const JobConfig& config = job->config();
     if (!any_user && config.owner_uid != owner) continue;
+    if (remote_only && !NamesRemoteShards(DatasetRefOf(config))) continue;
     if (job->state() != JobState::kRunning || job->Attended() ||
         !ProcessGone(config.owner_process)) {
       continue;
@@ -51,6 +55,22 @@ absl::Status JobRegistry::MakeRoom(const JobConfig& config) {
               "process that created it was gone and no consumer was attached");
     orphans_reclaimed_.fetch_add(1);
   }
+}
+
+bool JobRegistry::ReclaimOrphan(uid_t owner) {
+  std::shared_ptr<Job> orphan;
+  {
+    absl::MutexLock lock(&mu_);
+    if (closed_) return false;
+    orphan = PickOrphan(owner, /*any_user=*/false, /*remote_only=*/true);
+  }
+  if (orphan == nullptr) return false;
+  EndOrphan(*orphan,
+            "was ended to make room in the shard cache for a streamed job of "
+            "its user: the process that created it was gone and no consumer "
+            "was attached");
+  orphans_reclaimed_.fetch_add(1);
+  return true;
 }
 
 void JobRegistry::EndOrphan(Job& job, const std::string& why) {

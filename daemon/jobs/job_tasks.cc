@@ -56,18 +56,16 @@ std::pair<uint64_t, uint64_t> Job::PositionOf(uint64_t seq,
 }
 
 bool Job::PlaceStreamed(const Filling& open, SampleTask* task, Wake* wake) {
-  // Windows before the oldest batch still filling are done with.
-  const Filling& oldest = *std::min_element(
-      filling_.begin(), filling_.end(),
-      [](const Filling& a, const Filling& b) { return a.seq < b.seq; });
-  const auto [old_epoch, old_position] = PositionOf(oldest.seq, 0);
-  stream_->Advance(old_epoch, old_position);
   const auto [epoch, position] = PositionOf(open.seq, open.next_row);
+  // Rows are handed out in order: the windows before this row's are done
+  // with, but for the tasks in flight, which hold theirs.
+  stream_->Advance(epoch, position);
   StreamPlace place;
   absl::Status error;
   switch (stream_->Locate(epoch, position, &place, &error)) {
     case StreamFeed::State::kReady:
-      task->dataset = place.index;
+      task->dataset = place.index.get();
+      task->window = std::move(place.index);
       task->sample = place.sample;
       task->draw_id = place.draw_id;
       return true;

@@ -8,16 +8,17 @@
 namespace stoker {
 namespace {
 
-// A window the cache has no room for yet is fetched again this often, this
-// long apart (a minute in all).
-constexpr int kRoomRetries = 300;
-constexpr absl::Duration kRoomRetryWait = absl::Milliseconds(200);
+// A window the user's share of the cache has no room for yet: each fetch
+// waits StreamedShards::kRoomWait for the user's entries to go, this many
+// times (a minute in all), an orphaned job of the user's ended before each.
+constexpr int kRoomRounds = 30;
 
 }  // namespace
 
 StreamFeed::StreamFeed(std::shared_ptr<const StreamedShards> shards,
                        const JobConfig& config, FetchThreads* threads,
-                       std::function<void()> on_ready)
+                       std::function<void()> on_ready,
+                       std::function<bool()> make_room)
     : shards_(std::move(shards)),
       sharding_(config.sharding),
       seed_(config.seed),
@@ -26,7 +27,8 @@ StreamFeed::StreamFeed(std::shared_ptr<const StreamedShards> shards,
                                          : config.shuffle_window),
       last_epoch_(config.epochs == 0 ? UINT64_MAX : config.epochs - 1),
       threads_(threads),
-      on_ready_(std::move(on_ready)) {
+      on_ready_(std::move(on_ready)),
+      make_room_(std::move(make_room)) {
   {
     // The job starts here (a resumed one mid-epoch).
     absl::MutexLock lock(&mu_);
@@ -40,7 +42,8 @@ StreamFeed::StreamFeed(std::shared_ptr<const StreamedShards> shards,
   for (uint32_t s = 0; s < table.shards(); ++s) {
     first_sample_.push_back(next);
     next += table.samples(s);
-    shard_of_identity_.emplace(shards_->Identity(s), s);
+    shard_of_identity_.emplace(std::hash<std::string>{}(shards_->Identity(s)),
+                               s);
   }
   if (shards_->cache() != nullptr) shards_->cache()->AddFutureUse(this);
 }
@@ -52,7 +55,9 @@ DatasetSummary StreamFeed::Summary() const {
   return {.kind = DatasetKind::kTarShards,
           .samples = table.samples(),
           .shards = table.shards(),
-          .index_bytes = table.MemoryBytes() + 8 * first_sample_.capacity()};
+          .index_bytes = table.MemoryBytes() + 8 * first_sample_.capacity() +
+                         (sizeof(std::pair<size_t, uint32_t>) + 1) *
+                             shard_of_identity_.capacity()};
 }
 
 uint64_t StreamFeed::samples_per_rank() const {
@@ -109,12 +114,13 @@ void StreamFeed::Want(WindowKey key, bool needed) {
       return self->stopped_;
     };
     auto window = self->shards_->Fetch(shards, stopped);
-    // No room in the cache is a passing state (another job's windows
-    // going, fetches under way): try again for a while before failing.
-    for (int retry = 0; retry < kRoomRetries && !stopped() &&
+    // No room in the cache is a passing state (the tasks of the window
+    // before still running, another job's windows going): try again for a
+    // while before failing.
+    for (int round = 1; round < kRoomRounds && !stopped() &&
                         absl::IsResourceExhausted(window.status());
-         ++retry) {
-      absl::SleepFor(kRoomRetryWait);
+         ++round) {
+      if (self->make_room_) self->make_room_();
       window = self->shards_->Fetch(shards, stopped);
     }
     self->Fetched(key, std::move(window), order->Window(key.second));
@@ -157,7 +163,7 @@ StreamFeed::State StreamFeed::Locate(uint64_t epoch, uint64_t position,
     return State::kFailed;
   }
   const StreamSample s = slot.order[position - order.window_start(key.second)];
-  place->index = slot.window->index.get();
+  place->index = slot.window->index;
   place->sample = slot.window->SampleOf(s.shard, s.member);
   place->draw_id = first_sample_[s.shard] + s.member;
   return State::kReady;
@@ -186,7 +192,8 @@ void StreamFeed::Stop() {
 }
 
 uint64_t StreamFeed::NextUse(const std::string& identity) const {
-  const auto found = shard_of_identity_.find(identity);
+  const auto found =
+      shard_of_identity_.find(std::hash<std::string>{}(identity));
   if (found == shard_of_identity_.end()) return UINT64_MAX;
   const uint32_t shard = found->second;
   absl::MutexLock lock(&mu_);

@@ -36,18 +36,21 @@ namespace stoker {
 
 // Where one position of an epoch is read from.
 struct StreamPlace {
-  const DatasetIndex* index = nullptr;  // valid until Advance passes it
-  uint32_t sample = 0;                  // in index
-  uint64_t draw_id = 0;                 // in the whole dataset
+  std::shared_ptr<const DatasetIndex> index;  // the window's
+  uint32_t sample = 0;                        // in index
+  uint64_t draw_id = 0;                       // in the whole dataset
 };
 
 class StreamFeed : public std::enable_shared_from_this<StreamFeed>,
                    public ShardCache::FutureUse {
  public:
   // Tells the shard cache what the job will read (FutureUse) until Stop.
+  // When the cache has no room for a window, `make_room` is asked to end
+  // an orphaned job of the user (true if it did), before waiting.
   StreamFeed(std::shared_ptr<const StreamedShards> shards,
              const JobConfig& config, FetchThreads* threads,
-             std::function<void()> on_ready);
+             std::function<void()> on_ready,
+             std::function<bool()> make_room = nullptr);
   ~StreamFeed() override;
 
   // Samples of the dataset, and this rank's share of an epoch.
@@ -101,8 +104,11 @@ class StreamFeed : public std::enable_shared_from_this<StreamFeed>,
   const uint64_t last_epoch_;  // UINT64_MAX: until deleted
   FetchThreads* const threads_;
   const std::function<void()> on_ready_;
+  const std::function<bool()> make_room_;
   std::vector<uint64_t> first_sample_;  // per table shard: draw ids
-  absl::flat_hash_map<std::string, uint32_t> shard_of_identity_;
+  // Shard by its identity's hash (8 bytes, not the URL: 200k shards' URLs
+  // would take tens of MB): a collision only blurs NextUse.
+  absl::flat_hash_map<size_t, uint32_t> shard_of_identity_;
 
   mutable absl::Mutex mu_;
   bool stopped_ ABSL_GUARDED_BY(mu_) = false;

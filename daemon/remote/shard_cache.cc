@@ -159,68 +159,22 @@ void ShardCache::Remove(const std::string& name) {
   ::unlink((dir_ + "/" + name + ".key").c_str());
 }
 
-absl::Status ShardCache::MakeRoom(uint64_t size) {
-  if (size > max_bytes_) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("a shard of ", FormatByteSize(size),
-                     " is larger than the whole shard cache (--cache_size ",
-                     FormatByteSize(max_bytes_), ")"));
-  }
-  uint64_t evictable = 0;
-  for (const auto& [key, slot] : slots_) {
-    if (slot.ready && slot.holders.empty()) evictable += slot.size;
-  }
-  if (bytes_ - evictable + size > max_bytes_) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "the shard cache (--cache_size ", FormatByteSize(max_bytes_),
-        ") has no room for ", FormatByteSize(size),
-        " more: ", FormatByteSize(bytes_ - evictable),
-        " are shards running jobs hold or fetches under way; a dataset's "
-        "shards must fit the cache together"));
-  }
-  while (bytes_ + size > max_bytes_) Evict(Victim());
-  return absl::OkStatus();
-}
-
-absl::flat_hash_map<std::string, ShardCache::Slot>::iterator
-ShardCache::Victim() {
-  auto victim = slots_.end();
-  uint64_t victim_next = 0;
-  for (auto it = slots_.begin(); it != slots_.end(); ++it) {
-    if (!it->second.ready || !it->second.holders.empty()) continue;
-    uint64_t next = UINT64_MAX;
-    if (!futures_.empty()) {
-      const std::string identity = it->first.substr(0, it->first.find('\n'));
-      for (const FutureUse* use : futures_) {
-        next = std::min(next, use->NextUse(identity));
-      }
-    }
-    if (victim == slots_.end() || next > victim_next ||
-        (next == victim_next &&
-         it->second.last_use < victim->second.last_use)) {
-      victim = it;
-      victim_next = next;
-    }
-  }
-  return victim;
-}
-
-void ShardCache::AddFutureUse(const FutureUse* use) {
-  absl::MutexLock lock(&mu_);
-  futures_.push_back(use);
-}
-
-void ShardCache::RemoveFutureUse(const FutureUse* use) {
-  absl::MutexLock lock(&mu_);
-  std::erase(futures_, use);
-}
-
 void ShardCache::Evict(absl::flat_hash_map<std::string, Slot>::iterator it) {
   Remove(it->second.name);
   bytes_ -= it->second.size;
   names_.erase(it->second.name);
   ++evictions_;
   slots_.erase(it);
+}
+
+bool ShardCache::WaitForRoom(uid_t user, uint64_t size, absl::Time until,
+                             const std::function<bool()>& give_up) {
+  if (!absl::IsResourceExhausted(CheckUser(user, size)) ||
+      absl::Now() >= until || (give_up && give_up())) {
+    return false;
+  }
+  changed_.WaitWithTimeout(&mu_, absl::Milliseconds(100));
+  return true;
 }
 
 absl::Status ShardCache::CheckUser(uid_t user, uint64_t size) const {
@@ -260,17 +214,23 @@ absl::StatusOr<std::shared_ptr<const ShardCache::Entry>> ShardCache::Hold(
 
 absl::StatusOr<std::shared_ptr<const ShardCache::Entry>> ShardCache::Get(
     const std::string& key, uint64_t size, uid_t user, const Fill& fill,
-    const std::function<bool()>& give_up, bool* hit) {
+    const std::function<bool()>& give_up, bool* hit,
+    const GetOptions& options) {
   std::string name;
   {
     absl::MutexLock lock(&mu_);
+    // The user's share may free up as their own jobs let entries go.
+    const absl::Time until = options.room_until;
     while (true) {
       auto it = slots_.find(key);
-      if (it == slots_.end()) break;
+      if (it == slots_.end()) {
+        if (WaitForRoom(user, size, until, give_up)) continue;
+        break;
+      }
       if (it->second.ready) {
-        if (!it->second.holders.contains(user)) {
-          STOKER_RETURN_IF_ERROR(CheckUser(user, size));
-        }
+        const bool holds = it->second.holders.contains(user);
+        if (!holds && WaitForRoom(user, size, until, give_up)) continue;
+        if (!holds) STOKER_RETURN_IF_ERROR(CheckUser(user, size));
         ++hits_;
         *hit = true;
         return Hold(key, user, &it->second);
@@ -295,7 +255,7 @@ absl::StatusOr<std::shared_ptr<const ShardCache::Entry>> ShardCache::Get(
     bytes_ += size;
     by_user_[user] += size;  // while it is fetched
   }
-  const absl::Status fetched = Fetch(key, name, size, fill);
+  const absl::Status fetched = Fetch(key, name, size, fill, options.durable);
   absl::MutexLock lock(&mu_);
   by_user_[user] -= size;
   changed_.SignalAll();
@@ -312,7 +272,7 @@ absl::StatusOr<std::shared_ptr<const ShardCache::Entry>> ShardCache::Get(
 }
 
 absl::Status ShardCache::Fetch(const std::string& key, const std::string& name,
-                               uint64_t size, const Fill& fill) {
+                               uint64_t size, const Fill& fill, bool durable) {
   const std::string partial = absl::StrCat(dir_, "/", kPartial, name);
   UniqueFd fd(::open(partial.c_str(),
                      O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
@@ -326,11 +286,13 @@ absl::Status ShardCache::Fetch(const std::string& key, const std::string& name,
                      FormatByteSize(size), ": ", std::strerror(error)));
   }
   if (status.ok()) status = fill(fd.get());
-  if (status.ok() && ::fdatasync(fd.get()) != 0) {
+  // Synced before its key is written: a key names a whole shard, even after
+  // a power loss. Without a key, the next run removes the file.
+  if (durable && status.ok() && ::fdatasync(fd.get()) != 0) {
     status = Errno(absl::StrCat("syncing ", partial));
   }
   const std::string key_path = absl::StrCat(dir_, "/", name, ".key");
-  if (status.ok()) {
+  if (durable && status.ok()) {
     const std::string key_partial = partial + ".key";
     UniqueFd key_fd(
         ::open(key_partial.c_str(),
@@ -367,6 +329,7 @@ void ShardCache::Release(const std::string& key, uid_t user) {
   if (held == by_user_.end()) return;
   held->second -= std::min(held->second, slot.size);
   if (held->second == 0) by_user_.erase(held);
+  changed_.SignalAll();  // a Get may wait for the user's room
 }
 
 ShardCache::Entry::~Entry() { cache_->Release(key_, user_); }

@@ -103,10 +103,24 @@ class ShardCache {
   // The entry for `key` of `size` bytes, held for `user`: the cached one
   // (*hit), or a new one `fill` writes (its error is returned, and nothing
   // is kept). While another job fetches the same entry, waits for it unless
-  // `give_up` says so (CANCELLED). RESOURCE_EXHAUSTED past the bounds.
+  // `give_up` says so (CANCELLED). RESOURCE_EXHAUSTED past the bounds; past
+  // the user's share only after waiting until `room_until` for the user's
+  // holds to go (or give_up). A new entry that is not `durable` is neither
+  // synced to disk nor kept across a restart (a streamed window's: read
+  // once, soon evicted).
+  struct GetOptions {
+    absl::Time room_until = absl::InfinitePast();
+    bool durable = true;
+  };
   absl::StatusOr<std::shared_ptr<const Entry>> Get(
       const std::string& key, uint64_t size, uid_t user, const Fill& fill,
-      const std::function<bool()>& give_up, bool* hit);
+      const std::function<bool()>& give_up, bool* hit,
+      const GetOptions& options);
+  absl::StatusOr<std::shared_ptr<const Entry>> Get(
+      const std::string& key, uint64_t size, uid_t user, const Fill& fill,
+      const std::function<bool()>& give_up, bool* hit) {
+    return Get(key, size, user, fill, give_up, hit, GetOptions{});
+  }
 
   struct Usage {
     uint64_t files = 0;
@@ -161,8 +175,13 @@ class ShardCache {
   // The entry MakeRoom evicts next (see FutureUse); end() if none.
   absl::flat_hash_map<std::string, Slot>::iterator Victim()
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Waits a while (false at once) if `user`'s share has no room for `size`
+  // more, until `until` or give_up; true if it waited.
+  bool WaitForRoom(uid_t user, uint64_t size, absl::Time until,
+                   const std::function<bool()>& give_up)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status Fetch(const std::string& key, const std::string& name,
-                     uint64_t size, const Fill& fill);
+                     uint64_t size, const Fill& fill, bool durable);
   void Release(const std::string& key, uid_t user);
   void Remove(const std::string& name);
 

@@ -5,9 +5,10 @@ dataset's bytes fetched per epoch, the order a pure function of (seed,
 epoch, rank) so that state_dict() and a daemon killed mid-epoch resume
 exactly, ranks getting equal
 shares, and the refusals that keep a job from failing later."""
+import io
+import json
 import os
 import tarfile
-import io
 
 import pytest
 
@@ -16,8 +17,9 @@ from torchvision import transforms as T  # noqa: E402
 
 import stoker  # noqa: E402
 from stoker import errors  # noqa: E402
-from conftest import Daemon, make_dataset  # noqa: E402
+from conftest import Daemon, make_dataset, run_python  # noqa: E402
 from remote_servers import Nginx  # noqa: E402
+from test_multinode import TRAINER, WORLD, run_world  # noqa: E402
 
 SHARDS = 8
 PER_SHARD = 6
@@ -59,30 +61,38 @@ def dataset_bytes(shard_dir):
     return sum(os.path.getsize(os.path.join(shard_dir, n)) for n in os.listdir(shard_dir))
 
 
+def small_daemon(directory, shard_dir, shards=2):
+    """A stokerd whose shard cache holds `shards` of the eight shards (a
+    quarter of the dataset)."""
+    os.mkdir(directory)
+    room = shards * max(os.path.getsize(os.path.join(shard_dir, n))
+                        for n in os.listdir(shard_dir)) + 4096
+    assert 3.7 < shards * dataset_bytes(shard_dir) / room / 2 <= 4
+    return Daemon(directory, extra=[f"--cache_dir={directory}/cache",
+                                    f"--cache_size={room}",
+                                    f"--cache_size_per_user={room}"])
+
+
+def stop_clean(daemon):
+    daemon.stop()
+    assert daemon.process.returncode == 0, daemon.read_log()
+    assert daemon.segments() == []
+
+
 @pytest.fixture
 def small_node(scratch, shard_dir):
-    """A stokerd whose shard cache holds a quarter of the dataset (two of
-    its eight shards)."""
-    directory = os.path.join(scratch, "node")
-    os.mkdir(directory)
-    room = 2 * max(os.path.getsize(os.path.join(shard_dir, n))
-                   for n in os.listdir(shard_dir)) + 4096
-    assert 3.7 < dataset_bytes(shard_dir) / room <= 4
-    d = Daemon(directory, extra=[f"--cache_dir={directory}/cache",
-                                 f"--cache_size={room}",
-                                 f"--cache_size_per_user={room}"])
+    d = small_daemon(os.path.join(scratch, "node"), shard_dir)
     yield d
-    d.stop()
-    assert d.process.returncode == 0, d.read_log()
-    assert d.segments() == []
+    stop_clean(d)
 
 
 def load(node, nginx, **kw):
     kw.setdefault("shuffle_window", 1)
     kw.setdefault("transform", TRANSFORM)
+    kw.setdefault("batch_size", 4)
+    kw.setdefault("seed", 3)
     return stoker.DataLoader(shards=nginx.url(f"s-{{000..{SHARDS - 1:03d}}}.tar"),
-                             batch_size=4, shuffle=True, seed=3,
-                             socket=node.socket, **kw)
+                             shuffle=True, socket=node.socket, **kw)
 
 
 def fetched(node):
@@ -150,6 +160,83 @@ def test_a_daemon_killed_mid_epoch_resumes_exactly(small_node, nginx):
         assert torch.equal(la, lb) and torch.equal(a, b)
 
 
+def test_a_batch_may_span_several_windows(small_node, nginx):
+    # Batches of 16 over windows of one 6-sample shard: a batch needs three
+    # windows, the cache holds two; each is let go once its rows are done.
+    with load(small_node, nginx, batch_size=16) as loader:
+        for epoch in range(2):
+            assert sorted(labels(loader, epoch)) == list(range(SHARDS * PER_SHARD))
+
+
+def test_two_jobs_reading_the_same_shards_at_once_fetch_them_once(
+        scratch, nginx, shard_dir):
+    """Two jobs with the same seed read in step (as two trainers of a sweep
+    going at the same pace), each decoding at most two batches ahead, on a
+    node whose cache holds their two windows each (half the dataset): each
+    window is fetched once for both. (Jobs further apart than the cache's
+    room beyond their own windows fetch again what the slower one needs:
+    docs/remote.md.)"""
+    node = small_daemon(os.path.join(scratch, "node"), shard_dir, 4)
+    try:
+        with load(node, nginx, slots=2) as a, load(node, nginx, slots=2) as b:
+            for epoch in range(2):
+                a.set_epoch(epoch)
+                b.set_epoch(epoch)
+                pairs = [(x.tolist(), y.tolist()) for (_, x), (_, y) in zip(a, b)]
+                assert all(x == y for x, y in pairs)
+                assert sorted(v for x, _ in pairs for v in x) == \
+                    list(range(SHARDS * PER_SHARD))
+        assert fetched(node) <= 1.1 * 2 * dataset_bytes(shard_dir)
+    finally:
+        stop_clean(node)
+
+
+def test_a_trainer_killed_mid_epoch_resumes_exactly(small_node, nginx, scratch):
+    """A trainer SIGKILLed after its third batch, its last checkpoint read
+    by a new process: the same digests as an uninterrupted run. The killed
+    trainer's job, orphaned, holds the user's share of the cache until the
+    new job's first window ends it."""
+    shards = nginx.url(f"s-{{000..{SHARDS - 1:03d}}}.tar")
+    flags = ["--shards", "--streaming"]
+    whole = os.path.join(scratch, "whole.json")
+    run = run_python(TRAINER, small_node.socket, shards, whole, *flags)
+    assert run.returncode == 0, run.stderr
+    killed = os.path.join(scratch, "killed.json")
+    run = run_python(TRAINER, small_node.socket, shards, killed, "--kill_at=3",
+                     *flags)
+    assert run.returncode == -9, run.stderr
+    run = run_python(TRAINER, small_node.socket, shards, killed, *flags)
+    assert run.returncode == 0, run.stderr
+    with open(whole) as f, open(killed) as g:
+        expected, got = json.load(f), json.load(g)
+    assert len(expected["digests"]) == 2 * SHARDS * PER_SHARD // 4
+    assert got["digests"] == expected["digests"]
+    assert "make room in the shard cache" in small_node.read_log()
+
+
+def test_four_ranks_on_two_daemons_get_equal_batches(scratch, shard_dir, nginx):
+    """Two nodes, each its own cache (half the dataset: two ranks' windows),
+    four trainer processes under torch.distributed: the same number of batches each, together every
+    sample of each epoch once (48 = 4 x 12: no padding)."""
+    nodes = [small_daemon(os.path.join(scratch, f"node-{n}"), shard_dir, 4)
+             for n in "ab"]
+    try:
+        shards = nginx.url(f"s-{{000..{SHARDS - 1:03d}}}.tar")
+        infos, runs = run_world(nodes, shards, scratch, ["--shards", "--streaming"])
+    finally:
+        for node in nodes:
+            stop_clean(node)
+    per_rank = SHARDS * PER_SHARD // WORLD
+    assert [i["length"] for i in infos] == [per_rank // 4] * WORLD
+    for epoch in range(2):
+        union = []
+        for run in runs:
+            batches = run["labels"][epoch * per_rank // 4:(epoch + 1) * per_rank // 4]
+            assert [len(b) for b in batches] == [4] * (per_rank // 4)
+            union += [label for b in batches for label in b]
+        assert sorted(union) == list(range(SHARDS * PER_SHARD)), epoch
+
+
 def test_ranks_get_equal_disjoint_shares(small_node, nginx):
     shares = []
     for rank in range(3):
@@ -165,6 +252,11 @@ def test_refusals(small_node, nginx):
         load(small_node, nginx, streaming=False)
     with pytest.raises(errors.ResourceExhausted, match="use shuffle_window=1"):
         load(small_node, nginx, shuffle_window=16)
+    with load(small_node, nginx):
+        # A second job of the same user would need two more windows than
+        # its share of the cache holds.
+        with pytest.raises(errors.ResourceExhausted, match="1 other streamed job"):
+            load(small_node, nginx)
     with pytest.raises(errors.InvalidArgument, match="repeated_augmentations"):
         load(small_node, nginx, streaming=True, repeated_augmentations=2)
     with pytest.raises(errors.InvalidArgument, match="remote shards only"):

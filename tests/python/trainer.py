@@ -4,6 +4,7 @@ with the loader's state, as a checkpoint would. Options:
   --kill_at=N   SIGKILL itself after the N-th batch of this run
   --distributed gloo init through the file FILE (rank, world from env)
   --shards      the dataset argument is a tar shard pattern, not a folder
+  --streaming   stream the shards (docs/remote.md), one shard a window
 """
 import argparse
 import hashlib
@@ -24,6 +25,7 @@ parser.add_argument("--epochs", type=int, default=2)
 parser.add_argument("--kill_at", type=int, default=-1)
 parser.add_argument("--distributed", default="")
 parser.add_argument("--shards", action="store_true")
+parser.add_argument("--streaming", action="store_true")
 args = parser.parse_args()
 
 if args.distributed:
@@ -34,6 +36,8 @@ if args.distributed:
     os.environ.pop("WORLD_SIZE")
 
 source = {"shards": args.dataset} if args.shards else {"root": args.dataset}
+if args.streaming:
+    source.update(streaming=True, shuffle_window=1)
 loader = stoker.DataLoader(
     **source, batch_size=4, shuffle=True, seed=11, socket=args.socket,
     transform=T.Compose([T.RandomResizedCrop(48), T.RandomHorizontalFlip(),
