@@ -191,9 +191,11 @@ class JobRegistry {
   // stays listed, ended, so that a trainer coming back learns it. Called
   // without mu_ (the job's listeners run).
   void EndOrphan(Job& job, const std::string& why) ABSL_LOCKS_EXCLUDED(mu_);
-  // Ends the longest-unattended orphan of `owner` over remote shards (the
-  // shard cache room it holds goes with it); false if there is none.
-  bool ReclaimOrphan(uid_t owner) ABSL_LOCKS_EXCLUDED(mu_);
+  // For the live job `for_job`, ends the longest-unattended orphan of
+  // `owner` over remote shards (the shard cache room it holds goes with
+  // it); false if there is none, or if for_job is itself an orphan.
+  bool ReclaimOrphan(uid_t owner, const std::string& for_job)
+      ABSL_LOCKS_EXCLUDED(mu_);
   // The shared-memory part: /dev/shm, the budget, the user's share.
   absl::Status CheckMemory(const JobConfig& config,
                            std::map<uid_t, Holding>& by_user,

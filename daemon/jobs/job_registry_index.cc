@@ -225,7 +225,7 @@ absl::StatusOr<std::shared_ptr<Job>> JobRegistry::MakeJob(
   if (dataset.streamed != nullptr) {
     feed = std::make_shared<StreamFeed>(
         std::move(dataset.streamed), config, &fetches_, on_work,
-        [this, uid = config.owner_uid] { return ReclaimOrphan(uid); });
+        [this, uid = config.owner_uid, id] { return ReclaimOrphan(uid, id); });
   }
   return Job::Create(id, config, std::move(dataset.index),
                      options_.segment_prefix + id, options_.segment_mode,

@@ -7,6 +7,7 @@
 #include "daemon/datasets/dataset_source.h"
 #include "daemon/jobs/dataset_sources.h"
 #include "daemon/jobs/job_registry.h"
+#include "daemon/os/process_identity.h"
 
 namespace stoker {
 
@@ -57,11 +58,18 @@ absl::Status JobRegistry::MakeRoom(const JobConfig& config) {
   }
 }
 
-bool JobRegistry::ReclaimOrphan(uid_t owner) {
+bool JobRegistry::ReclaimOrphan(uid_t owner, const std::string& for_job) {
   std::shared_ptr<Job> orphan;
   {
     absl::MutexLock lock(&mu_);
     if (closed_) return false;
+    // Only for a live job: an orphan does not end its siblings (or itself).
+    const auto asking = jobs_.find(for_job);
+    if (asking == jobs_.end() ||
+        (!asking->second->Attended() &&
+         ProcessGone(asking->second->config().owner_process))) {
+      return false;
+    }
     orphan = PickOrphan(owner, /*any_user=*/false, /*remote_only=*/true);
   }
   if (orphan == nullptr) return false;

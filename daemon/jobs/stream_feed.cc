@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "absl/strings/match.h"
 #include "daemon/jobs/epoch_order.h"
 #include "daemon/spec/job_spec.h"  // kDefaultShuffleWindow
 
@@ -113,6 +114,7 @@ void StreamFeed::Want(WindowKey key, bool needed) {
       absl::MutexLock lock(&self->mu_);
       return self->stopped_;
     };
+    absl::Time began = absl::Now();
     auto window = self->shards_->Fetch(shards, stopped);
     // No room in the cache is a passing state (the tasks of the window
     // before still running, another job's windows going): try again for a
@@ -120,7 +122,17 @@ void StreamFeed::Want(WindowKey key, bool needed) {
     for (int round = 1; round < kRoomRounds && !stopped() &&
                         absl::IsResourceExhausted(window.status());
          ++round) {
-      if (self->make_room_) self->make_room_();
+      // Past the user's share (the cache waited for it): one of the user's
+      // orphans goes. Past the whole cache or the disk, the cache answered
+      // at once: wait here as long.
+      if (self->make_room_ && absl::StrContains(window.status().message(),
+                                                "--cache_size_per_user")) {
+        self->make_room_();
+      }
+      while (!stopped() && absl::Now() - began < StreamedShards::kRoomWait) {
+        absl::SleepFor(absl::Milliseconds(100));
+      }
+      began = absl::Now();
       window = self->shards_->Fetch(shards, stopped);
     }
     self->Fetched(key, std::move(window), order->Window(key.second));

@@ -169,8 +169,10 @@ void ShardCache::Evict(absl::flat_hash_map<std::string, Slot>::iterator it) {
 
 bool ShardCache::WaitForRoom(uid_t user, uint64_t size, absl::Time until,
                              const std::function<bool()>& give_up) {
+  // (A shard larger than the whole share never fits: no wait.)
   if (!absl::IsResourceExhausted(CheckUser(user, size)) ||
-      absl::Now() >= until || (give_up && give_up())) {
+      size > max_bytes_per_user_ || absl::Now() >= until ||
+      (give_up && give_up())) {
     return false;
   }
   changed_.WaitWithTimeout(&mu_, absl::Milliseconds(100));

@@ -62,12 +62,12 @@ def dataset_bytes(shard_dir):
 
 
 def small_daemon(directory, shard_dir, shards=2):
-    """A stokerd whose shard cache holds `shards` of the eight shards (a
-    quarter of the dataset)."""
+    """A stokerd whose shard cache holds `shards` of the eight shards (two:
+    a quarter of the dataset)."""
     os.mkdir(directory)
     room = shards * max(os.path.getsize(os.path.join(shard_dir, n))
                         for n in os.listdir(shard_dir)) + 4096
-    assert 3.7 < shards * dataset_bytes(shard_dir) / room / 2 <= 4
+    assert 0.9 * SHARDS / shards < dataset_bytes(shard_dir) / room <= SHARDS / shards
     return Daemon(directory, extra=[f"--cache_dir={directory}/cache",
                                     f"--cache_size={room}",
                                     f"--cache_size_per_user={room}"])
