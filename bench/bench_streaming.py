@@ -30,12 +30,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "python"))
 
 import stoker  # noqa: E402
+from bench_remote import TRANSFORM  # noqa: E402  (RRC 224 + flip)
 from bench_sources import imagefolder_samples, start, write_shards  # noqa: E402
 from remote_servers import Nginx  # noqa: E402
-from torchvision import transforms as T  # noqa: E402
-
-TRANSFORM = T.Compose([T.RandomResizedCrop(224), T.RandomHorizontalFlip(),
-                       T.PILToTensor()])
 
 
 def fetched_bytes(socket):
