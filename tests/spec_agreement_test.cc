@@ -6,6 +6,7 @@
 // others fails here. (The ops of a pipeline have their own round trips in
 // augment_spec_test.cc; the Python side's keys are checked in
 // tests/python/test_spec_fields.py.)
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -184,55 +185,46 @@ TEST(SpecAgreement, TheSdkSpecCarriesEveryField) {
   }
 }
 
-TEST(SpecAgreement, TheDaemonsConfigCarriesEveryField) {
-  v1::JobSpec wire = WithOutputSize();
-  // The daemon keeps what the reference versions select, and states it by
-  // the oldest version of each behaviour (none: the newest); these are
-  // those oldest versions.
+// ValidateJobSpec, then EffectiveSpec, of `wire` gives `wire` back, with
+// what `adds` says the daemon adds. The daemon keeps what the reference
+// versions select, and states it by the oldest version of each behaviour
+// (none: the newest): `wire` is given those oldest versions.
+void ExpectTheConfigCarries(
+    v1::JobSpec wire, const std::function<void(const v1::JobSpec& effective,
+                                               v1::JobSpec* expected)>& adds) {
   wire.mutable_reference()->set_pillow("10.0");
   wire.mutable_reference()->set_numpy("2.0");
   auto config = ValidateJobSpec(wire);
   ASSERT_TRUE(config.ok()) << config.status();
   const v1::JobSpec effective = EffectiveSpec(*config);
-  // What the daemon adds: the pipeline the output size stands for.
   v1::JobSpec expected = wire;
-  *expected.mutable_pipeline() = effective.pipeline();
+  adds(effective, &expected);
   std::string differences;
   MessageDifferencer differ;
   differ.ReportDifferencesToString(&differences);
   EXPECT_TRUE(differ.Compare(expected, effective)) << differences;
+}
+
+// What the daemon adds to an output size: the pipeline it stands for.
+void AddThePipeline(const v1::JobSpec& effective, v1::JobSpec* expected) {
+  *expected->mutable_pipeline() = effective.pipeline();
+}
+
+TEST(SpecAgreement, TheDaemonsConfigCarriesEveryField) {
+  ExpectTheConfigCarries(WithOutputSize(), AddThePipeline);
 }
 
 TEST(SpecAgreement, TheDaemonsConfigCarriesStreaming) {
-  v1::JobSpec wire = WithStreaming();
-  wire.mutable_reference()->set_pillow("10.0");  // (see above)
-  wire.mutable_reference()->set_numpy("2.0");
-  auto config = ValidateJobSpec(wire);
-  ASSERT_TRUE(config.ok()) << config.status();
-  const v1::JobSpec effective = EffectiveSpec(*config);
-  v1::JobSpec expected = wire;
-  *expected.mutable_pipeline() = effective.pipeline();
-  std::string differences;
-  MessageDifferencer differ;
-  differ.ReportDifferencesToString(&differences);
-  EXPECT_TRUE(differ.Compare(expected, effective)) << differences;
+  ExpectTheConfigCarries(WithStreaming(), AddThePipeline);
 }
 
 TEST(SpecAgreement, TheDaemonsConfigCarriesEveryFieldOfNamedFields) {
-  v1::JobSpec wire = WithFields();
-  wire.mutable_reference()->set_pillow("10.0");  // (see above)
-  wire.mutable_reference()->set_numpy("2.0");
-  auto config = ValidateJobSpec(wire);
-  ASSERT_TRUE(config.ok()) << config.status();
-  const v1::JobSpec effective = EffectiveSpec(*config);
-  // What the daemon adds: the output size its pipeline makes.
-  v1::JobSpec expected = wire;
-  expected.mutable_output()->set_height(effective.output().height());
-  expected.mutable_output()->set_width(effective.output().width());
-  std::string differences;
-  MessageDifferencer differ;
-  differ.ReportDifferencesToString(&differences);
-  EXPECT_TRUE(differ.Compare(expected, effective)) << differences;
+  // What the daemon adds to a pipeline: the output size it makes.
+  ExpectTheConfigCarries(
+      WithFields(), [](const v1::JobSpec& effective, v1::JobSpec* expected) {
+        expected->mutable_output()->set_height(effective.output().height());
+        expected->mutable_output()->set_width(effective.output().width());
+      });
 }
 
 TEST(SpecAgreement, TheSdkCarriesPillowsBlurAndSolarize) {

@@ -16,6 +16,8 @@
 #include "common/unique_fd.h"
 #include "daemon/datasets/tar_members.h"
 #include "daemon/datasets/webdataset.h"
+#include "daemon/os/fnv1a.h"
+#include "daemon/os/read_at.h"
 
 namespace stoker {
 namespace {
@@ -26,15 +28,13 @@ using Parsed = absl::flat_hash_map<std::string, ShardInfo>;
 // An index file or sizes.json may hold this much.
 constexpr uint64_t kMaxListBytes = uint64_t{256} << 20;
 
+// The first `size` bytes of `fd`; "" if it cannot give them (what parses
+// it then refuses).
 std::string ReadAll(int fd, uint64_t size) {
   std::string text(size, '\0');
-  uint64_t done = 0;
-  while (done < size) {
-    const ssize_t n = ::pread(fd, text.data() + done, size - done, done);
-    if (n <= 0) break;
-    done += n;
+  if (!ReadAt(fd, reinterpret_cast<uint8_t*>(text.data()), size, 0)) {
+    text.clear();
   }
-  text.resize(done);
   return text;
 }
 
@@ -56,13 +56,6 @@ absl::StatusOr<std::optional<std::string>> FetchList(
   if (!fd) return absl::InternalError("memfd_create failed");
   STOKER_RETURN_IF_ERROR(store.Get(name, *version, fd.get(), policy));
   return ReadAll(fd.get(), version->size);
-}
-
-// FNV-1a: a stable name for a directory's kept counts.
-uint64_t Fnv1a(absl::string_view text) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (const char c : text) h = (h ^ uint8_t(c)) * 0x100000001b3ull;
-  return h;
 }
 
 std::string KeptPath(const ShardCountsSource& source, absl::string_view dir) {

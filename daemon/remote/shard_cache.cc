@@ -18,6 +18,7 @@
 #include "absl/strings/str_split.h"
 #include "common/status_macros.h"
 #include "daemon/os/byte_size.h"
+#include "daemon/os/fnv1a.h"
 
 namespace stoker {
 namespace {
@@ -27,15 +28,6 @@ constexpr char kPartial[] = ".partial-";
 
 absl::Status Errno(const std::string& what) {
   return absl::InternalError(absl::StrCat(what, ": ", std::strerror(errno)));
-}
-
-// FNV-1a: a stable name for a key (collisions get a suffix).
-uint64_t Fnv1a(const std::string& text) {
-  uint64_t hash = 14695981039346656037ull;
-  for (const char c : text) {
-    hash = (hash ^ static_cast<unsigned char>(c)) * 1099511628211ull;
-  }
-  return hash;
 }
 
 absl::Status WriteWhole(int fd, const std::string& text) {
@@ -191,7 +183,8 @@ absl::Status ShardCache::CheckUser(uid_t user, uint64_t size) const {
 }
 
 std::string ShardCache::NewName(const std::string& key) {
-  const std::string base = absl::StrFormat("%016x", Fnv1a(key));
+  const std::string base =
+      absl::StrFormat("%016x", Fnv1a(key));  // collisions get a suffix
   for (int n = 0;; ++n) {
     std::string name = n == 0 ? base : absl::StrCat(base, "-", n);
     if (!names_.contains(name)) return name;
