@@ -5,6 +5,7 @@
 
 #include <map>
 #include <numeric>
+#include <utility>
 
 #include "daemon/image/pipeline.h"
 #include "daemon/spec/pipeline_proto.h"
@@ -246,6 +247,50 @@ TEST(RandomCropSpec, ReferenceVersionsChooseTheBehaviours) {
   EXPECT_TRUE(modern->palette_tail_black);
   spec.mutable_reference()->set_numpy("two");
   ExpectRefused(spec, "reference.numpy \"two\" is not a MAJOR.MINOR version");
+}
+
+// Pillow's order of resize passes by version, kept through the effective
+// spec (the newest version of each order stands for it).
+TEST(RandomCropSpec, ReferencePillowChoosesTheOrderOfResizePasses) {
+  const std::pair<const char*, PassOrder> cases[] = {
+      {"9.4.0", PassOrder::kHorizontalFirst},
+      {"12.1.1", PassOrder::kHorizontalFirst},
+      {"12.2.0", PassOrder::kTallVerticalFirst},
+      {"12.3.0", PassOrder::kTallVerticalFirst},
+      {"13.0.0", PassOrder::kShrinkVerticalFirst},
+      {"14.1", PassOrder::kShrinkVerticalFirst},
+      {"", PassOrder::kShrinkVerticalFirst}};
+  for (const auto& [version, order] : cases) {
+    v1::JobSpec spec = Spec({Crop(8, 2)});
+    spec.mutable_reference()->set_pillow(version);
+    auto parsed = ParsePipeline(spec);
+    ASSERT_TRUE(parsed.ok()) << parsed.status();
+    EXPECT_EQ(parsed->resample_order, order) << version;
+    v1::JobSpec back;
+    PipelineToProto(*parsed, &back);
+    auto again = ParsePipeline(back);
+    ASSERT_TRUE(again.ok()) << again.status();
+    EXPECT_EQ(again->resample_order, order) << version;
+    EXPECT_EQ(again->palette_tail_black, parsed->palette_tail_black);
+  }
+}
+
+// The three orders' rules on sizes either side of each threshold.
+TEST(PassOrderRule, VerticalFirstAsEachPillowDecides) {
+  using O = PassOrder;
+  EXPECT_FALSE(VerticalFirst(O::kHorizontalFirst, {10, 2000}, {5, 100}));
+  EXPECT_TRUE(VerticalFirst(O::kTallVerticalFirst, {10, 1001}, {12, 1000}));
+  EXPECT_FALSE(VerticalFirst(O::kTallVerticalFirst, {10, 1000}, {5, 10}));
+  EXPECT_FALSE(VerticalFirst(O::kTallVerticalFirst, {10, 2000}, {5, 2000}));
+  // 13.0: H - h > 0 and H - h > 2 (W - w).
+  EXPECT_TRUE(VerticalFirst(O::kShrinkVerticalFirst, {500, 375}, {400, 3}));
+  EXPECT_FALSE(VerticalFirst(O::kShrinkVerticalFirst, {500, 375}, {241, 183}));
+  EXPECT_TRUE(VerticalFirst(O::kShrinkVerticalFirst, {375, 500}, {241, 183}));
+  EXPECT_FALSE(VerticalFirst(O::kShrinkVerticalFirst, {300, 300}, {200, 100}));
+  EXPECT_TRUE(VerticalFirst(O::kShrinkVerticalFirst, {300, 300}, {200, 99}));
+  EXPECT_TRUE(VerticalFirst(O::kShrinkVerticalFirst, {100, 300}, {400, 299}));
+  EXPECT_FALSE(VerticalFirst(O::kShrinkVerticalFirst, {100, 300}, {400, 300}));
+  EXPECT_FALSE(VerticalFirst(O::kShrinkVerticalFirst, {100, 300}, {400, 900}));
 }
 
 }  // namespace

@@ -22,6 +22,7 @@ std::optional<ExactGeometry> PlanExactGeometry(const Pipeline& p,
                                                const SampleParams& params,
                                                ResampleScratch* scratch) {
   ExactGeometry g;
+  g.order = p.resample_order;
   g.filter =
       p.interpolation == Interpolation::kNearest   ? ResampleFilter::kNearest
       : p.interpolation == Interpolation::kBicubic ? ResampleFilter::kBicubic

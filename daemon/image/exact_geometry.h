@@ -26,6 +26,7 @@ struct ExactGeometry {
   Region footprint;   // source pixels the window reads
   Region decode;      // what to decode: the footprint and a margin
   ResampleFilter filter = ResampleFilter::kBilinear;
+  PassOrder order = PassOrder::kShrinkVerticalFirst;  // the reference Pillow's
 };
 
 // `footprint` of an image of `image` pixels widened by a margin for

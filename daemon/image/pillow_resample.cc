@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstring>
+#include <utility>
 
 #include "daemon/image/pillow_resample_kernels.h"
 
@@ -267,16 +268,101 @@ Region ResampleFootprint(ImageSize size, ResampleBox box, ImageSize out_size,
   return r;
 }
 
+PassOrder PillowPassOrder(int major, int minor) {
+  const auto version = std::make_pair(major, minor);
+  if (version >= std::make_pair(13, 0)) return PassOrder::kShrinkVerticalFirst;
+  if (version >= std::make_pair(12, 2)) return PassOrder::kTallVerticalFirst;
+  return PassOrder::kHorizontalFirst;
+}
+
+bool VerticalFirst(PassOrder order, ImageSize image, ImageSize out_size) {
+  switch (order) {
+    case PassOrder::kHorizontalFirst:
+      return false;
+    case PassOrder::kTallVerticalFirst:
+      return image.height > int64_t{image.width} * 100 &&
+             out_size.height < image.height;
+    case PassOrder::kShrinkVerticalFirst: {
+      const int64_t shrink_y = int64_t{image.height} - out_size.height;
+      const int64_t shrink_x = int64_t{image.width} - out_size.width;
+      return shrink_y > 0 && shrink_y > 2 * shrink_x;
+    }
+  }
+  return false;
+}
+
+namespace {
+
+struct Passes {
+  resample_internal::HorizontalFn horizontal;
+  resample_internal::VerticalFn vertical;
+};
+
+// The window's rows through the horizontal pass, if any, then the
+// vertical one, to dst. `rows` points at source row first_row, column
+// have.x; rows first_row .. end_row - 1 are read.
+void HorizontalThenVertical(const uint8_t* rows, int stride, int first_row,
+                            int end_row, Region have, const AxisWeights* h,
+                            const AxisWeights* v, Region window,
+                            const Passes& passes, uint8_t* dst, int dst_stride,
+                            std::vector<uint8_t>* pass) {
+  if (h != nullptr) {
+    const int pass_stride = 3 * window.width;
+    pass->resize(static_cast<size_t>(end_row - first_row) * pass_stride);
+    for (int y = first_row; y < end_row; ++y) {
+      passes.horizontal(
+          rows + static_cast<size_t>(y - first_row) * stride, have.x,
+          have.width, *h, window.width,
+          &(*pass)[static_cast<size_t>(y - first_row) * pass_stride]);
+    }
+    rows = pass->data();
+    stride = pass_stride;
+  } else {
+    rows += 3 * static_cast<ptrdiff_t>(window.x - have.x);
+  }
+  const int bytes = 3 * window.width;
+  for (int i = 0; i < window.height; ++i) {
+    uint8_t* out = dst + static_cast<size_t>(i) * dst_stride;
+    if (v != nullptr) {
+      passes.vertical(rows, stride, first_row, *v, i, bytes, out);
+    } else {
+      std::memcpy(out, rows + static_cast<size_t>(i) * stride, bytes);
+    }
+  }
+}
+
+// Both passes, the vertical first: over the columns the horizontal pass
+// reads (from `columns`, source row first_row, column h.start[0]), then the
+// horizontal pass on those rows.
+void VerticalThenHorizontal(const uint8_t* columns, int stride, int first_row,
+                            const AxisWeights& h, const AxisWeights& v,
+                            Region window, const Passes& passes, uint8_t* dst,
+                            int dst_stride, std::vector<uint8_t>* pass) {
+  const int x0 = h.start.front();
+  const int width = h.start.back() + h.taps.back() - x0;
+  const int pass_stride = 3 * width;
+  pass->resize(static_cast<size_t>(window.height) * pass_stride);
+  for (int i = 0; i < window.height; ++i) {
+    passes.vertical(columns, stride, first_row, v, i, pass_stride,
+                    &(*pass)[static_cast<size_t>(i) * pass_stride]);
+  }
+  for (int i = 0; i < window.height; ++i) {
+    passes.horizontal(&(*pass)[static_cast<size_t>(i) * pass_stride], x0, width,
+                      h, window.width,
+                      dst + static_cast<size_t>(i) * dst_stride);
+  }
+}
+
+}  // namespace
+
 void PillowResample(const ResampleSource& src, ResampleBox box,
                     ImageSize out_size, Region window, ResampleFilter filter,
                     uint8_t* dst, int dst_stride, ResampleScratch* scratch,
                     ResampleKernels kernels) {
   namespace ri = resample_internal;
   const bool avx2 = kernels == ResampleKernels::kBest && HasAvx2();
-  const ri::HorizontalFn horizontal_row =
-      avx2 ? ri::HorizontalRowAvx2 : ri::HorizontalRowScalar;
-  const ri::VerticalFn vertical_row =
-      avx2 ? ri::VerticalRowAvx2 : ri::VerticalRowScalar;
+  const Passes passes{avx2 ? ri::HorizontalRowAvx2 : ri::HorizontalRowScalar,
+                      avx2 ? ri::VerticalRowAvx2 : ri::VerticalRowScalar};
   const Region have = src.available.width > 0
                           ? src.available
                           : Region{0, 0, src.size.width, src.size.height};
@@ -290,38 +376,25 @@ void PillowResample(const ResampleSource& src, ResampleBox box,
   AxisWeights& v = scratch->vertical;
   ComputeAxisWeights(src.size.height, box.y0, box.y1, out_size.height, window.y,
                      window.height, filter, &v);
+  if (horizontal) {
+    ComputeAxisWeights(src.size.width, box.x0, box.x1, out_size.width, window.x,
+                       window.width, filter, &h);
+  }
   // The source rows the window's output rows read, and where they are.
   const int first_row = vertical ? v.start.front() : window.y;
   const int end_row =
       vertical ? v.start.back() + v.taps.back() : window.y + window.height;
-  auto source_row = [&](int y) {
-    return src.pixels + static_cast<size_t>(y - have.y) * src.stride;
-  };
-  const uint8_t* rows =
-      source_row(first_row) + 3 * static_cast<ptrdiff_t>(window.x - have.x);
-  int rows_stride = src.stride;
-  if (horizontal) {
-    ComputeAxisWeights(src.size.width, box.x0, box.x1, out_size.width, window.x,
-                       window.width, filter, &h);
-    rows_stride = 3 * window.width;
-    scratch->pass.resize(static_cast<size_t>(end_row - first_row) *
-                         rows_stride);
-    for (int y = first_row; y < end_row; ++y) {
-      horizontal_row(
-          source_row(y), have.x, have.width, h, window.width,
-          &scratch->pass[static_cast<size_t>(y - first_row) * rows_stride]);
-    }
-    rows = scratch->pass.data();
+  const uint8_t* row =
+      src.pixels + static_cast<size_t>(first_row - have.y) * src.stride;
+  if (horizontal && vertical && VerticalFirst(src.order, src.size, out_size)) {
+    VerticalThenHorizontal(
+        row + 3 * static_cast<ptrdiff_t>(h.start.front() - have.x), src.stride,
+        first_row, h, v, window, passes, dst, dst_stride, &scratch->pass);
+    return;
   }
-  const int bytes = 3 * window.width;
-  for (int i = 0; i < window.height; ++i) {
-    uint8_t* out = dst + static_cast<size_t>(i) * dst_stride;
-    if (vertical) {
-      vertical_row(rows, rows_stride, first_row, v, i, bytes, out);
-    } else {
-      std::memcpy(out, rows + static_cast<size_t>(i) * rows_stride, bytes);
-    }
-  }
+  HorizontalThenVertical(row, src.stride, first_row, end_row, have,
+                         horizontal ? &h : nullptr, vertical ? &v : nullptr,
+                         window, passes, dst, dst_stride, &scratch->pass);
 }
 
 }  // namespace stoker

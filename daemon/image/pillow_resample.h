@@ -2,8 +2,10 @@
 // library under torchvision's PIL transforms): the same output bytes for
 // the same input, size, filter and box.
 //
-// Pillow resizes in two separable passes over 8-bit pixels, horizontal then
-// vertical, each clipped to 0..255 (Resample.c). For every output index it
+// Pillow resizes in two separable passes over 8-bit pixels, each clipped to
+// 0..255 (Resample.c), horizontal then vertical until Pillow 12.1; since
+// then some resizes run the vertical pass first (PassOrder), which rounds
+// the intermediate image otherwise. For every output index it
 // centres the filter at in0 + (i + 0.5) * scale, widens its support by the
 // scale when shrinking (antialiasing), clamps the taps to the image, divides
 // the weights by their sum and rounds them to 22-bit fixed point. NEAREST is
@@ -74,6 +76,23 @@ void ComputeAxisWeights(int in_size, float in0, float in1, int out_size,
 void ComputeNearestIndices(int in_size, float in0, float in1, int out_size,
                            int first, int count, std::vector<int>* out);
 
+// Which pass Pillow runs first where it runs both, by version:
+//   kHorizontalFirst      always horizontal (Pillow up to 12.1);
+//   kTallVerticalFirst    vertical for images over 100 times taller than
+//                         wide whose height shrinks (12.2 and 12.3, in
+//                         Image.resize);
+//   kShrinkVerticalFirst  vertical where the height shrinks by more than
+//                         twice what the width shrinks by, in pixels of the
+//                         image (not the box): H - h > 0 and
+//                         H - h > 2 (W - w) (13.0, ImagingResample).
+enum class PassOrder {
+  kHorizontalFirst,
+  kTallVerticalFirst,
+  kShrinkVerticalFirst
+};
+PassOrder PillowPassOrder(int major, int minor);
+bool VerticalFirst(PassOrder order, ImageSize image, ImageSize out_size);
+
 // kBest: AVX2 where the CPU has it; kPortable: plain C++ everywhere. Both
 // give the same bytes.
 enum class ResampleKernels { kBest, kPortable };
@@ -93,7 +112,8 @@ struct ResampleSource {
   const uint8_t* pixels = nullptr;
   int stride = 0;
   ImageSize size;
-  Region available;  // default: all of it
+  Region available;                                   // default: all of it
+  PassOrder order = PassOrder::kShrinkVerticalFirst;  // the reference's
 };
 
 // The pixels of `size` that `window` of the resize reads.

@@ -17,6 +17,7 @@
 #include "daemon/image/counter_random.h"
 #include "daemon/image/decode_types.h"
 #include "daemon/image/gaussian_blur.h"
+#include "daemon/image/pillow_resample.h"
 #include "daemon/image/random_crop.h"
 #include "daemon/image/random_erasing.h"
 #include "daemon/image/random_warp.h"
@@ -105,8 +106,9 @@ struct Pipeline {
   // The reference libraries' behaviour (JobSpec.reference): the palette
   // entries past a short BMP palette black (Pillow >= 10.1) rather than a
   // grey ramp; reflect pads wider than the image in whole periods (numpy
-  // >= 2.1).
+  // >= 2.1); which resizes run their vertical pass first (Pillow >= 12.2).
   bool palette_tail_black = true;
+  PassOrder resample_order = PassOrder::kShrinkVerticalFirst;
 
   int BytesPerValue() const {
     return dtype == DType::kUInt8 ? 1 : dtype == DType::kFloat16 ? 2 : 4;

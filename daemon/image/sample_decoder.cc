@@ -279,6 +279,7 @@ uint8_t* SampleDecoder::ResampleExactly(const DecodedRegion& region,
   source.size = {g.image.width, g.image.height};
   source.available = {g.decode.x - g.image.x, g.decode.y - g.image.y,
                       g.decode.width, g.decode.height};
+  source.order = g.order;
   const size_t n = out.Pixels();
   packed_.resize(3 * n);
   PillowResample(source, g.box, g.resized, g.window, g.filter, packed_.data(),

@@ -1,6 +1,7 @@
 #include "daemon/spec/pipeline_proto.h"
 
 #include <cmath>
+#include <limits>
 #include <string>
 #include <utility>
 #include <vector>
@@ -280,32 +281,47 @@ absl::Status ParseOutput(const v1::OutputSpec& out, Pipeline* p,
   return absl::OkStatus();
 }
 
-// "MAJOR.MINOR[...]" at least (major, minor); an empty one is the newest.
-absl::StatusOr<bool> AtLeast(absl::string_view field, const std::string& text,
-                             int major, int minor) {
-  if (text.empty()) return true;
+// "MAJOR.MINOR[...]" as (major, minor); an empty one is the newest.
+absl::StatusOr<std::pair<int, int>> ParseVersion(absl::string_view field,
+                                                 const std::string& text) {
+  if (text.empty()) return std::make_pair(std::numeric_limits<int>::max(), 0);
   const std::vector<absl::string_view> parts =
       absl::StrSplit(text, absl::MaxSplits('.', 2));
-  int have_major = 0, have_minor = 0;
-  if (parts.size() < 2 || !absl::SimpleAtoi(parts[0], &have_major) ||
-      !absl::SimpleAtoi(parts[1], &have_minor)) {
+  int major = 0, minor = 0;
+  if (parts.size() < 2 || !absl::SimpleAtoi(parts[0], &major) ||
+      !absl::SimpleAtoi(parts[1], &minor)) {
     return absl::InvalidArgumentError(
         absl::StrCat("reference.", field, " \"", absl::CHexEscape(text),
                      "\" is not a MAJOR.MINOR version"));
   }
-  return std::make_pair(have_major, have_minor) >= std::make_pair(major, minor);
+  return std::make_pair(major, minor);
 }
 
 absl::Status ParseReference(const v1::ReferenceVersions& reference,
                             Pipeline* p) {
-  const absl::StatusOr<bool> pillow =
-      AtLeast("pillow", reference.pillow(), 10, 1);
+  const auto pillow = ParseVersion("pillow", reference.pillow());
   if (!pillow.ok()) return pillow.status();
-  const absl::StatusOr<bool> numpy = AtLeast("numpy", reference.numpy(), 2, 1);
+  const auto numpy = ParseVersion("numpy", reference.numpy());
   if (!numpy.ok()) return numpy.status();
-  p->palette_tail_black = *pillow;
-  p->crop.whole_periods = *numpy;
+  p->palette_tail_black = *pillow >= std::make_pair(10, 1);
+  p->resample_order = PillowPassOrder(pillow->first, pillow->second);
+  p->crop.whole_periods = *numpy >= std::make_pair(2, 1);
   return absl::OkStatus();
+}
+
+// The newest Pillow version before each change the pipeline follows
+// (empty: the newest), so that the effective spec parses back the same.
+std::string PillowBehaviour(const Pipeline& p) {
+  if (!p.palette_tail_black) return "10.0";
+  switch (p.resample_order) {
+    case PassOrder::kHorizontalFirst:
+      return "12.1";
+    case PassOrder::kTallVerticalFirst:
+      return "12.3";
+    case PassOrder::kShrinkVerticalFirst:
+      return "";
+  }
+  return "";
 }
 
 }  // namespace
@@ -352,7 +368,9 @@ void PipelineToProto(const Pipeline& p, v1::JobSpec* spec) {
   // The behaviours, as the newest versions before each change (empty: the
   // newest), so that the effective spec parses back to the same pipeline.
   spec->clear_reference();
-  if (!p.palette_tail_black) spec->mutable_reference()->set_pillow("10.0");
+  if (const std::string pillow = PillowBehaviour(p); !pillow.empty()) {
+    spec->mutable_reference()->set_pillow(pillow);
+  }
   if (!p.crop.whole_periods) spec->mutable_reference()->set_numpy("2.0");
 }
 

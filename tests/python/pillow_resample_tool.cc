@@ -4,7 +4,9 @@
 // IN is packed RGB (W x H), FILTER nearest|bilinear|bicubic, the box is
 // read as double and narrowed to float (as Pillow's C layer does), and OUT
 // receives the window of the resized image, packed RGB. With --portable,
-// the portable kernels run instead of the best the CPU has.
+// the portable kernels run instead of the best the CPU has; with
+// --pillow=MAJOR.MINOR, the passes run in that Pillow's order (default:
+// the newest's).
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -31,7 +33,7 @@ bool ParseFilter(const std::string& name, stoker::ResampleFilter* filter) {
 }
 
 bool RunCase(const std::string& line, stoker::ResampleKernels kernels,
-             stoker::ResampleScratch* scratch) {
+             stoker::PassOrder order, stoker::ResampleScratch* scratch) {
   std::istringstream in(line);
   std::string src_path, filter_name, out_path;
   stoker::ImageSize src_size, out_size;
@@ -72,6 +74,7 @@ bool RunCase(const std::string& line, stoker::ResampleKernels kernels,
   source.stride = 3 * src_size.width;
   source.size = src_size;
   source.available = footprint;
+  source.order = order;
   stoker::PillowResample(source, b, out_size, window, filter, out.data(),
                          3 * window.width, scratch, kernels);
   std::ofstream(out_path, std::ios::binary)
@@ -83,18 +86,29 @@ bool RunCase(const std::string& line, stoker::ResampleKernels kernels,
 }  // namespace
 
 int main(int argc, char** argv) {
-  const bool portable = argc == 3 && std::string(argv[2]) == "--portable";
-  if (argc != 2 && !portable) {
-    std::cerr << "usage: pillow_resample_tool CASES [--portable]\n";
+  stoker::ResampleKernels kernels = stoker::ResampleKernels::kBest;
+  stoker::PassOrder order = stoker::PassOrder::kShrinkVerticalFirst;
+  for (int i = 2; i < argc; ++i) {
+    const std::string arg = argv[i];
+    int major = 0, minor = 0;
+    if (arg == "--portable") {
+      kernels = stoker::ResampleKernels::kPortable;
+    } else if (std::sscanf(arg.c_str(), "--pillow=%d.%d", &major, &minor) ==
+               2) {
+      order = stoker::PillowPassOrder(major, minor);
+    } else {
+      argc = 0;
+    }
+  }
+  if (argc < 2) {
+    std::cerr
+        << "usage: pillow_resample_tool CASES [--portable] [--pillow=X.Y]\n";
     return 2;
   }
-  const stoker::ResampleKernels kernels =
-      portable ? stoker::ResampleKernels::kPortable
-               : stoker::ResampleKernels::kBest;
   std::ifstream cases(argv[1]);
   stoker::ResampleScratch scratch;
   for (std::string line; std::getline(cases, line);) {
-    if (!line.empty() && !RunCase(line, kernels, &scratch)) return 1;
+    if (!line.empty() && !RunCase(line, kernels, order, &scratch)) return 1;
   }
   return 0;
 }

@@ -5,6 +5,11 @@ of the output equal to the whole resize cropped (Resize + CenterCrop).
 Every case runs twice: with the best kernels the CPU has (AVX2) and with
 the portable ones.
 
+Pillow 12.2 and 13.0 run the vertical pass first for some resizes: the
+tool follows the Pillow it is told (--pillow), checked against this
+Pillow and, for the other versions' orders, against the two single-pass
+resizes those versions run (Pillow 12.2's own way of doing it).
+
 The images are real photographs (tests/fixtures/photos), photo-sized
 JPEGs from make_dataset (textured, as photos are) decoded by Pillow, and
 noise, which no smoothing can hide behind.
@@ -19,6 +24,7 @@ import pytest
 from conftest import _tool, photo_paths
 
 Image = pytest.importorskip("PIL.Image")
+PIL = pytest.importorskip("PIL")
 
 FILTERS = {"nearest": Image.NEAREST, "bilinear": Image.BILINEAR,
            "bicubic": Image.BICUBIC}
@@ -46,12 +52,43 @@ def images():
     return photos + noise
 
 
-class Tool:
-    """Batches cases for pillow_resample_tool, then runs them at once."""
+def vertical_first(image_size, size, box, version):
+    """Whether Pillow `version` runs the vertical pass first (both run)."""
+    (W, H), (w, h) = image_size, size
+    both = ((w != W or box[0] or box[2] != w) and
+            (h != H or box[1] or box[3] != h))
+    if not both or version < (12, 2):
+        return False
+    if version < (13, 0):
+        return H > 100 * W and h < H
+    return H - h > 0 and H - h > 2 * (W - w)
 
-    def __init__(self, directory, kernels):
+
+def ordered_resize(image, size, resample, box, version):
+    """Pillow `version`'s resize built from passes of this Pillow: each
+    single-axis resize runs exactly one pass in every version."""
+    (W, H), (w, h) = image.size, size
+    if resample == Image.NEAREST:
+        return image.resize(size, resample, box=box)
+    if vertical_first(image.size, size, box, version):
+        tall = image.resize((W, h), resample, box=(0, box[1], W, box[3]))
+        return tall.resize(size, resample, box=(box[0], 0, box[2], h))
+    wide = image.resize((w, H), resample, box=(box[0], 0, box[2], H))
+    return wide.resize(size, resample, box=(0, box[1], w, box[3]))
+
+
+def version_of(text):
+    return tuple(int(part) for part in text.split(".")[:2])
+
+
+class Tool:
+    """Batches cases for pillow_resample_tool, then runs them at once;
+    `pillow`: another version's order than this Pillow's."""
+
+    def __init__(self, directory, kernels, pillow=None):
         self.dir = directory
         self.kernels = kernels
+        self.pillow = pillow
         self.lines = []
         self.expected = []
         self.sources = {}
@@ -70,7 +107,11 @@ class Tool:
         fields = [src, *image.size, filter_name, *[repr(float(v)) for v in box],
                   *size, *window, out]
         self.lines.append(" ".join(str(f) for f in fields))
-        want = image.resize(size, FILTERS[filter_name], box=box)
+        if self.pillow is None:
+            want = image.resize(size, FILTERS[filter_name], box=box)
+        else:
+            want = ordered_resize(image, size, FILTERS[filter_name], box,
+                                  version_of(self.pillow))
         x, y, w, h = window
         want = np.asarray(want.crop((x, y, x + w, y + h)))
         self.expected.append((out, want, (image.size, filter_name, size, box,
@@ -81,6 +122,7 @@ class Tool:
         with open(cases, "w") as f:
             f.write("\n".join(self.lines) + "\n")
         extra = ["--portable"] if self.kernels == "portable" else []
+        extra.append(f"--pillow={self.pillow or PIL.__version__}")
         subprocess.run([_tool("PILLOW_RESAMPLE_TOOL"), cases, *extra],
                        check=True)
         mismatches = []
@@ -149,6 +191,40 @@ def test_a_window_equals_the_whole_resize_cropped(images, tool, filter_name):
                      window=(rng.randint(0, size[0] - ww),
                              rng.randint(0, size[1] - wh), ww, wh))
     tool.check()
+
+
+@pytest.mark.parametrize("version", ["12.1", "12.2", "13.0"])
+@pytest.mark.parametrize("filter_name", ["bilinear", "bicubic"])
+def test_each_pillows_order_of_passes(images, version, filter_name):
+    """Resizes that shrink the height more than the width (vertical first
+    in 13.0), an image over 100 times taller than wide (in 12.2), boxes,
+    and the usual ones, in each version's order, with both kernels."""
+    rng = random.Random(version + filter_name)
+    tall = Image.fromarray(np.random.default_rng(3).integers(
+        0, 256, (1250, 12, 3), np.uint8))
+    vertical = 0
+    for kernels in ("best", "portable"):
+        with tempfile.TemporaryDirectory() as tmp:
+            tool = Tool(tmp, kernels, pillow=version)
+            for image in images + [tall]:
+                w, h = image.size
+                for fx, fy in ((0.9, 0.3), (1.4, 0.5), (0.3, 0.9), (0.5, 0.5),
+                               (1.2, 1.1), (1.0, 0.4)):
+                    size = (max(1, round(w * fx)), max(1, round(h * fy)))
+                    tool.add(image, filter_name, size)
+                    vertical += vertical_first(image.size, size,
+                                               (0, 0) + image.size,
+                                               version_of(version))
+                for _ in range(4):
+                    x0, x1 = sorted(rng.uniform(0, w) for _ in range(2))
+                    y0, y1 = sorted(rng.uniform(0, h) for _ in range(2))
+                    if x1 - x0 >= 1 and y1 - y0 >= 1:
+                        size = (rng.randint(1, 300), rng.randint(1, 300))
+                        tool.add(image, filter_name, size,
+                                 box=(x0, y0, x1, y1))
+            tool.check()
+    if version != "12.1":
+        assert vertical > 0  # the cases reach the vertical-first path
 
 
 @pytest.mark.parametrize("name", ["eval", "resize_to_size", "nearest",
