@@ -304,6 +304,7 @@ int main(int argc, char** argv) {
   const int size = static_cast<int>(absl::GetFlag(FLAGS_size));
 
   const double bare = BareLoop(**dataset, size);
+  const double full = BareFullDecode(**dataset);
   auto e2e = RunDaemon(root, workers, dir.path());
   if (!e2e.ok()) {
     std::fprintf(stderr, "end to end: %s\n", e2e.status().ToString().c_str());
@@ -324,5 +325,13 @@ int main(int argc, char** argv) {
               e2e->daemon_cpu_per_image * 1e3, 1e3 / bare);
   std::printf("client CPU per image              : %8.3f ms\n",
               e2e->client_cpu_per_image * 1e3);
+  // The cost per image against libjpeg-turbo's full decode of the same
+  // files, per core: by throughput (the cores the workers use) and by the
+  // daemon's CPU time.
+  std::printf("bare full decode, 1 thread        : %8.0f images/s\n", full);
+  std::printf("end to end / (%d cores x full)     : %8.2f\n", used_cores,
+              e2e->images_per_second / (used_cores * full));
+  std::printf("full decode / daemon CPU per image: %8.2f\n",
+              1.0 / full / e2e->daemon_cpu_per_image);
   return 0;
 }

@@ -3,6 +3,8 @@ files: each suite's outcome on each stack, with the stacks' versions.
 
   stack_matrix.py OUT_DIR STACK...   the table (markdown), to stdout
   stack_matrix.py --versions         this Python's versions, as JSON
+  stack_matrix.py --result PART XML  a junit file's counts and failed
+                                     tests as a RESULT line (bench/gpu)
 """
 import json
 import os
@@ -52,6 +54,13 @@ def cell(c):
 def main():
     if sys.argv[1:] == ["--versions"]:
         print(json.dumps(versions()))
+        return
+    if sys.argv[1] == "--result":
+        counts, failed = outcomes(sys.argv[3])
+        total = {k: sum(c[k] for c in counts.values())
+                 for k in ("passed", "failed", "skipped")}
+        print("RESULT " + json.dumps({"part": sys.argv[2], **total,
+                                      "failed_tests": failed}))
         return
     out, stacks = sys.argv[1], sys.argv[2:]
     results, names, failures = {}, {}, []

@@ -1,11 +1,17 @@
 #!/usr/bin/env bash
-# stoker on a GPU machine, in one run of under 8 minutes: the CUDA tests,
-# fidelity on 500 generated photos, host-to-device bandwidth from the ring,
-# copy/compute overlap, ResNet-50 trained on stoker against torch's
-# DataLoader, and decode scaling over 1..15 workers.
+# stoker on a GPU machine, in two plans of under 9 minutes each (one
+# device call each):
+#   bench (default): the CUDA tests, fidelity on 500 generated photos,
+#     host-to-device bandwidth from the ring, copy/compute overlap, ResNet-50
+#     trained on stoker (the loader's own copy stream) against torch's
+#     DataLoader, and decode scaling over 1..15 workers with what limits it;
+#   share: 1, 2 and 4 ResNet-18 trainers sharing the GPU and one stokerd
+#     against each with its own DataLoader, and a broadcast job; the recipe
+#     ops byte-exact against this torchvision; the whole Python suite.
 #
 #   bench/gpu/bundle.sh                       here: build and gather (.gpu-bundle)
-#   bench/gpu/run.sh OUT_DIR [--smoke]        there, from the repository root
+#   bench/gpu/run.sh OUT_DIR [--smoke] [--plan=bench|share|all]
+#                                             there, from the repository root
 #
 # The machine needs Python 3 with torch, torchvision, Pillow and psutil
 # (nvidia-ml-py for the GPU's busy figure), and nothing of stoker's: the
@@ -16,16 +22,22 @@
 # fails or runs out of time is marked so and the others still run; the exit
 # status is nonzero if any failed.
 #
-# --smoke runs every part small and on the CPU (the CUDA parts skip), in a
-# few minutes on 2 cores: it checks the script, not the figures.
-# STOKER_GPU_FULL_SUITE=1 adds the whole Python suite (tests/python).
+# --smoke runs every part of both plans small and on the CPU (the CUDA
+# parts skip), in a few minutes on 2 cores: it checks the script, not the
+# figures.
 # STOKER_GPU_PARTS="fidelity h2d" runs only those parts (and environment),
 # for a second try at what failed; STOKER_GPU_DATA=DIR keeps the generated
 # datasets there and reuses them on the next run.
 set -uo pipefail
 out=${1:?usage: bench/gpu/run.sh OUT_DIR [--smoke]}
-smoke=0
-[[ ${2:-} == --smoke ]] && smoke=1
+smoke=0 plan=bench
+for arg in "${@:2}"; do
+  case $arg in
+    --smoke) smoke=1 plan=all ;;
+    --plan=bench | --plan=share | --plan=all) plan=${arg#--plan=} ;;
+    *) echo "run.sh: unknown argument $arg" >&2; exit 2 ;;
+  esac
+done
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 bundle=$(cd "${STOKER_BUNDLE:-$repo/.gpu-bundle}" && pwd) ||
@@ -53,6 +65,10 @@ export COLOR_JITTER_TOOL=$bundle/bin/color_jitter_tool AUGMENT_TOOL=$bundle/bin/
 export STOKER_SOURCE_DIR=$repo PYTHONPATH=$bundle/python:$here
 export PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1 STOKER_GPU_LOGS=$logs
 cores=$(nproc)
+# The parts of each plan, by the first word of their names.
+declare -A plan_parts=(
+  [bench]="cuda python fidelity h2d overlap e2e scaling"
+  [share]="trainers recipe suite")
 workers=$((cores > 1 ? cores - 1 : 1))  # one core left to the trainer
 failed=0
 
@@ -61,6 +77,8 @@ failed=0
 part() {
   local name=$1 limit=$2 start=$SECONDS rc
   shift 2
+  [[ $plan == all || $name == environment || $name == datasets ||
+     " ${plan_parts[$plan]} " == *" ${name%%_*} "* ]] || return 0
   if [[ -n ${STOKER_GPU_PARTS:-} && $name != environment &&
         " ${STOKER_GPU_PARTS//,/ } " != *" $name "* ]]; then
     return 0
@@ -172,6 +190,11 @@ if ((smoke)); then
   done
   part scaling 300 "$python" "$here/scaling.py" --data="$data/train" --workers=1,2 \
     --seconds=1
+  part trainers 300 "$python" "$here/trainers.py" --data="$data/train" \
+    --trainers=1,2 --workers=2 --seconds=2 --warmup=1 --batch=8 --crop=64 --device=cpu
+  # The plumbing only: one quick test of each kind.
+  recipe_tests=("$repo/tests/python/test_random_erasing.py::test_boxes_follow_torchvisions_distribution")
+  suite_tests=("$repo/tests/python/test_abi_layout.py")
 else
   part environment 60 bash -c environment
   part datasets 120 bash -c 'datasets "make_data $data/train 100 200 &&
@@ -192,22 +215,34 @@ else
         --seconds=$seconds --warmup=8 --workers=$workers
     done
   done
-  part scaling 90 "$python" "$here/scaling.py" --data="$data/scaling" \
-    --workers=1,2,4,8,$workers
+  part scaling 120 "$python" "$here/scaling.py" --data="$data/scaling" \
+    --workers=1,2,4,8,12,$workers
+  part trainers 330 "$python" "$here/trainers.py" --data="$data/train" \
+    --trainers=1,2,4 --workers=$workers --seconds=15 --warmup=6
+  # TrivialAugmentWide, RandAugment, AutoAugment (test_augment), AugMix,
+  # GaussianBlur, RandomErasing and the recipes' transforms: stoker's
+  # images against this torchvision's for the same draws.
+  recipe_tests=("$repo/tests/python/"{test_augment,test_aug_mix,test_gaussian_blur,test_random_erasing,test_recipe_transforms}.py)
+  suite_tests=("$repo/tests/python")
 fi
-# STOKER_GPU_FULL_SUITE=1: the whole Python suite too, on that machine's
-# torch, torchvision, Pillow and numpy (over 5 minutes on 16 cores with
-# pytest-xdist, beyond the 8-minute plan; STOKER_GPU_SUITE_SECONDS limits
-# it). Each test's outcome is printed as it ends (-v), so that a run cut
-# short still names its failures.
-if [[ ${STOKER_GPU_FULL_SUITE:-0} == 1 ]]; then
-  parallel=()
-  "$python" -c 'import xdist' 2>/dev/null && parallel=(-n $((cores / 2)))
-  part python_suite "${STOKER_GPU_SUITE_SECONDS:-600}" "$python" -m pytest -v \
-    -p no:cacheprovider -p no:benchmark -rfEs --tb=short "${parallel[@]}" \
-    "$repo/tests/python"
-  grep -E "(FAILED|ERROR) " "$logs/python_suite.log" | sort -u | head -40
-fi
+# pytest_part NAME SECONDS TESTS...: each test's outcome printed as it ends
+# (-v, so that a run cut short still names its failures), the counts and
+# the failed tests' names as a RESULT line.
+pytest_part() {
+  local name=$1 limit=$2 parallel=()
+  shift 2
+  "$python" -c 'import xdist' 2>/dev/null && ((cores > 2)) && parallel=(-n $((cores / 2)))
+  part "$name" "$limit" "$python" -m pytest -v -p no:cacheprovider \
+    -p no:benchmark -rfEs --tb=short "${parallel[@]}" \
+    --junitxml="$work/$name.xml" "$@"
+  [[ -e $work/$name.xml ]] &&
+    "$python" "$repo/scripts/stack_matrix.py" --result "$name" "$work/$name.xml" |
+    tee -a "$results"
+}
+# The Python suite on this machine's torch, torchvision, Pillow and numpy
+# (about 4 minutes on 16 cores with pytest-xdist).
+pytest_part recipe_exact 150 "${recipe_tests[@]}"
+pytest_part suite "${STOKER_GPU_SUITE_SECONDS:-330}" "${suite_tests[@]}"
 "$python" "$here/summarize.py" "$results" >"$out/summary.md"
 cat "$out/summary.md"
 echo "== $SECONDS s in all; $(ls /dev/shm | grep -c stoker) stoker segments left in /dev/shm"

@@ -129,7 +129,10 @@ def run(args, device, socket, pids):
     sync()
     elapsed = time.monotonic() - start
     sampled = sampler.stop()
+    copies = ("the loader's own stream" if args.loader == "stoker"
+              else "pin_memory + non_blocking on the trainer's stream")
     result = dict(loader=args.loader, transform=args.transform, crop=crop,
+                  copies=copies if device.type == "cuda" else "none (CPU)",
                   model=args.model, batch=args.batch, workers=args.workers,
                   seconds=elapsed, steps=steps,
                   images_per_s=steps * args.batch / elapsed,
