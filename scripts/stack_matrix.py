@@ -57,7 +57,7 @@ def main():
         return
     if sys.argv[1] == "--result":
         counts, failed = outcomes(sys.argv[3])
-        total = {k: sum(c[k] for c in counts.values())
+        total = {f"tests_{k}": sum(c[k] for c in counts.values())
                  for k in ("passed", "failed", "skipped")}
         print("RESULT " + json.dumps({"part": sys.argv[2], **total,
                                       "failed_tests": failed}))

@@ -94,7 +94,8 @@ def main():
                           r.get("daemon_cpu_ms_per_image")))),
         ("Tests on this machine's stack", "tests",
          ["tests", "passed", "failed", "skipped", "failed tests"],
-         lambda r: (r["part"], r["passed"], r["failed"], r["skipped"],
+         lambda r: (r["part"], r["tests_passed"], r["tests_failed"],
+                    r["tests_skipped"],
                     "<br>".join(r["failed_tests"][:20]) or "-")),
     ]
     for r in by_part.pop("recipe_exact", []) + by_part.pop("suite", []):
