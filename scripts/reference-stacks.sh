@@ -19,8 +19,10 @@
 # Exit status: nonzero when any stack had a failure.
 set -uo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
-roots_only=0
+roots_only=0 in_namespace=
 [[ ${1:-} == --roots ]] && { roots_only=1; shift; }
+# Internal: run one root's suites in this (private) mount namespace.
+[[ ${1:-} == --in-namespace ]] && { in_namespace=$2; shift 2; }
 out=${1:-/tmp/stoker-stacks}
 cache=${STOKER_STACKS_CACHE:-/var/cache/stoker-stacks}
 max_days=${STOKER_STACKS_MAX_DAYS:-14}
@@ -51,9 +53,14 @@ make_root() {
   if [[ -e $root/.complete ]] &&
      [[ -z $(find "$root/.complete" -mtime +"$max_days") ]]; then
     chroot "$root" dpkg -s "${packages[@]}" >/dev/null 2>&1 ||
-      chroot "$root" "${apt_get[@]}" install --no-install-recommends "${packages[@]}" \
-        >"$out/$suite-apt.log" 2>&1
+      { chroot "$root" "${apt_get[@]}" update && chroot "$root" "${apt_get[@]}" install \
+          --no-install-recommends "${packages[@]}"; } >"$out/$suite-apt.log" 2>&1
     return
+  fi
+  # Never remove a root something is still mounted under (the repository).
+  if [[ -d $root && -n $(findmnt -R -n -o TARGET "$root" 2>/dev/null) ]]; then
+    echo "reference-stacks: $root has mounts under it; not removed" >&2
+    return 1
   fi
   command -v debootstrap >/dev/null ||
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null
@@ -80,8 +87,6 @@ fi
 dpkg -s "${packages[@]}" >/dev/null 2>&1 ||
   "${apt_get[@]}" install --no-install-recommends "${packages[@]}" >"$out/host-apt.log" 2>&1 ||
   { tail -5 "$out/host-apt.log"; exit 1; }
-bash "$repo/bench/gpu/bundle.sh" "$repo/.gpu-bundle" >"$out/bundle.log" 2>&1 ||
-  { tail -20 "$out/bundle.log"; exit 1; }
 
 # run_suites NAME SRC [chroot ROOT]: the versions, then the suites from the
 # bundle, under the Python of the host or of the root (SRC: the repository
@@ -105,26 +110,35 @@ run_suites() {
     --junitxml="$src/.stack-out/$name.xml" "${suites[@]/#/$src/tests/python/}"
 }
 
+if [[ -n $in_namespace ]]; then
+  # Mounts made here are private to this namespace: they go with it, even
+  # when the run is killed.
+  root=$cache/$in_namespace
+  for m in proc sys dev dev/shm dev/pts; do mount --bind "/$m" "$root/$m"; done
+  mkdir -p "$root/stoker" && mount --bind "$repo" "$root/stoker"
+  run_suites "$in_namespace" /stoker chroot "$root"
+  exit
+fi
+
+# The bundle, built as whoever asked through sudo (not as root in their tree).
+builder=()
+[[ -n ${SUDO_USER:-} ]] && builder=(sudo -u "$SUDO_USER")
+"${builder[@]}" bash "$repo/bench/gpu/bundle.sh" "$repo/.gpu-bundle" >"$out/bundle.log" 2>&1 ||
+  { tail -20 "$out/bundle.log"; exit 1; }
+
 status=0
 for stack in "${stacks[@]}"; do
   start=$SECONDS
   log=$out/$stack.log
   rm -rf "$repo/.stack-out" && mkdir -p "$repo/.stack-out"
   if [[ $stack == host ]]; then
-    run_suites host "$repo" >"$log" 2>&1
+    run_suites host "$repo" >"$log" 2>&1 || status=1
   else
     make_root "$stack" || { status=1; echo "$stack: no root" | tee "$log"; continue; }
-    root=$cache/$stack
-    mkdir -p "$root/stoker"
-    mounts=(proc sys dev dev/shm dev/pts)
-    for m in "${mounts[@]}"; do mount --bind "/$m" "$root/$m"; done
-    mount --bind "$repo" "$root/stoker"
-    run_suites "$stack" /stoker chroot "$root" >"$log" 2>&1
-    umount -l "$root/stoker"
-    for m in dev/pts dev/shm dev sys proc; do umount -l "$root/$m"; done
+    unshare --mount --propagation private bash "$0" --in-namespace "$stack" \
+      >"$log" 2>&1 || status=1
   fi
   cp "$repo/.stack-out/$stack".{xml,json} "$out/" 2>/dev/null
-  grep -q ' failed\| error' <(tail -1 "$log") && status=1
   echo "$stack: $(tail -1 "$log") ($((SECONDS - start)) s)"
 done
 rm -rf "$repo/.stack-out"

@@ -29,7 +29,8 @@ def outcomes(path):
     counts = defaultdict(lambda: defaultdict(int))
     failed = []
     for case in ET.parse(path).getroot().iter("testcase"):
-        suite = case.get("classname", "").split(".")[-1] + ".py"
+        module = case.get("classname", "").split(".")[-1]
+        suite = f"{module}.py" if module else "(collection)"
         if case.find("failure") is not None or case.find("error") is not None:
             counts[suite]["failed"] += 1
             failed.append(f"{suite}::{case.get('name')}")
@@ -52,6 +53,8 @@ def cell(c):
 
 
 def main():
+    if len(sys.argv) < 2:
+        sys.exit(__doc__)
     if sys.argv[1:] == ["--versions"]:
         print(json.dumps(versions()))
         return

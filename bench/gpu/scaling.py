@@ -9,9 +9,10 @@ Efficiency is images/s over (workers x the one-worker figure); goal >= 90%
 at the most workers. What limits it is read from stokerd itself over the
 measured epochs: its CPU time per image (growing with the workers: each
 image costs more, as when memory bandwidth, shared caches or clocks run
-out), how busy its workers were (under 100%: they waited, for the
-client, a lock or a wake-up) and its context switches per image
-(voluntary ones are waits).
+out), its CPU time over the workers' wall time (all its threads, the
+warm-up epoch and the job's start included: well under 1, the workers
+waited, for the client, a lock or a wake-up) and its context switches per
+image (voluntary ones are waits).
 """
 import argparse
 import os
@@ -22,18 +23,19 @@ from common import Stokerd, emit
 
 
 def daemon_counters(pid):
-    """stokerd's CPU seconds and context switches, summed over its threads."""
-    cpu, voluntary, forced = 0.0, 0, 0
+    """stokerd's CPU seconds (its threads that ended included) and its
+    context switches, summed over its live threads."""
     tick = os.sysconf("SC_CLK_TCK")
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    cpu = (int(fields[11]) + int(fields[12])) / tick  # utime, stime
+    voluntary, forced = 0, 0
     for task in os.listdir(f"/proc/{pid}/task"):
         try:
-            with open(f"/proc/{pid}/task/{task}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
             with open(f"/proc/{pid}/task/{task}/status") as f:
                 status = dict(line.split(":", 1) for line in f if ":" in line)
         except OSError:  # a thread that ended meanwhile
             continue
-        cpu += (int(fields[11]) + int(fields[12])) / tick  # utime, stime
         voluntary += int(status["voluntary_ctxt_switches"])
         forced += int(status["nonvoluntary_ctxt_switches"])
     return cpu, voluntary, forced
@@ -76,7 +78,7 @@ def main():
         emit("scaling", workers=workers, images_per_s=rate,
              per_worker=rate / workers, efficiency=rate / (workers * base),
              cpu_ms_per_image=cpu_ms, cpu_per_image_growth=cpu_ms / base_cpu,
-             worker_busy=cpu / (workers * seconds),
+             daemon_cpu_per_worker=cpu / (workers * seconds),
              voluntary_switches_per_image=voluntary / decoded,
              forced_switches_per_image=forced / decoded,
              epochs_measured=epochs - 1, goal=">= 0.90")

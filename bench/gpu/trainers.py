@@ -94,7 +94,8 @@ def child(args):
         step(*next(batches))
     sync()
     print("READY", flush=True)
-    sys.stdin.readline()
+    if sys.stdin.readline() != "GO\n":  # the parent is gone
+        sys.exit(1)
     waited, steps, start = 0.0, 0, time.monotonic()
     while time.monotonic() - start < args.seconds:
         before = time.monotonic()
@@ -108,6 +109,9 @@ def child(args):
                                  "images": steps * args.batch,
                                  "input_bound_percent": 100 * waited / elapsed}),
           flush=True)
+    # The loaders stay until every trainer has reported: the broadcast
+    # job's owner would otherwise end it under the others.
+    sys.stdin.readline()
     if hasattr(loader, "close"):
         loader.close()
 
@@ -141,30 +145,53 @@ def spawn(args, n, loader, socket, sharing, job_file):
     return procs
 
 
+def report(proc, deadline):
+    """The CHILD line of one trainer, read before `deadline`."""
+    line = ""
+    while not line.startswith("CHILD "):
+        ready, _, _ = select.select([proc.stdout], [], [],
+                                    max(0, deadline - time.monotonic()))
+        line = proc.stdout.readline() if ready else ""
+        if not ready or not line:
+            raise RuntimeError(f"trainer {proc.pid} reported nothing")
+    return json.loads(line[6:])
+
+
+def daemon_cpu_seconds(daemon):
+    times = psutil.Process(daemon.process.pid).cpu_times()
+    return times.user + times.system
+
+
 def measure(args, n, loader, daemon=None, sharing="exclusive"):
     """One case: n trainers of `loader`; returns its figures."""
     socket = daemon.socket if daemon else None
     job_file = os.path.join(daemon.dir if daemon else "/tmp",
                             f"broadcast-job-{os.getpid()}")
-    procs = spawn(args, n, loader, socket, sharing, job_file)
-    pids = [p.pid for p in procs] + ([daemon.process.pid] if daemon else [])
-    sampler = Sampler(pids)
-    daemon_cpu = psutil.Process(daemon.process.pid).cpu_times() if daemon else None
-    for p in procs:
-        p.stdin.write("GO\n")
-        p.stdin.flush()
-    results = []
-    for p in procs:
-        for line in p.stdout:
-            if line.startswith("CHILD "):
-                results.append(json.loads(line[6:]))
-        p.wait(timeout=60)
-    if daemon:
-        after = psutil.Process(daemon.process.pid).cpu_times()
-        daemon_seconds = (after.user + after.system) - (daemon_cpu.user + daemon_cpu.system)
-    sampled = sampler.stop()
-    if len(results) != n:
-        raise RuntimeError(f"{n - len(results)} trainer(s) reported nothing")
+    procs = []
+    try:
+        procs = spawn(args, n, loader, socket, sharing, job_file)
+        pids = [p.pid for p in procs] + ([daemon.process.pid] if daemon else [])
+        sampler = Sampler(pids)
+        cpu_before = daemon_cpu_seconds(daemon) if daemon else 0
+        for p in procs:
+            p.stdin.write("GO\n")
+            p.stdin.flush()
+        deadline = time.monotonic() + args.seconds + 60
+        results = [report(p, deadline) for p in procs]
+        # The window ends when the last trainer has reported, before any
+        # of them tears its loader or its CUDA context down.
+        cpu = daemon_cpu_seconds(daemon) - cpu_before if daemon else 0
+        sampled = sampler.stop()
+        for p in procs:
+            p.stdin.write("DONE\n")
+            p.stdin.flush()
+        for p in procs:
+            p.wait(timeout=60)
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
     images = sum(r["images"] for r in results)
     figures = dict(trainers=n, loader=loader, sharing=sharing,
                    images_per_s=sum(r["images_per_s"] for r in results),
@@ -172,9 +199,9 @@ def measure(args, n, loader, daemon=None, sharing="exclusive"):
                    input_bound_percent=sum(r["input_bound_percent"]
                                            for r in results) / n, **sampled)
     if daemon:
-        figures["daemon_cpu_ms_per_image"] = 1000 * daemon_seconds / images
+        figures["daemon_cpu_ms_per_image"] = 1000 * cpu / images
         if sharing == "broadcast":  # each batch decoded once for n trainers
-            figures["daemon_cpu_ms_per_decoded"] = 1000 * daemon_seconds * n / images
+            figures["daemon_cpu_ms_per_decoded"] = 1000 * cpu * n / images
     return figures
 
 

@@ -75,7 +75,12 @@ STOKER_AVX2 void HorizontalRowAvx2(const uint8_t* in, int origin, int in_width,
       _mm_setr_epi8(0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, -1, -1, -1, -1);
   const int out_bytes = 3 * count;
   int j = 0;
-  for (; j + 3 < count && fits(j + 3); j += 4) {
+  // Each of the four (a pixel's taps may end further right than its
+  // successor's where their count falls near the edge).
+  auto four_fit = [&](int j) {
+    return fits(j) && fits(j + 1) && fits(j + 2) && fits(j + 3);
+  };
+  for (; j + 3 < count && four_fit(j); j += 4) {
     __m256i s01 =
         PairSums(SumsOf(in, origin, w, j), SumsOf(in, origin, w, j + 1));
     __m256i s23 =

@@ -174,6 +174,12 @@ def dump_batches(daemon, dataset, out, **flags):
     (images bytes, labels bytes) per batch, split by the caller."""
     args = [_tool("DUMP_BATCHES"), f"--socket={daemon.socket}",
             f"--dataset={dataset}", f"--out={out}"]
+    # The versions stoker.DataLoader sends, so that both ask for the same
+    # library behaviours (Pillow's order of resize passes, for one).
+    import numpy
+    import PIL
+    flags = {"reference_pillow": PIL.__version__,
+             "reference_numpy": numpy.__version__, **flags}
     args += [f"--{k}={v}" for k, v in flags.items()]
     subprocess.run(args, check=True, capture_output=True, timeout=120)
     with open(out, "rb") as f:

@@ -24,6 +24,10 @@ ABSL_FLAG(std::string, layout, "NHWC", "NHWC or NCHW");
 ABSL_FLAG(bool, normalize, false, "append Normalize (ImageNet statistics)");
 ABSL_FLAG(bool, jitter, false, "append ColorJitter(0.4, 0.4, 0.4)");
 ABSL_FLAG(uint64_t, seed, 0, "job seed");
+ABSL_FLAG(std::string, reference_pillow, "",
+          "the Pillow version to match (empty: the newest)");
+ABSL_FLAG(std::string, reference_numpy, "",
+          "the numpy version to match (empty: the newest)");
 
 int main(int argc, char** argv) {
   stoker::ParseCommandLine(argc, argv,
@@ -33,6 +37,8 @@ int main(int argc, char** argv) {
   spec.dataset_path = absl::GetFlag(FLAGS_dataset);
   spec.batch_size = absl::GetFlag(FLAGS_batch_size);
   spec.seed = absl::GetFlag(FLAGS_seed);
+  spec.reference_pillow = absl::GetFlag(FLAGS_reference_pillow);
+  spec.reference_numpy = absl::GetFlag(FLAGS_reference_numpy);
   spec.epochs = 0;
   const uint32_t size = absl::GetFlag(FLAGS_size);
   spec.height = spec.width = size;

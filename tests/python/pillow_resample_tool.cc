@@ -9,6 +9,7 @@
 // the newest's).
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <iterator>
@@ -64,14 +65,23 @@ bool RunCase(const std::string& line, stoker::ResampleKernels kernels,
       static_cast<float>(box[2]), static_cast<float>(box[3])};
   std::vector<uint8_t> out(3 * static_cast<size_t>(window.width) *
                            window.height);
-  // Only the window's footprint is handed over, as the decoders do.
+  // Only the window's footprint is handed over, as the decoders do, in a
+  // buffer of its own: a read outside it would take other pixels (and the
+  // test would see them), or run past the buffer's end.
   const stoker::Region footprint =
       stoker::ResampleFootprint(src_size, b, out_size, window, filter, scratch);
+  const size_t footprint_stride = 3 * static_cast<size_t>(footprint.width);
+  std::vector<uint8_t> held(footprint_stride * footprint.height);
+  for (int y = 0; y < footprint.height; ++y) {
+    std::memcpy(held.data() + y * footprint_stride,
+                src.data() +
+                    3 * (static_cast<size_t>(footprint.y + y) * src_size.width +
+                         footprint.x),
+                footprint_stride);
+  }
   stoker::ResampleSource source;
-  source.pixels =
-      src.data() +
-      3 * (static_cast<size_t>(footprint.y) * src_size.width + footprint.x);
-  source.stride = 3 * src_size.width;
+  source.pixels = held.data();
+  source.stride = static_cast<int>(footprint_stride);
   source.size = src_size;
   source.available = footprint;
   source.order = order;

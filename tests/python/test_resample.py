@@ -193,38 +193,68 @@ def test_a_window_equals_the_whole_resize_cropped(images, tool, filter_name):
     tool.check()
 
 
+def order_cases(images, rng):
+    """(image, size, box, window) cases that reach both orders: heights
+    shrunk more than widths (13.0's vertical first), an image over 100
+    times taller than wide (12.2's), boxes and windows."""
+    tall = Image.fromarray(np.random.default_rng(3).integers(
+        0, 256, (1250, 12, 3), np.uint8))
+    for image in images + [tall]:
+        w, h = image.size
+        for fx, fy in ((0.9, 0.3), (1.4, 0.5), (0.3, 0.9), (0.5, 0.5),
+                       (1.2, 1.1), (1.0, 0.4)):
+            size = (max(1, round(w * fx)), max(1, round(h * fy)))
+            yield image, size, (0, 0) + image.size, (0, 0) + size
+            ww, wh = rng.randint(1, size[0]), rng.randint(1, size[1])
+            yield image, size, (0, 0) + image.size, (
+                rng.randint(0, size[0] - ww), rng.randint(0, size[1] - wh),
+                ww, wh)
+        for _ in range(4):
+            x0, x1 = sorted(rng.uniform(0, w) for _ in range(2))
+            y0, y1 = sorted(rng.uniform(0, h) for _ in range(2))
+            if x1 - x0 >= 1 and y1 - y0 >= 1:
+                size = (rng.randint(1, 300), rng.randint(1, 300))
+                yield image, size, (x0, y0, x1, y1), (0, 0) + size
+
+
+@pytest.mark.parametrize("filter_name", ["bilinear", "bicubic"])
+def test_the_order_model_is_this_pillows(images, filter_name):
+    """ordered_resize at this Pillow's own version equals its resize: the
+    model the next test holds stoker to is Pillow's, wherever it runs
+    (Debian 12's 9.4, the GPU machine's 12.3, Debian unstable's 13.0)."""
+    version = version_of(PIL.__version__)
+    resample = FILTERS[filter_name]
+    for image, size, box, _ in order_cases(images, random.Random(5)):
+        want = np.asarray(image.resize(size, resample, box=box))
+        got = np.asarray(ordered_resize(image, size, resample, box, version))
+        assert np.array_equal(got, want), (image.size, size, box)
+
+
 @pytest.mark.parametrize("version", ["12.1", "12.2", "13.0"])
 @pytest.mark.parametrize("filter_name", ["bilinear", "bicubic"])
 def test_each_pillows_order_of_passes(images, version, filter_name):
-    """Resizes that shrink the height more than the width (vertical first
-    in 13.0), an image over 100 times taller than wide (in 12.2), boxes,
-    and the usual ones, in each version's order, with both kernels."""
-    rng = random.Random(version + filter_name)
-    tall = Image.fromarray(np.random.default_rng(3).integers(
-        0, 256, (1250, 12, 3), np.uint8))
-    vertical = 0
+    """stoker's resampler told a Pillow version against that version's
+    order built from single-pass resizes, windows included, with both
+    kernels; the cases include resizes where the orders' bytes differ."""
+    resample = FILTERS[filter_name]
+    vertical = differ = 0
     for kernels in ("best", "portable"):
         with tempfile.TemporaryDirectory() as tmp:
             tool = Tool(tmp, kernels, pillow=version)
-            for image in images + [tall]:
-                w, h = image.size
-                for fx, fy in ((0.9, 0.3), (1.4, 0.5), (0.3, 0.9), (0.5, 0.5),
-                               (1.2, 1.1), (1.0, 0.4)):
-                    size = (max(1, round(w * fx)), max(1, round(h * fy)))
-                    tool.add(image, filter_name, size)
-                    vertical += vertical_first(image.size, size,
-                                               (0, 0) + image.size,
-                                               version_of(version))
-                for _ in range(4):
-                    x0, x1 = sorted(rng.uniform(0, w) for _ in range(2))
-                    y0, y1 = sorted(rng.uniform(0, h) for _ in range(2))
-                    if x1 - x0 >= 1 and y1 - y0 >= 1:
-                        size = (rng.randint(1, 300), rng.randint(1, 300))
-                        tool.add(image, filter_name, size,
-                                 box=(x0, y0, x1, y1))
+            for image, size, box, window in order_cases(
+                    images, random.Random(version + filter_name)):
+                tool.add(image, filter_name, size, box=box, window=window)
+                if kernels == "best" and vertical_first(
+                        image.size, size, box, version_of(version)):
+                    vertical += 1
+                    old = ordered_resize(image, size, resample, box, (12, 1))
+                    new = ordered_resize(image, size, resample, box,
+                                         version_of(version))
+                    differ += not np.array_equal(np.asarray(old),
+                                                 np.asarray(new))
             tool.check()
     if version != "12.1":
-        assert vertical > 0  # the cases reach the vertical-first path
+        assert vertical > 0 and differ > 0, (vertical, differ)
 
 
 @pytest.mark.parametrize("name", ["eval", "resize_to_size", "nearest",
