@@ -14,7 +14,8 @@
 # The programs, libraries and Python package travel as the GPU bundle
 # (bench/gpu/bundle.sh): a root needs no compiler and no gRPC. OUT_DIR
 # receives one junit file and one log per stack, and matrix.md, the table
-# docs/transforms.md keeps. STOKER_STACKS="host trixie" runs only those.
+# docs/transforms.md keeps. STOKER_STACKS="host trixie" runs only those
+# stacks, STOKER_STACK_SUITES="test_resample.py" only those suites.
 # The suites run under pytest-xdist, one process per core.
 # Exit status: nonzero when any stack had a failure.
 set -uo pipefail
@@ -31,11 +32,13 @@ packages=(python3-torch python3-torchvision python3-pil python3-numpy
           python3-pytest python3-pytest-xdist python3-psutil)
 # The suites that compare with a reference, and nothing that needs a GPU,
 # a second daemon or a network server.
-suites=(test_resample.py test_photos.py test_transforms.py test_augment.py
+default_suites=(test_resample.py test_photos.py test_transforms.py test_augment.py
         test_recipe_transforms.py test_aug_mix.py test_gaussian_blur.py
         test_random_crop.py test_random_erasing.py test_random_choice.py
         test_color_jitter.py test_flip_gray.py test_formats.py
         test_masks.py test_views.py test_batch_transforms.py)
+# STOKER_STACK_SUITES="test_resample.py" runs only those.
+suites=(${STOKER_STACK_SUITES:-${default_suites[@]}})
 [[ $(id -u) -eq 0 ]] || { echo "reference-stacks: run as root" >&2; exit 2; }
 mkdir -p "$out" "$cache"
 out=$(cd "$out" && pwd)
