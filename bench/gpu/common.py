@@ -30,6 +30,20 @@ def output_tail(dtype, mean, std):
     return [T.ToTensor(), T.Normalize(mean, std)]
 
 
+def timed_steps(batches, step, seconds, sync):
+    """Training steps on `batches` for `seconds`: (steps, seconds spent
+    waiting in next(), elapsed seconds, the GPU's work included)."""
+    waited, steps, start = 0.0, 0, time.monotonic()
+    while time.monotonic() - start < seconds:
+        before = time.monotonic()
+        images, labels = next(batches)
+        waited += time.monotonic() - before
+        step(images, labels)
+        steps += 1
+    sync()
+    return steps, waited, time.monotonic() - start
+
+
 def emit(part, **fields):
     """One result line, read by run.sh."""
     print("RESULT " + json.dumps({"part": part, **fields}), flush=True)

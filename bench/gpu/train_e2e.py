@@ -27,7 +27,7 @@ import torchvision.transforms as T
 
 import stoker
 
-from common import Sampler, Stokerd, emit
+from common import Sampler, Stokerd, emit, timed_steps
 
 MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
 
@@ -118,16 +118,7 @@ def run(args, device, socket, pids):
         step(*next(batches))
     sync()
     sampler = Sampler(pids + [os.getpid()])
-    waited, steps = 0.0, 0
-    start = time.monotonic()
-    while time.monotonic() - start < args.seconds:
-        before = time.monotonic()
-        images, labels = next(batches)
-        waited += time.monotonic() - before
-        step(images, labels)
-        steps += 1
-    sync()
-    elapsed = time.monotonic() - start
+    steps, waited, elapsed = timed_steps(batches, step, args.seconds, sync)
     sampled = sampler.stop()
     copies = ("the loader's own stream" if args.loader == "stoker"
               else "pin_memory + non_blocking on the trainer's stream")

@@ -22,7 +22,7 @@ import time
 
 import psutil
 
-from common import Sampler, Stokerd, emit
+from common import Sampler, Stokerd, emit, timed_steps
 
 MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
 
@@ -96,15 +96,7 @@ def child(args):
     print("READY", flush=True)
     if sys.stdin.readline() != "GO\n":  # the parent is gone
         sys.exit(1)
-    waited, steps, start = 0.0, 0, time.monotonic()
-    while time.monotonic() - start < args.seconds:
-        before = time.monotonic()
-        images, labels = next(batches)
-        waited += time.monotonic() - before
-        step(images, labels)
-        steps += 1
-    sync()
-    elapsed = time.monotonic() - start
+    steps, waited, elapsed = timed_steps(batches, step, args.seconds, sync)
     print("CHILD " + json.dumps({"images_per_s": steps * args.batch / elapsed,
                                  "images": steps * args.batch,
                                  "input_bound_percent": 100 * waited / elapsed}),
