@@ -24,16 +24,13 @@ import psutil
 
 from common import Sampler, Stokerd, emit, timed_steps
 
-MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
-
 
 def child_loader(args, device):
     """The child's loader and an endless iterator over its batches."""
     import torch
     import torchvision
-    import torchvision.transforms as T
-    transform = T.Compose([T.RandomResizedCrop(args.crop), T.RandomHorizontalFlip(),
-                           T.ToTensor(), T.Normalize(MEAN, STD)])
+    from train_e2e import train_transform  # the same classic transform
+    transform = train_transform("classic", args.crop)
     if args.loader == "torch":
         dataset = torchvision.datasets.ImageFolder(args.data, transform)
         loader = torch.utils.data.DataLoader(
