@@ -213,19 +213,25 @@ def test_a_flood_of_unread_streams_is_bounded(daemon, acknowledge):
         assert read_frame(s)[0] == 0x4  # the server's SETTINGS
         s.sendall(frame(0x4, 0x1, 0, b""))
     sent = 0
+    ended = None
     try:
         for i in range(20000):
             s.sendall(grpc_request(2 * i + 1, b"/stoker.v1.Loader/GetStats",
                                    b""))
             sent += 1
-    except (BrokenPipeError, ConnectionResetError, socket.timeout):
-        pass
+    except (BrokenPipeError, ConnectionResetError, socket.timeout) as e:
+        ended = type(e).__name__
     grown = settled_rss(pid) - before
     s.close()
-    print(f"streams ({acknowledge}): {sent} sent, stokerd "
-          f"+{grown / MIB:.0f} MiB")
+    print(f"streams ({acknowledge}): {sent} sent, ended by {ended}, "
+          f"stokerd +{grown / MIB:.0f} MiB")
     if acknowledge != "as_http2_does":
-        assert sent < 1000, f"stokerd took {sent} streams before the ack"
+        # The relay ends the connection at its 257th stream. How many the
+        # client got into the socket before that depends on how much one
+        # read of the relay takes (a 64 KiB read holds over 1000 requests),
+        # so the proof is that the peer closed, not a count.
+        assert ended in ("BrokenPipeError", "ConnectionResetError"), (
+            f"the connection was not ended after {sent} streams ({ended})")
     assert grown < 48 * MIB, f"stokerd grew by {grown / MIB:.0f} MiB"
     with stoker.Client(daemon.socket) as client:  # others go on
         assert client.stats()["daemon"]["workers"] == 2
