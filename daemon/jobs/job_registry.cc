@@ -9,35 +9,20 @@
 #include "absl/strings/str_format.h"
 #include "common/log.h"
 #include "common/status_macros.h"
+#include "daemon/datasets/dataset_source.h"
 #include "daemon/jobs/dataset_sources.h"
-#include "daemon/os/byte_size.h"
 #include "daemon/os/cgroup_memory.h"
+#include "daemon/os/process_identity.h"
 #include "daemon/spec/job_spec.h"
 
 namespace stoker {
-namespace {
-
-// "uid 1000: 3 jobs, 1.5G; uid 0: 1 job, 200M" for the largest holders.
-std::string Holders(const std::map<uid_t, JobRegistry::Holding>& by_user) {
-  std::vector<std::pair<uid_t, JobRegistry::Holding>> sorted(by_user.begin(),
-                                                             by_user.end());
-  std::sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) {
-    return a.second.bytes > b.second.bytes;
-  });
-  std::string text;
-  for (size_t i = 0; i < sorted.size() && i < 3; ++i) {
-    absl::StrAppend(&text, i ? "; " : "", "uid ", sorted[i].first, ": ",
-                    sorted[i].second.jobs,
-                    sorted[i].second.jobs == 1 ? " job, " : " jobs, ",
-                    FormatByteSize(sorted[i].second.bytes));
-  }
-  return text;
-}
-
-}  // namespace
-
 JobRegistry::JobRegistry(RegistryOptions options, WorkerPool* pool)
-    : pool_(pool), options_(std::move(options)) {
+    : pool_(pool),
+      datasets_({.dataset_paths = options.dataset_paths,
+                 .shard_cache = options.shard_cache,
+                 .remote_ca_file = options.remote_ca_file,
+                 .object_store = options.object_store}),
+      options_(std::move(options)) {
   SetLimits(options_.limits);
 }
 
@@ -62,25 +47,30 @@ uint64_t TotalBytes(const std::string& dir) {
 
 uint64_t JobRegistry::shm_budget_bytes() const {
   absl::MutexLock lock(&mu_);
-  return budget_;
+  return admission_.limits().budget;
 }
 
 void JobRegistry::SetLimits(const RegistryLimits& limits) {
   absl::MutexLock lock(&mu_);
   options_.limits = limits;
-  budget_ = limits.shm_budget_bytes > 0 ? limits.shm_budget_bytes
-                                        : TotalBytes(options_.shm_dir) / 2;
-  capped_by_.reset();
+  AdmissionLimits resolved{
+      .max_jobs = limits.max_jobs,
+      .max_jobs_per_user = limits.max_jobs_per_user,
+      .budget = limits.shm_budget_bytes > 0 ? limits.shm_budget_bytes
+                                            : TotalBytes(options_.shm_dir) / 2,
+      .max_index_bytes_per_user = limits.max_index_bytes_per_user};
   if (limits.memory_limit) {
     const uint64_t room = RingRoomUnder(*limits.memory_limit);
-    if (room < budget_) {
-      budget_ = room;
-      capped_by_ = limits.memory_limit;
+    if (room < resolved.budget) {
+      resolved.budget = room;
+      resolved.capped_by = limits.memory_limit;
     }
   }
-  budget_per_user_ = limits.shm_budget_per_user_bytes > 0
-                         ? std::min(limits.shm_budget_per_user_bytes, budget_)
-                         : budget_ / 2;
+  resolved.budget_per_user =
+      limits.shm_budget_per_user_bytes > 0
+          ? std::min(limits.shm_budget_per_user_bytes, resolved.budget)
+          : resolved.budget / 2;
+  admission_ = Admission(resolved);
 }
 
 JobRegistry::JobMap::iterator JobRegistry::Forget(JobMap::iterator it) {
@@ -91,116 +81,91 @@ JobRegistry::JobMap::iterator JobRegistry::Forget(JobMap::iterator it) {
   return jobs_.erase(it);
 }
 
-bool JobRegistry::ReapOldestEnded(std::optional<uid_t> owner) {
-  auto oldest = jobs_.end();
-  absl::Time oldest_end = absl::InfiniteFuture();
-  for (auto it = jobs_.begin(); it != jobs_.end(); ++it) {
-    if (owner && it->second->config().owner_uid != *owner) continue;
-    const absl::Time ended = it->second->ended_at();
-    if (ended < oldest_end) {
-      oldest = it;
-      oldest_end = ended;
+Candidate JobRegistry::CandidateOf(const JobConfig& config,
+                                   const JobDataset* dataset) const {
+  Candidate candidate{.owner = config.owner_uid,
+                      .ring_bytes = RingGeometryFor(config).segment_bytes,
+                      .slots = config.slots};
+  if (dataset != nullptr) {
+    candidate.dataset_known = true;
+    candidate.index = dataset->key();
+    candidate.index_bytes = dataset->memory_bytes();
+    if (dataset->streamed != nullptr && options_.shard_cache != nullptr) {
+      candidate.stream_room = StreamRoom(config, dataset->streamed->table());
     }
   }
-  if (oldest == jobs_.end()) return false;
-  spdlog::info("job {}: forgotten (ended, and its room was needed)",
-               oldest->first);
-  Forget(oldest);
-  return true;
+  return candidate;
 }
 
-uint32_t JobRegistry::CountHoldings(std::map<uid_t, Holding>* by_user) const {
-  by_user->clear();
-  uint32_t jobs = static_cast<uint32_t>(reserved_.size());
+Accounts JobRegistry::AccountsNow() const {
+  Accounts accounts{.shm_dir = options_.shm_dir,
+                    .shm_free = FreeBytes(options_.shm_dir)};
+  if (options_.shard_cache != nullptr) {
+    accounts.cache_per_user = options_.shard_cache->max_bytes_for_user();
+  }
+  const absl::Time now = absl::Now();
   for (const auto& [id, job] : jobs_) {
-    Holding& h = (*by_user)[job->config().owner_uid];
-    ++h.jobs;
-    ++jobs;
-    if (job->state() == JobState::kRunning) {
-      h.bytes += job->geometry().segment_bytes;
+    const JobConfig& config = job->config();
+    JobAccount& account = accounts.jobs.emplace_back();
+    account.id = id;
+    account.owner = config.owner_uid;
+    account.running = job->state() == JobState::kRunning;
+    account.ring_bytes = job->geometry().segment_bytes;
+    account.ended_at = job->ended_at();
+    account.orphan = account.running && !job->Attended() &&
+                     ProcessGone(config.owner_process);
+    if (account.orphan) {
+      account.unattended = job->Unattended(now);
+      account.remote = NamesRemoteShards(DatasetRefOf(config));
+    }
+    if (const DatasetIndex* index = job->held_index()) {
+      account.index = index;
+      account.index_bytes = index->MemoryBytes();
+    } else if (const StreamFeed* stream = job->stream()) {
+      account.index = stream;
+      account.index_bytes = job->dataset().index_bytes;
+      account.stream_room = StreamRoom(config, stream->shards().table());
     }
   }
-  for (const auto& [ticket, r] : reserved_) {
-    ++(*by_user)[r.owner].jobs;
-    (*by_user)[r.owner].bytes += r.bytes;
+  for (const auto& [ticket, reservation] : reserved_) {
+    accounts.reserved.push_back(reservation);
   }
-  return jobs;
+  return accounts;
 }
 
-absl::Status JobRegistry::CheckLimits(const JobConfig& config, bool* per_user) {
-  bool own = false;
-  if (per_user == nullptr) per_user = &own;
-  *per_user = false;
-  const RegistryLimits& l = options_.limits;
-  const uid_t uid = config.owner_uid;
-  std::map<uid_t, Holding> by_user;
-  uint32_t jobs = CountHoldings(&by_user);
-  while (jobs >= l.max_jobs && ReapOldestEnded(std::nullopt)) {
-    jobs = CountHoldings(&by_user);
+absl::Status JobRegistry::Admit(const Candidate& candidate, bool end_orphans,
+                                uint64_t* ticket) {
+  // Each orphan ended is a round; the bound only stops a pathological loop.
+  for (int ended = 0;; ++ended) {
+    std::shared_ptr<Job> orphan;
+    {
+      absl::MutexLock lock(&mu_);
+      if (closed_) return absl::UnavailableError("stokerd is shutting down");
+      AdmissionStep step =
+          admission_.Next(AccountsNow(), candidate, end_orphans && ended < 64);
+      // Forgetting an ended job runs no listener: done here, under mu_.
+      while (step.kind == AdmissionStep::Kind::kForgetEnded) {
+        spdlog::info("job {}: forgotten (ended, and its room was needed)",
+                     step.job);
+        Forget(jobs_.find(step.job));
+        step = admission_.Next(AccountsNow(), candidate,
+                               end_orphans && ended < 64);
+      }
+      if (step.kind == AdmissionStep::Kind::kRefuse) return step.refusal;
+      if (step.kind == AdmissionStep::Kind::kAdmit) {
+        if (ticket != nullptr) {
+          *ticket = next_reservation_++;
+          reserved_[*ticket] = {candidate.owner, candidate.ring_bytes};
+        }
+        return absl::OkStatus();
+      }
+      orphan = jobs_.at(step.job);
+    }
+    EndOrphan(*orphan,
+              "was ended to make room for a new job at stokerd's limits: the "
+              "process that created it was gone and no consumer was attached");
+    orphans_reclaimed_.fetch_add(1);
   }
-  if (jobs >= l.max_jobs) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "stokerd already holds ", jobs,
-        " jobs, its limit (--max_jobs=", l.max_jobs, "), all running (",
-        Holders(by_user), "): delete jobs that are no longer needed"));
-  }
-  while (by_user[uid].jobs >= l.max_jobs_per_user && ReapOldestEnded(uid)) {
-    CountHoldings(&by_user);
-  }
-  if (by_user[uid].jobs >= l.max_jobs_per_user) {
-    *per_user = true;
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "uid ", uid, " already runs ", by_user[uid].jobs,
-        " jobs, the limit per user (--max_jobs_per_user=", l.max_jobs_per_user,
-        "): delete jobs it no longer needs"));
-  }
-  return CheckMemory(config, by_user, per_user);
-}
-
-absl::Status JobRegistry::CheckMemory(const JobConfig& config,
-                                      std::map<uid_t, Holding>& by_user,
-                                      bool* per_user) const {
-  const uid_t uid = config.owner_uid;
-  const uint64_t bytes = RingGeometryFor(config).segment_bytes;
-  uint64_t reserved = 0;
-  for (const auto& [owner, h] : by_user) reserved += h.bytes;
-  const std::string ring = absl::StrCat(
-      "the job's ring needs ", FormatByteSize(bytes), " of shared memory (",
-      config.slots, " slots of ", FormatByteSize(bytes / config.slots), "); ");
-  // The most direct cause first: /dev/shm itself cannot hold it.
-  const uint64_t free_bytes = FreeBytes(options_.shm_dir);
-  if (bytes > free_bytes) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        ring, options_.shm_dir, " has only ", FormatByteSize(free_bytes),
-        " free, and stokerd's own rings hold ", FormatByteSize(reserved),
-        " of it (the rest is other programs' shared memory): free some or "
-        "enlarge ",
-        options_.shm_dir));
-  }
-  if (reserved + bytes > budget_) {
-    const std::string why =
-        capped_by_
-            ? absl::StrCat(
-                  "--shm_budget, lowered to what the memory "
-                  "limit of stokerd's cgroup, ",
-                  FormatByteSize(*capped_by_), ", leaves after a reserve")
-            : "--shm_budget";
-    return absl::ResourceExhaustedError(
-        absl::StrCat(ring, "running jobs hold ", FormatByteSize(reserved),
-                     " of stokerd's budget of ", FormatByteSize(budget_), " (",
-                     why, ") (", Holders(by_user),
-                     "): use fewer slots or a smaller batch, or delete a job"));
-  }
-  if (by_user[uid].bytes + bytes > budget_per_user_) {
-    *per_user = true;
-    return absl::ResourceExhaustedError(absl::StrCat(
-        ring, "uid ", uid, "'s running jobs hold ",
-        FormatByteSize(by_user[uid].bytes), " of the ",
-        FormatByteSize(budget_per_user_),
-        " one user may hold (--shm_budget_per_user): use fewer slots or a "
-        "smaller batch, or delete one of its jobs"));
-  }
-  return absl::OkStatus();
 }
 
 absl::StatusOr<std::shared_ptr<Job>> JobRegistry::Create(
@@ -213,7 +178,8 @@ absl::StatusOr<std::shared_ptr<Job>> JobRegistry::Create(
                   }};
   {
     // Refuse early, before a long scan; checked again before the ring.
-    STOKER_RETURN_IF_ERROR(MakeRoom(config));
+    STOKER_RETURN_IF_ERROR(
+        Admit(CandidateOf(config, nullptr), /*end_orphans=*/true));
     absl::MutexLock lock(&mu_);
     if (closed_) return absl::UnavailableError("stokerd is shutting down");
     STOKER_RETURN_IF_ERROR(
@@ -224,25 +190,20 @@ absl::StatusOr<std::shared_ptr<Job>> JobRegistry::Create(
     fetch_timeout = options_.limits.fetch_timeout;
   }
   absl::StatusOr<JobDataset> dataset =
-      Index(&config, access, scan, fetch_timeout);
+      datasets_.Make(&config, access, scan, fetch_timeout);
   if (!dataset.ok()) return dataset.status();
   STOKER_RETURN_IF_ERROR(dataset->index != nullptr
                              ? SizeFields(*dataset->index, &config)
                              : SizeFieldsAtMost(&config));
   // Bytes fields' rows are known now: room for the ring they make.
-  if (config.named_fields) STOKER_RETURN_IF_ERROR(MakeRoom(config));
+  if (config.named_fields) {
+    STOKER_RETURN_IF_ERROR(
+        Admit(CandidateOf(config, nullptr), /*end_orphans=*/true));
+  }
   const std::string id = NewJobId();
   uint64_t ticket = 0;
-  {
-    absl::MutexLock lock(&mu_);
-    if (closed_) return absl::UnavailableError("stokerd is shutting down");
-    STOKER_RETURN_IF_ERROR(CheckLimits(config));
-    STOKER_RETURN_IF_ERROR(CheckIndexMemory(config.owner_uid, *dataset));
-    STOKER_RETURN_IF_ERROR(CheckStreamRoom(config, *dataset));
-    ticket = next_reservation_++;
-    reserved_[ticket] = {config.owner_uid,
-                         RingGeometryFor(config).segment_bytes};
-  }
+  STOKER_RETURN_IF_ERROR(
+      Admit(CandidateOf(config, &*dataset), /*end_orphans=*/false, &ticket));
   auto job = MakeJob(id, config, *std::move(dataset));
   {
     absl::MutexLock lock(&mu_);
@@ -361,6 +322,53 @@ uint64_t JobRegistry::shm_bytes() const {
     }
   }
   return total;
+}
+
+absl::StatusOr<std::shared_ptr<Job>> JobRegistry::MakeJob(
+    const std::string& id, const JobConfig& config, JobDataset dataset) {
+  std::function<void()> on_work = [pool = pool_] { pool->Notify(); };
+  std::shared_ptr<StreamFeed> feed;
+  if (dataset.streamed != nullptr) {
+    feed = std::make_shared<StreamFeed>(
+        std::move(dataset.streamed), config, &fetches_, on_work,
+        [this, uid = config.owner_uid, id] { return ReclaimOrphan(uid, id); });
+  }
+  return Job::Create(id, config, std::move(dataset.index),
+                     options_.segment_prefix + id, options_.segment_mode,
+                     std::move(on_work), std::move(feed));
+}
+
+bool JobRegistry::ReclaimOrphan(uid_t owner, const std::string& for_job) {
+  std::shared_ptr<Job> orphan;
+  {
+    absl::MutexLock lock(&mu_);
+    if (closed_) return false;
+    const Accounts accounts = AccountsNow();
+    // Only for a live job: an orphan does not end its siblings (or itself).
+    const auto asking =
+        std::find_if(accounts.jobs.begin(), accounts.jobs.end(),
+                     [&](const JobAccount& job) { return job.id == for_job; });
+    if (asking == accounts.jobs.end() || !asking->running || asking->orphan) {
+      return false;
+    }
+    const std::optional<std::string> id = Admission::PickOrphan(
+        accounts, owner, /*any_user=*/false, /*remote_only=*/true);
+    if (!id) return false;
+    orphan = jobs_.at(*id);
+  }
+  EndOrphan(*orphan,
+            "was ended to make room in the shard cache for a streamed job of "
+            "its user: the process that created it was gone and no consumer "
+            "was attached");
+  orphans_reclaimed_.fetch_add(1);
+  return true;
+}
+
+void JobRegistry::EndOrphan(Job& job, const std::string& why) {
+  pool_->Remove(&job);
+  job.End(
+      absl::FailedPreconditionError(absl::StrCat("job ", job.id(), " ", why)));
+  spdlog::info("job {} of uid {}: {}", job.id(), job.config().owner_uid, why);
 }
 
 }  // namespace stoker

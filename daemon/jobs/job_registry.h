@@ -1,20 +1,15 @@
 // JobRegistry: the daemon's jobs by id. Creates a job (validated spec,
-// scanned dataset, reserved ring), hands it to the worker pool, ends and
-// forgets it on delete, and reaps what nobody will come back for: running
-// jobs left without a consumer for `orphan_timeout` (a trainer killed with
-// SIGKILL) and ended jobs kept for `ended_job_ttl` (so that their owner can
-// still read why they ended).
+// its dataset from JobDatasets, a reserved ring), hands it to the worker
+// pool, ends and forgets it on delete, and reaps what nobody will come back
+// for: running jobs left without a consumer for `orphan_timeout` (a trainer
+// killed with SIGKILL) and ended jobs kept for `ended_job_ttl` (so that
+// their owner can still read why they ended).
 //
-// Limits are per user (the uid the kernel reports for the caller), so that
-// one user cannot take every job, or all the shared memory, from the others.
-// Ended jobs count towards max_jobs and max_jobs_per_user until they are
-// reaped; a CreateJob that would pass a limit reaps the oldest ended job
-// first (of the caller, for the per-user limit). Orphans (running jobs with
-// no consumer whose creating process is gone: a trainer killed with
-// SIGKILL) are kept for orphan_timeout so that their trainer can resume,
-// but not against a live trainer: a CreateJob that would pass a limit ends
-// the longest-unattended orphan first (the caller's, then, for the limits
-// in all, anyone's), logs it and counts it (orphans_reclaimed()).
+// Whether a job fits the daemon's limits is Admission's answer
+// (admission.h: per user and in all, jobs, ring bytes, dataset indexes,
+// streamed windows); the registry gives it an account of its jobs and
+// carries out its steps: forgetting an ended job, ending an orphan (logged
+// and counted in orphans_reclaimed()), reserving the room.
 //
 // Thread-safety: thread-safe. Create() does file-system I/O and may take a
 // while for big datasets: call it off the gRPC callback threads. Several
@@ -38,11 +33,10 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "daemon/datasets/dataset_cache.h"
-#include "daemon/datasets/remote_shards.h"
-#include "daemon/datasets/scan_limits.h"
-#include "daemon/datasets/streamed_shards.h"
+#include "daemon/jobs/admission.h"
 #include "daemon/jobs/fetch_threads.h"
 #include "daemon/jobs/job.h"
+#include "daemon/jobs/job_datasets.h"
 #include "daemon/jobs/worker_pool.h"
 #include "daemon/os/path_policy.h"
 #include "daemon/remote/object_store.h"
@@ -133,60 +127,23 @@ class JobRegistry {
   // The dataset indexes in memory.
   DatasetCache::Usage dataset_usage() const { return datasets_.usage(); }
 
-  // What one user holds: jobs (running or ended, plus reservations) and
-  // ring bytes (running jobs and reservations).
-  struct Holding {
-    uint32_t jobs = 0;
-    uint64_t bytes = 0;
-  };
-
  private:
   using JobMap = std::map<std::string, std::shared_ptr<Job>>;
-  // Room taken by a Create() between its check and its ring.
-  struct Reservation {
-    uid_t owner;
-    uint64_t bytes;
-  };
   std::string NewJobId();
-  // A job's dataset: its index, or a streamed job's shards.
-  struct JobDataset {
-    std::shared_ptr<const DatasetIndex> index;
-    std::shared_ptr<const StreamedShards> streamed;
-  };
-  // The dataset of config's job, from its source (resolving
-  // config->dataset_path): local data as the job's owner, shared with the
-  // jobs over the same data while it holds; remote shards through the
-  // shard cache, with a store holding the job's `access`, whole or
-  // streamed (see DatasetSpec.streaming).
-  absl::StatusOr<JobDataset> Index(JobConfig* config, const FetchAccess& access,
-                                   const ScanLimits& limits,
-                                   absl::Duration fetch_timeout);
   // The job over `dataset` (a streamed one with its feed).
   absl::StatusOr<std::shared_ptr<Job>> MakeJob(const std::string& id,
                                                const JobConfig& config,
                                                JobDataset dataset);
-  // Whether the job over remote `names` streams: as it asked, else when
-  // they are more than kMaxRemoteShards or larger (by their probes, kept
-  // in probed->probed for the fetch) than the cache may give one user.
-  absl::StatusOr<bool> Streams(const JobConfig& config,
-                               const std::vector<std::string>& names,
-                               RemoteShardSource* probed);
-  // A streamed job's shard table (LoadShardTable) and shards.
-  absl::StatusOr<JobDataset> Stream(const JobConfig& config,
-                                    const std::vector<std::string>& names,
-                                    std::unique_ptr<ObjectStore> store,
-                                    RemoteShardSource remote,
-                                    absl::Duration fetch_timeout);
-  // *per_user (if given) says whether a refusal is the caller's own limit.
-  absl::Status CheckLimits(const JobConfig& config, bool* per_user = nullptr)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // CheckLimits, ending orphans that stand in the way (see above).
-  absl::Status MakeRoom(const JobConfig& config) ABSL_LOCKS_EXCLUDED(mu_);
-  // The longest-unattended orphan of `owner` (of anyone if any_user);
-  // only jobs over remote shards if remote_only.
-  std::shared_ptr<Job> PickOrphan(uid_t owner, bool any_user,
-                                  bool remote_only = false)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // What config's job asks admission for (`dataset` once it is known).
+  Candidate CandidateOf(const JobConfig& config,
+                        const JobDataset* dataset) const;
+  // Everything the jobs and reservations hold, now.
+  Accounts AccountsNow() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Carries out admission's steps for `candidate` until it is admitted
+  // (OK; with a `ticket`, its room reserved under it) or refused. Orphans
+  // are ended only with `end_orphans`.
+  absl::Status Admit(const Candidate& candidate, bool end_orphans,
+                     uint64_t* ticket = nullptr) ABSL_LOCKS_EXCLUDED(mu_);
   // Ends a running job nobody consumes, saying why ("job ID " + `why`): it
   // stays listed, ended, so that a trainer coming back learns it. Called
   // without mu_ (the job's listeners run).
@@ -196,26 +153,6 @@ class JobRegistry {
   // it); false if there is none, or if for_job is itself an orphan.
   bool ReclaimOrphan(uid_t owner, const std::string& for_job)
       ABSL_LOCKS_EXCLUDED(mu_);
-  // The shared-memory part: /dev/shm, the budget, the user's share.
-  absl::Status CheckMemory(const JobConfig& config,
-                           std::map<uid_t, Holding>& by_user,
-                           bool* per_user) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The dataset indexes `uid`'s jobs hold with `index` added (each counted
-  // once) against limits.max_index_bytes_per_user.
-  absl::Status CheckIndexMemory(uid_t uid, const JobDataset& dataset) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // A streamed job's two windows with those of its user's other running
-  // streamed jobs against the user's share of the shard cache.
-  absl::Status CheckStreamRoom(const JobConfig& config,
-                               const JobDataset& dataset) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Jobs in all; what each user holds into *by_user.
-  uint32_t CountHoldings(std::map<uid_t, Holding>* by_user) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Forgets the oldest ended job (of `owner` unless nullopt); false if none.
-  bool ReapOldestEnded(std::optional<uid_t> owner)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Drops an ended job from the map and the worker pool (lock order: the
   // registry's mu_, then the pool's); returns the next entry.
   JobMap::iterator Forget(JobMap::iterator it)
@@ -224,17 +161,15 @@ class JobRegistry {
   WorkerPool* const pool_;
   std::atomic<bool> closing_{false};
   std::atomic<uint64_t> orphans_reclaimed_{0};
-  DatasetCache datasets_;
+  JobDatasets datasets_;
 
   mutable absl::Mutex mu_;
   // Its limits are written under mu_ by SetLimits, and read under mu_.
   RegistryOptions options_;
-  uint64_t budget_ ABSL_GUARDED_BY(mu_) = 0;           // resolved
-  uint64_t budget_per_user_ ABSL_GUARDED_BY(mu_) = 0;  // resolved
-  // Set when the cgroup's memory limit lowered the budget: that limit.
-  std::optional<uint64_t> capped_by_ ABSL_GUARDED_BY(mu_);
+  Admission admission_ ABSL_GUARDED_BY(mu_);  // with the limits resolved
   JobMap jobs_ ABSL_GUARDED_BY(mu_);
-  std::map<uint64_t, Reservation> reserved_ ABSL_GUARDED_BY(mu_);
+  // Room taken by a Create() between its check and its ring: owner, bytes.
+  std::map<uint64_t, std::pair<uid_t, uint64_t>> reserved_ ABSL_GUARDED_BY(mu_);
   uint64_t next_reservation_ ABSL_GUARDED_BY(mu_) = 0;
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
   // Streamed jobs' windows of shards are fetched here. A task holds its

@@ -1,16 +1,16 @@
-// JobRegistry's datasets: a new job's, through its source
-// (daemon/datasets/dataset_source.h): an index, or for a streamed job its
-// shard table and the store its windows are fetched with; the memory they
-// take per user; and the job made over one.
+// JobDatasets (job_datasets.h): a new job's index, or a streamed job's
+// shard table and store.
+#include "daemon/jobs/job_datasets.h"
+
+#include <algorithm>
+
 #include "common/log.h"
 #include "common/status_macros.h"
 #include "daemon/datasets/shard_counts.h"
 #include "daemon/datasets/shard_index.h"
 #include "daemon/jobs/dataset_sources.h"
-#include "daemon/jobs/job_registry.h"
 #include "daemon/os/byte_size.h"
 #include "daemon/os/file_identity.h"
-#include "daemon/os/process_identity.h"
 #include "daemon/remote/remote_url.h"
 #include "daemon/spec/job_spec.h"
 
@@ -22,9 +22,10 @@ uint64_t WindowOf(const JobConfig& config) {
                                     : config.shuffle_window;
 }
 
-// A streamed job holds its window of shards and fetches the next: two
-// windows of its largest shards, at most, in the shard cache.
-uint64_t WindowRoom(const JobConfig& config, const ShardTable& table) {
+}  // namespace
+
+// A streamed job holds its window of shards and fetches the next.
+uint64_t StreamRoom(const JobConfig& config, const ShardTable& table) {
   uint64_t largest = 0;
   for (size_t s = 0; s < table.shards(); ++s) {
     largest = std::max(largest, table.size(s));
@@ -32,10 +33,12 @@ uint64_t WindowRoom(const JobConfig& config, const ShardTable& table) {
   return 2 * WindowOf(config) * largest;
 }
 
+namespace {
+
 // Two windows must fit the user's share of the cache.
 absl::Status CheckWindow(const JobConfig& config, const ShardTable& table,
                          uint64_t room) {
-  const uint64_t needs = WindowRoom(config, table);
+  const uint64_t needs = StreamRoom(config, table);
   if (needs <= room) return absl::OkStatus();
   const uint64_t largest = needs / (2 * WindowOf(config));
   const uint64_t fits = room / (2 * largest);
@@ -64,7 +67,7 @@ absl::Status CheckStreamable(const JobConfig& config) {
 
 }  // namespace
 
-absl::StatusOr<JobRegistry::JobDataset> JobRegistry::Stream(
+absl::StatusOr<JobDataset> JobDatasets::Stream(
     const JobConfig& config, const std::vector<std::string>& names,
     std::unique_ptr<ObjectStore> store, RemoteShardSource remote,
     absl::Duration fetch_timeout) {
@@ -92,7 +95,7 @@ absl::StatusOr<JobRegistry::JobDataset> JobRegistry::Stream(
                         std::move(remote), fetch_timeout)};
 }
 
-absl::StatusOr<bool> JobRegistry::Streams(const JobConfig& config,
+absl::StatusOr<bool> JobDatasets::Streams(const JobConfig& config,
                                           const std::vector<std::string>& names,
                                           RemoteShardSource* probed) {
   const RemoteShardSource& remote = *probed;
@@ -113,9 +116,10 @@ absl::StatusOr<bool> JobRegistry::Streams(const JobConfig& config,
   return stream;
 }
 
-absl::StatusOr<JobRegistry::JobDataset> JobRegistry::Index(
-    JobConfig* config, const FetchAccess& access, const ScanLimits& limits,
-    absl::Duration fetch_timeout) {
+absl::StatusOr<JobDataset> JobDatasets::Make(JobConfig* config,
+                                             const FetchAccess& access,
+                                             const ScanLimits& limits,
+                                             absl::Duration fetch_timeout) {
   DatasetRef ref = DatasetRefOf(*config);
   // Remote shards: the cache's files are stokerd's own, fetched and opened
   // with its identity, each only after a probe with the job's access, which
@@ -149,87 +153,20 @@ absl::StatusOr<JobRegistry::JobDataset> JobRegistry::Index(
   // ring Create makes afterwards is the daemon's own).
   const ActAs as_owner(source->ReadsAsOwner() ? &config->owner_files : nullptr);
   STOKER_RETURN_IF_ERROR(as_owner.status());
-  auto index = source->Index(limits, &datasets_);
+  auto index = source->Index(limits, &cache_);
   config->dataset_path = source->ref().path;  // an ImageFolder's resolved
   if (!index.ok()) return index.status();
   return JobDataset{.index = *std::move(index)};
 }
 
-absl::Status JobRegistry::CheckIndexMemory(uid_t uid,
-                                           const JobDataset& dataset) const {
-  const uint64_t limit = options_.limits.max_index_bytes_per_user;
-  if (limit == 0) return absl::OkStatus();
-  // Each index (or streamed job's shard table) once, however many jobs
-  // share it.
-  const auto memory =
-      [](const JobDataset& d) -> std::pair<const void*, uint64_t> {
-    if (d.index != nullptr) return {d.index.get(), d.index->MemoryBytes()};
-    return {d.streamed.get(), d.streamed->table().MemoryBytes()};
-  };
-  const auto [mine, own_bytes] = memory(dataset);
-  std::map<const void*, uint64_t> held = {{mine, own_bytes}};
-  for (const auto& [id, job] : jobs_) {
-    if (job->config().owner_uid != uid) continue;
-    if (const DatasetIndex* other = job->held_index()) {
-      held[other] = other->MemoryBytes();
-    } else if (const StreamFeed* stream = job->stream()) {
-      held[stream] = job->dataset().index_bytes;
-    }
-  }
-  uint64_t bytes = 0;
-  for (const auto& [key, b] : held) bytes += b;
-  if (bytes <= limit) return absl::OkStatus();
-  return absl::ResourceExhaustedError(absl::StrCat(
-      "the dataset's index takes ", FormatByteSize(own_bytes),
-      " of memory; with the indexes uid ", uid, "'s jobs hold it would be ",
-      FormatByteSize(bytes), ", past the ", FormatByteSize(limit),
-      " one user's jobs may hold (--max_index_per_user): delete jobs over "
-      "other datasets, or split the dataset"));
+const void* JobDataset::key() const {
+  if (index != nullptr) return index.get();
+  return streamed.get();
 }
 
-absl::Status JobRegistry::CheckStreamRoom(const JobConfig& config,
-                                          const JobDataset& dataset) const {
-  const ShardCache* cache = options_.shard_cache;
-  if (dataset.streamed == nullptr || cache == nullptr) return absl::OkStatus();
-  // Each job its own two windows, even two jobs of the same order: one
-  // whose consumer pauses keeps its windows while the other goes on.
-  uint64_t needs = WindowRoom(config, dataset.streamed->table());
-  uint32_t others = 0;
-  for (const auto& [id, job] : jobs_) {
-    const JobConfig& other = job->config();
-    const StreamFeed* stream = job->stream();
-    // An orphan's windows are taken back when a window needs the room.
-    if (other.owner_uid != config.owner_uid || stream == nullptr ||
-        job->state() != JobState::kRunning ||
-        (!job->Attended() && ProcessGone(other.owner_process))) {
-      continue;
-    }
-    needs += WindowRoom(other, stream->shards().table());
-    ++others;
-  }
-  const uint64_t room = cache->max_bytes_for_user();
-  if (needs <= room) return absl::OkStatus();
-  return absl::ResourceExhaustedError(
-      absl::StrCat("with uid ", config.owner_uid, "'s ", others,
-                   " other streamed job(s), two windows each would take ",
-                   FormatByteSize(needs), " of the shard cache, past the ",
-                   FormatByteSize(room),
-                   " one user may hold (--cache_size_per_user): use a smaller "
-                   "shuffle_window, or end a job"));
-}
-
-absl::StatusOr<std::shared_ptr<Job>> JobRegistry::MakeJob(
-    const std::string& id, const JobConfig& config, JobDataset dataset) {
-  std::function<void()> on_work = [pool = pool_] { pool->Notify(); };
-  std::shared_ptr<StreamFeed> feed;
-  if (dataset.streamed != nullptr) {
-    feed = std::make_shared<StreamFeed>(
-        std::move(dataset.streamed), config, &fetches_, on_work,
-        [this, uid = config.owner_uid, id] { return ReclaimOrphan(uid, id); });
-  }
-  return Job::Create(id, config, std::move(dataset.index),
-                     options_.segment_prefix + id, options_.segment_mode,
-                     std::move(on_work), std::move(feed));
+uint64_t JobDataset::memory_bytes() const {
+  if (index != nullptr) return index->MemoryBytes();
+  return streamed != nullptr ? streamed->table().MemoryBytes() : 0;
 }
 
 }  // namespace stoker
