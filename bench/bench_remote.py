@@ -18,8 +18,6 @@ tests start it) through the daemon's shard cache:
       --stokerd=build/daemon/stokerd --make_dataset=build/bench/make_dataset
 """
 
-import argparse
-import json
 import os
 import shutil
 import subprocess
@@ -32,7 +30,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "python"))
 
 import stoker  # noqa: E402
-from bench_sources import imagefolder_samples, start, write_shards  # noqa: E402
+from bench_sources import (imagefolder_samples, report,  # noqa: E402
+                           shard_bench_parser, start, write_shards)
 from remote_servers import ACCESS_KEY, SECRET_KEY, S3Server  # noqa: E402
 from torchvision import transforms as T  # noqa: E402
 
@@ -116,15 +115,7 @@ def server_rate(server, keys, nbytes):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--stokerd", required=True)
-    parser.add_argument("--make_dataset", required=True)
-    parser.add_argument("--images", type=int, default=4096)
-    parser.add_argument("--shards", type=int, default=16)
-    parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--epochs", type=int, default=2)
-    parser.add_argument("--json", help="write the results here too")
-    args = parser.parse_args()
+    args = shard_bench_parser(__doc__.splitlines()[0], shards=16).parse_args()
     scratch = tempfile.mkdtemp(prefix="stoker-bench-remote-")
     daemon = server = None
     try:
@@ -162,10 +153,7 @@ def main():
         local = results["local"]["epochs"][-1]["images_per_s"]
         warm = results["s3_cold"]["epochs"][-1]["images_per_s"]
         results["warm_epoch_vs_local"] = round(warm / local, 3)
-        print(json.dumps(results, indent=1))
-        if args.json:
-            with open(args.json, "w") as f:
-                json.dump(results, f, indent=1)
+        report(results, args.json)
     finally:
         if daemon is not None:
             daemon.terminate()

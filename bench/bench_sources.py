@@ -30,6 +30,29 @@ import time
 import stoker
 
 
+def shard_bench_parser(description, shards):
+    """The arguments the benchmarks over shards share (bench_remote,
+    bench_streaming): the programs, the dataset's size, the run's, and
+    where to write the results."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--stokerd", required=True)
+    parser.add_argument("--make_dataset", required=True)
+    parser.add_argument("--images", type=int, default=4096)
+    parser.add_argument("--shards", type=int, default=shards)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--epochs", type=int, default=2)
+    parser.add_argument("--json", help="write the results here too")
+    return parser
+
+
+def report(results, path=None):
+    """Prints the results as JSON, and writes them to `path` if given."""
+    print(json.dumps(results, indent=1))
+    if path:
+        with open(path, "w") as f:
+            json.dump(results, f, indent=1)
+
+
 def start(args, directory, extra=()):
     socket = os.path.join(directory, "stoker.sock")
     log = open(os.path.join(directory, "stokerd.log"), "w")

@@ -17,8 +17,6 @@ stokerd and nginx on the loopback:
       --stokerd=build/daemon/stokerd --make_dataset=build/bench/make_dataset
 """
 
-import argparse
-import json
 import os
 import shutil
 import subprocess
@@ -31,7 +29,8 @@ sys.path.insert(0, os.path.join(HERE, "..", "tests", "python"))
 
 import stoker  # noqa: E402
 from bench_remote import TRANSFORM  # noqa: E402  (RRC 224 + flip)
-from bench_sources import imagefolder_samples, start, write_shards  # noqa: E402
+from bench_sources import (imagefolder_samples, report,  # noqa: E402
+                           shard_bench_parser, start, write_shards)
 from remote_servers import Nginx  # noqa: E402
 
 
@@ -162,18 +161,11 @@ def laion_create(args, scratch):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--stokerd", required=True)
-    parser.add_argument("--make_dataset", required=True)
-    parser.add_argument("--images", type=int, default=4096)
-    parser.add_argument("--shards", type=int, default=32)
-    parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--epochs", type=int, default=2)
+    parser = shard_bench_parser(__doc__.splitlines()[0], shards=32)
     parser.add_argument("--cache_fraction", type=float, default=0.25,
                         help="the shard cache's size over the dataset's")
     parser.add_argument("--window", type=int, default=0,
                         help="shuffle_window (default: the widest that fits)")
-    parser.add_argument("--json", help="write the results here too")
     args = parser.parse_args()
     scratch = tempfile.mkdtemp(prefix="stoker-bench-streaming-")
     try:
@@ -181,10 +173,7 @@ def main():
                    "streamed_epoch": streamed_epoch(args, scratch)}
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    print(json.dumps(results, indent=1))
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(results, f, indent=1)
+    report(results, args.json)
 
 
 if __name__ == "__main__":

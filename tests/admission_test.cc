@@ -56,7 +56,7 @@ Candidate Asking(uid_t owner, uint64_t mib, uint32_t slots = 4) {
 
 TEST(Admission, AdmitsWithinEveryLimit) {
   Accounts accounts = Of({Running("a", 1, 300)});
-  accounts.reserved = {{2, 100 * kMiB}};
+  accounts.reserved = {{.owner = 2, .ring_bytes = 100 * kMiB}};
   const AdmissionStep step =
       Admission(Limits()).Next(accounts, Asking(1, 300), true);
   EXPECT_EQ(step.kind, Kind::kAdmit);
@@ -85,7 +85,7 @@ TEST(Admission, AtTheUsersLimitForgetsOnlyTheCallersEndedJobs) {
 
 TEST(Admission, ReservationsCountAsJobsAndBytes) {
   Accounts accounts = Of({Running("a", 1, 100)});
-  accounts.reserved = {{1, 100 * kMiB}};
+  accounts.reserved = {{.owner = 1, .ring_bytes = 100 * kMiB}};
   const AdmissionStep step =
       Admission(Limits()).Next(accounts, Asking(1, 100), true);
   EXPECT_EQ(step.kind, Kind::kRefuse);
@@ -122,7 +122,7 @@ TEST(Admission, ShmFreeSpaceIsCheckedFirst) {
 
 TEST(Admission, TheBudgetCountsRunningRingsAndReservationsNotEndedOnes) {
   Accounts accounts = Of({Running("a", 2, 500), Ended("b", 3, 1)});
-  accounts.reserved = {{3, 200 * kMiB}};
+  accounts.reserved = {{.owner = 3, .ring_bytes = 200 * kMiB}};
   const Admission admission(Limits());
   EXPECT_EQ(admission.Next(accounts, Asking(1, 300), true).kind, Kind::kAdmit);
   const AdmissionStep step = admission.Next(accounts, Asking(1, 301), true);
@@ -255,6 +255,28 @@ TEST(Admission, StreamedWindowsOfTheUsersLiveJobsShareItsCacheRoom) {
             "take 1001M of the shard cache, past the 1000M one user may hold "
             "(--cache_size_per_user): use a smaller shuffle_window, or end a "
             "job");
+}
+
+TEST(Admission, AStreamedJobBeingCreatedHoldsItsWindowsToo) {
+  AdmissionLimits limits = Limits();
+  limits.max_jobs_per_user = 10;
+  Accounts accounts = Of({});
+  // Two Create()s of one user at once: the second sees the first's
+  // reservation, so both cannot pass the check and overfill the cache.
+  accounts.reserved = {
+      {.owner = 1, .ring_bytes = kMiB, .stream_room = 600 * kMiB},
+      {.owner = 2, .ring_bytes = kMiB, .stream_room = 900 * kMiB}};
+  Candidate candidate = Asking(1, 1);
+  candidate.dataset_known = true;
+  candidate.stream_room = 400 * kMiB;
+  EXPECT_EQ(Admission(limits).Next(accounts, candidate, true).kind,
+            Kind::kAdmit);
+  candidate.stream_room = 401 * kMiB;
+  const AdmissionStep step = Admission(limits).Next(accounts, candidate, true);
+  EXPECT_EQ(step.kind, Kind::kRefuse);
+  EXPECT_NE(step.refusal.message().find("uid 1's 1 other streamed job(s)"),
+            std::string::npos)
+      << step.refusal.message();
 }
 
 TEST(Admission, PickOrphanForTheShardCacheTakesOnlyTheUsersRemoteOnes) {

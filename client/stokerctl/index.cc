@@ -4,18 +4,17 @@
 // s3:// with the AWS_* variables of its environment).
 #include <fcntl.h>
 
-#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <optional>
-#include <thread>
 
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
 #include "client/stokerctl/commands.h"
+#include "common/parallel_for.h"
+#include "common/status_macros.h"
 #include "common/unique_fd.h"
 #include "daemon/datasets/brace_expand.h"
 #include "daemon/datasets/shard_counts.h"
@@ -65,26 +64,11 @@ absl::StatusOr<std::vector<ShardInfo>> CountAll(
     const std::vector<std::string>& names, int parallel) {
   HttpStore store(AccessFromEnvironment());
   std::vector<ShardInfo> infos(names.size());
-  std::atomic<size_t> next{0};
-  absl::Mutex mu;
-  absl::Status failed;
-  const auto work = [&] {
-    for (size_t i; (i = next.fetch_add(1)) < names.size();) {
-      absl::StatusOr<ShardInfo> info = CountOne(store, names[i]);
-      absl::MutexLock lock(&mu);
-      if (!failed.ok()) return;
-      if (!info.ok()) {
-        failed = info.status();
-        return;
-      }
-      infos[i] = *std::move(info);
-    }
-  };
-  {
-    std::vector<std::jthread> workers;
-    for (int t = 0; t < std::max(parallel, 1); ++t) workers.emplace_back(work);
-  }
-  if (!failed.ok()) return failed;
+  STOKER_RETURN_IF_ERROR(
+      ParallelFor().Run(names.size(), parallel, [&](size_t i) -> absl::Status {
+        STOKER_ASSIGN_OR_RETURN(infos[i], CountOne(store, names[i]));
+        return absl::OkStatus();
+      }));
   return infos;
 }
 

@@ -2,11 +2,10 @@
 
 #include <algorithm>
 #include <atomic>
-#include <thread>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
+#include "common/parallel_for.h"
 #include "common/status_macros.h"
 #include "daemon/datasets/brace_expand.h"
 #include "daemon/datasets/shard_index.h"
@@ -26,47 +25,27 @@ class ShardFetch {
       : names_(names), source_(source), entries_(names.size()) {
     policy_ = source.fetch;
     policy_.cancelled = [this] {
-      return stop_.load() ||
+      return parallel_.stopped() ||
              (source_.fetch.cancelled && source_.fetch.cancelled());
     };
   }
 
   absl::Status Run(RemoteTally* tally) {
-    const size_t threads =
-        std::min<size_t>(std::max(source_.parallel, 1), names_.size());
-    {
-      std::vector<std::jthread> workers;  // joined however this scope ends
-      for (size_t i = 0; i < threads; ++i) {
-        workers.emplace_back([this, tally] { Work(tally); });
-      }
-    }
-    absl::MutexLock lock(&mu_);
-    return failed_;
+    std::atomic<uint64_t> hits{0};
+    const absl::Status fetched = parallel_.Run(
+        names_.size(), source_.parallel, [&](size_t i) -> absl::Status {
+          bool hit = false;
+          STOKER_ASSIGN_OR_RETURN(entries_[i], FetchOne(i, &hit));
+          hits += hit;
+          return absl::OkStatus();
+        });
+    tally->hits += hits.load();
+    return fetched;
   }
 
   const std::vector<Entry>& entries() const { return entries_; }
 
  private:
-  void Work(RemoteTally* tally) {
-    uint64_t hits = 0;
-    while (!stop_.load()) {
-      const size_t i = next_.fetch_add(1);
-      if (i >= names_.size()) break;
-      bool hit = false;
-      absl::StatusOr<Entry> entry = FetchOne(i, &hit);
-      if (!entry.ok()) {
-        absl::MutexLock lock(&mu_);
-        // The first failure, not the cancellations it caused.
-        if (failed_.ok() && !stop_.exchange(true)) failed_ = entry.status();
-        break;
-      }
-      hits += hit;
-      entries_[i] = *std::move(entry);
-    }
-    absl::MutexLock lock(&mu_);
-    tally->hits += hits;
-  }
-
   absl::StatusOr<Entry> FetchOne(size_t i, bool* hit) {
     const std::string& name = names_[i];
     ObjectStore& store = *source_.store;
@@ -110,10 +89,7 @@ class ShardFetch {
   const RemoteShardSource& source_;
   FetchPolicy policy_;
   std::vector<Entry> entries_;
-  std::atomic<size_t> next_{0};
-  std::atomic<bool> stop_{false};
-  absl::Mutex mu_;
-  absl::Status failed_ ABSL_GUARDED_BY(mu_);
+  ParallelFor parallel_;
 };
 
 }  // namespace
@@ -174,31 +150,14 @@ absl::StatusOr<uint64_t> ProbeTotalSize(const std::vector<std::string>& names,
                                         RemoteShardSource* source_out) {
   const RemoteShardSource& source = *source_out;
   std::vector<ObjectVersion> probed(names.size());
-  std::atomic<size_t> next{0};
   std::atomic<uint64_t> total{0};
-  absl::Mutex mu;
-  absl::Status failed;
-  const auto work = [&] {
-    for (size_t i; (i = next.fetch_add(1)) < names.size();) {
-      absl::StatusOr<ObjectVersion> version =
-          source.store->Probe(names[i], source.fetch);
-      absl::MutexLock lock(&mu);
-      if (!failed.ok()) return;
-      if (!version.ok()) {
-        failed = version.status();
-        return;
-      }
-      total += version->size;
-      probed[i] = *std::move(version);
-    }
-  };
-  {
-    std::vector<std::jthread> workers;
-    const size_t threads =
-        std::min<size_t>(std::max(source.parallel, 1), names.size());
-    for (size_t t = 0; t < threads; ++t) workers.emplace_back(work);
-  }
-  if (!failed.ok()) return failed;
+  STOKER_RETURN_IF_ERROR(ParallelFor().Run(
+      names.size(), source.parallel, [&](size_t i) -> absl::Status {
+        STOKER_ASSIGN_OR_RETURN(probed[i],
+                                source.store->Probe(names[i], source.fetch));
+        total += probed[i].size;
+        return absl::OkStatus();
+      }));
   source_out->probed = std::move(probed);
   return total.load();
 }

@@ -7,11 +7,10 @@
 
 #include <atomic>
 #include <optional>
-#include <thread>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
+#include "common/parallel_for.h"
 #include "common/status_macros.h"
 #include "common/unique_fd.h"
 #include "daemon/datasets/tar_members.h"
@@ -120,35 +119,20 @@ void Keep(const std::string& path, const std::vector<std::string>& names,
 absl::Status Scan(const std::vector<std::string>& names,
                   const std::vector<size_t>& missing,
                   const ShardCountsSource& source, Infos* infos) {
-  std::atomic<size_t> next{0};
-  std::atomic<bool> stop{false};
-  absl::Mutex mu;
-  absl::Status failed;
+  ParallelFor parallel;
   FetchPolicy policy = source.fetch;
   policy.cancelled = [&] {
-    return stop.load() || (source.fetch.cancelled && source.fetch.cancelled());
+    return parallel.stopped() ||
+           (source.fetch.cancelled && source.fetch.cancelled());
   };
-  const auto work = [&] {
-    for (size_t k; !stop.load() && (k = next.fetch_add(1)) < missing.size();) {
-      const size_t i = missing[k];
-      auto info =
-          CountRemoteShard(*source.store, names[i], policy, source.scratch_dir);
-      if (!info.ok()) {
-        absl::MutexLock lock(&mu);
-        if (failed.ok() && !stop.exchange(true)) failed = info.status();
-        return;
-      }
-      (*infos)[i] = *std::move(info);
-    }
-  };
-  {
-    std::vector<std::jthread> workers;
-    const size_t threads =
-        std::min<size_t>(std::max(source.parallel, 1), missing.size());
-    for (size_t t = 0; t < threads; ++t) workers.emplace_back(work);
-  }
-  absl::MutexLock lock(&mu);
-  return failed;
+  return parallel.Run(
+      missing.size(), source.parallel, [&](size_t k) -> absl::Status {
+        const size_t i = missing[k];
+        STOKER_ASSIGN_OR_RETURN(
+            (*infos)[i], CountRemoteShard(*source.store, names[i], policy,
+                                          source.scratch_dir));
+        return absl::OkStatus();
+      });
 }
 
 // The counts of one directory's shards from the files beside them and

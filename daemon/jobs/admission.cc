@@ -19,9 +19,9 @@ uint32_t CountHoldings(const Accounts& accounts, Holdings* by_user) {
     ++h.jobs;
     if (job.running) h.bytes += job.ring_bytes;
   }
-  for (const auto& [owner, bytes] : accounts.reserved) {
-    ++(*by_user)[owner].jobs;
-    (*by_user)[owner].bytes += bytes;
+  for (const Reservation& r : accounts.reserved) {
+    ++(*by_user)[r.owner].jobs;
+    (*by_user)[r.owner].bytes += r.ring_bytes;
   }
   return static_cast<uint32_t>(accounts.jobs.size() + accounts.reserved.size());
 }
@@ -226,6 +226,12 @@ absl::Status Admission::CheckStreamRoom(const Accounts& accounts,
       continue;
     }
     needs += job.stream_room;
+    ++others;
+  }
+  // Another Create() of the user's between its check and its job.
+  for (const Reservation& r : accounts.reserved) {
+    if (r.owner != candidate.owner || r.stream_room == 0) continue;
+    needs += r.stream_room;
     ++others;
   }
   const uint64_t room = accounts.cache_per_user;

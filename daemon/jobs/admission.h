@@ -70,11 +70,17 @@ struct JobAccount {
   uint64_t stream_room = 0;
 };
 
+// Room a Create() holds between its check and its job.
+struct Reservation {
+  uid_t owner = 0;
+  uint64_t ring_bytes = 0;
+  uint64_t stream_room = 0;  // a streamed job's two windows
+};
+
 // Everything the jobs hold, taken at once.
 struct Accounts {
   std::vector<JobAccount> jobs;
-  // Create()s between their check and their ring: owner, ring bytes.
-  std::vector<std::pair<uid_t, uint64_t>> reserved;
+  std::vector<Reservation> reserved;
   std::string shm_dir;          // where rings live
   uint64_t shm_free = 0;        // its free bytes
   uint64_t cache_per_user = 0;  // the shard cache one user may hold

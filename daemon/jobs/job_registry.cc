@@ -155,7 +155,9 @@ absl::Status JobRegistry::Admit(const Candidate& candidate, bool end_orphans,
       if (step.kind == AdmissionStep::Kind::kAdmit) {
         if (ticket != nullptr) {
           *ticket = next_reservation_++;
-          reserved_[*ticket] = {candidate.owner, candidate.ring_bytes};
+          reserved_[*ticket] = {.owner = candidate.owner,
+                                .ring_bytes = candidate.ring_bytes,
+                                .stream_room = candidate.stream_room};
         }
         return absl::OkStatus();
       }

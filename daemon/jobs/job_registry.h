@@ -168,8 +168,8 @@ class JobRegistry {
   RegistryOptions options_;
   Admission admission_ ABSL_GUARDED_BY(mu_);  // with the limits resolved
   JobMap jobs_ ABSL_GUARDED_BY(mu_);
-  // Room taken by a Create() between its check and its ring: owner, bytes.
-  std::map<uint64_t, std::pair<uid_t, uint64_t>> reserved_ ABSL_GUARDED_BY(mu_);
+  // Room taken by a Create() between its check and its job.
+  std::map<uint64_t, Reservation> reserved_ ABSL_GUARDED_BY(mu_);
   uint64_t next_reservation_ ABSL_GUARDED_BY(mu_) = 0;
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
   // Streamed jobs' windows of shards are fetched here. A task holds its
