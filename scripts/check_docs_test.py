@@ -12,6 +12,12 @@ FILES = {
     "daemon/settings/settings.cc": '{"cache_size", false,\n',
     "daemon/main.cc": "ABSL_FLAG(bool, check_config, false, \"\");\n",
     "bench/tool.py": 'parser.add_argument("--rounds")\n',
+    "bench/shared.py": ('def bench_parser():\n'
+                        '    parser.add_argument("--seed")\n'
+                        'def other():\n'
+                        '    parser.add_argument("--elsewhere")\n'),
+    "bench/uses.py": "from shared import (bench_parser,  # noqa\n    x)\n",
+    "tests/env.cc": 'getenv("STOKER_SOCKET");\n',
     "README.md": "Run `stokerd --check_config` and `bench/tool.py --rounds=2`.\n",
     "docs/page.md": (
         "See `daemon/main.cc` and `daemon/gone.cc:12`.\n"
@@ -20,7 +26,9 @@ FILES = {
         "| Setting | Default |\n"
         "| --- | --- |\n"
         "| `cache_size` | 16G |\n"
-        "| `cache_sise` | 16G |\n"),
+        "| `cache_sise` | 16G |\n"
+        "Run `bench/uses.py --seed=1` or `bench/uses.py --elsewhere=1`.\n"
+        "Set `STOKER_SOCKET` or `STOKER_SOKET`.\n"),
 }
 
 
@@ -34,7 +42,9 @@ def main():
         found = check_docs.problems(root)
     expected = ["docs/page.md:1: no file daemon/gone.cc",
                 "docs/page.md:2: no program takes --no_such_flag",
-                "docs/page.md:7: no setting cache_sise"]
+                "docs/page.md:7: no setting cache_sise",
+                "docs/page.md:8: uses.py takes no --elsewhere",
+                "docs/page.md:9: no name STOKER_SOKET in the code"]
     if found != expected:
         print("found:", found, "expected:", expected)
         return 1

@@ -151,13 +151,11 @@ def forked_from(pid: int) -> bool:
 
 def fork_error(made_in: int, what: str) -> errors.ForkedProcess:
     return errors.ForkedProcess(
-        f"{what} was made in process {made_in}, and this process "
-        f"({os.getpid()}) was forked from it: a forked child cannot use the "
-        "parent's stoker objects, nor connect once the parent has (gRPC does "
-        "not survive fork). Create loaders in the child before anything of "
-        "stoker runs in the parent, or start the child with the 'spawn' or "
-        "'forkserver' start method; torch DataLoader workers need nothing of "
-        "stoker (docs/python.md, \"Forked processes\")", 9)
+        f"{what} was made in process {made_in}; this process "
+        f"({os.getpid()}), forked from it, cannot use it nor connect once "
+        "its parent has (gRPC does not survive fork): make stoker objects in "
+        "the child, or start it with 'spawn' or 'forkserver' (docs/python.md,"
+        " \"Forked processes\")", 9)
 
 
 def check_may_connect() -> None:

@@ -47,17 +47,45 @@ def default_socket() -> str:
     return os.environ.get("STOKER_SOCKET") or SYSTEM_SOCKET
 
 
-def _where_from(socket: Optional[str]) -> str:
-    """Why this socket was tried, and how to name another."""
+def _socket_path(target: str) -> str:
+    """The absolute path of a socket target (a path, unix:path or
+    unix:///path), as the library reports it."""
+    for scheme in ("unix://", "unix:"):
+        if target.startswith(scheme):
+            target = target[len(scheme):]
+            break
+    return os.path.abspath(target)
+
+
+def _unreachable(error: errors.StokerError,
+                 socket: Optional[str]) -> errors.StokerError:
+    """The library's refusal to connect, saying which socket was tried and
+    how to name another: with no daemon there (no socket file, or no
+    answer) in one short sentence; else (permissions, not a socket) its
+    own explanation, with the way to name another."""
+    path = _socket_path(socket or default_socket())
     if socket:
-        why = "socket= named it"
+        tried = "named by socket="
     elif os.environ.get("STOKER_SOCKET"):
-        why = "$STOKER_SOCKET named it"
+        tried = "named by STOKER_SOCKET"
     else:
-        why = "it is the system daemon's"
-    return (f"this process tried it because {why}: name the daemon's socket "
-            "with socket= (stoker.DataLoader, stoker.Client) or "
-            "$STOKER_SOCKET")
+        tried = "the default socket"
+    try:
+        os.lstat(path)
+        missing = False
+    except FileNotFoundError:
+        missing = True
+    except OSError:  # a directory on the way that may not be entered
+        missing = False
+    if missing or error.message.endswith(": it does not answer"):
+        start = ("start it (systemctl start stokerd)" if path == SYSTEM_SOCKET
+                 else f"start stokerd --socket={path}")
+        message = (f"no stokerd answers at {path} ({tried}): {start}, or "
+                   "point STOKER_SOCKET or socket= at the socket it listens on")
+    else:
+        message = (f"{error.message} ({tried}; STOKER_SOCKET or socket= "
+                   "names another)")
+    return type(error)(message, error.code)
 
 
 class Client:
@@ -76,8 +104,7 @@ class Client:
                                              int(timeout * 1000),
                                              ctypes.byref(handle)))
         except (errors.Unavailable, errors.NotFound) as error:
-            raise type(error)(f"{error.message}; {_where_from(socket)}",
-                              error.code) from None
+            raise _unreachable(error, socket) from None
         self._handle = handle
 
     @property

@@ -16,8 +16,9 @@ SharedCursor     a broadcast or partition job, or one attached by job_id:
                  the stream is never moved nor re-created, and a daemon gone
                  away is raised (stoker.Unavailable).
 
-A cursor opens the stream the loader's Resources hold and knows the place of
-the next batch the loader would yield. The loader calls it under its guard.
+A cursor opens the stream the loader's Resources hold, as the loader's
+options (stoker.options) say, and knows the place of the next batch the
+loader would yield. The loader calls it under its guard.
 """
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ import time
 from typing import Any, Dict, Optional, Tuple
 
 from stoker import errors, spec as job_spec
+from stoker.options import LoaderOptions
 from stoker.resources import Resources
 from stoker.stream import Stream
 
@@ -32,17 +34,15 @@ Place = Tuple[int, int]  # (epoch, batch index)
 
 
 class Cursor:
-    """The stream of one job and the loader's place in it."""
+    """The stream of one job (spec: stoker.spec.build(options)'s) and the
+    loader's place in it; options give the consumer's name, prefetch, CUDA
+    device and the job_id attached to."""
 
-    def __init__(self, resources: Resources, spec: Dict[str, Any], name: str,
-                 prefetch: int, cuda_device: Optional[int],
-                 job_id: Optional[str] = None):
+    def __init__(self, resources: Resources, spec: Dict[str, Any],
+                 options: LoaderOptions):
         self._resources = resources
         self._spec = spec
-        self._name = name
-        self._prefetch = prefetch
-        self._cuda_device = cuda_device
-        self._job_id = job_id
+        self._options = options
         # The next batch the loader would yield.
         self.next: Place = (0, 0)
         self._open((0, 0))  # checks everything now; gives len()
@@ -56,9 +56,10 @@ class Cursor:
     def _open(self, start: Place) -> None:
         """A stream (a new job, or the one attached to) from `start` on."""
         spec = dict(self._spec, start_epoch=start[0], start_batch=start[1])
+        o = self._options
         job = self._resources.open_stream(lambda client: Stream(
-            client, spec, self._name, self._prefetch, self._cuda_device,
-            self._job_id, self._resources.remote)).job
+            client, spec, o.name, o.prefetch, o.cuda_device, o.job_id,
+            self._resources.remote)).job
         self.batches_per_epoch = int(job["batches_per_epoch"])
         self.num_samples = int(job["num_samples"])
         self.classes = job.get("class_names", [])
@@ -99,15 +100,13 @@ class Cursor:
 class ExclusiveCursor(Cursor):
     """The loader's own job, moved by re-creating it at a position."""
 
-    def __init__(self, resources: Resources, spec: Dict[str, Any], name: str,
-                 prefetch: int, cuda_device: Optional[int],
-                 reconnect_timeout: float):
+    def __init__(self, resources: Resources, spec: Dict[str, Any],
+                 options: LoaderOptions):
         # The stream's next batch is self.next while this is True.
         self._in_step = False
         self._epoch_set: Optional[int] = None
         self._resume: Optional[Place] = None
-        self._reconnect_timeout = reconnect_timeout
-        super().__init__(resources, spec, name, prefetch, cuda_device)
+        super().__init__(resources, spec, options)
 
     def _open(self, start: Place) -> None:
         self._in_step = False  # until the new one is open
@@ -175,7 +174,7 @@ class ExclusiveCursor(Cursor):
             except errors.Unavailable:
                 now = time.monotonic()
                 if deadline is None:
-                    deadline = now + self._reconnect_timeout
+                    deadline = now + self._options.reconnect_timeout
                 if now >= deadline:
                     raise
                 self._in_step = False
@@ -190,11 +189,10 @@ class ExclusiveCursor(Cursor):
 class SharedCursor(Cursor):
     """A shared job's one stream, followed epoch by epoch."""
 
-    def __init__(self, resources: Resources, spec: Dict[str, Any], name: str,
-                 prefetch: int, cuda_device: Optional[int],
-                 job_id: Optional[str]):
+    def __init__(self, resources: Resources, spec: Dict[str, Any],
+                 options: LoaderOptions):
         self._stash = None  # a batch of the next epoch, taken early
-        super().__init__(resources, spec, name, prefetch, cuda_device, job_id)
+        super().__init__(resources, spec, options)
 
     @property
     def partition(self) -> bool:

@@ -215,8 +215,11 @@ def inner(transform: Any, refuse: Refuse) -> Any:
     if len(held) == 1:
         check_known(held[0], refuse)
     if len(held) != 1 or type(held[0]).__name__ not in APPLIED:
-        raise refuse(repr(transform), "RandomApply is supported around one "
-                     "of " + ", ".join(sorted(APPLIED)))
+        named = ", ".join(type(t).__name__ for t in held)
+        raise refuse(f"RandomApply([{named}], p={transform.p})",
+                     "RandomApply holds one image op: a flip, ColorJitter, a "
+                     "grayscale, RandomRotation, RandomAffine, a blur or a "
+                     "solarize")
     return held[0]
 
 

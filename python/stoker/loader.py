@@ -13,8 +13,9 @@ runs on from epoch to epoch. A new iteration, set_epoch() to another epoch,
 or load_state_dict() starts a new job at the wanted position (same seed,
 same bytes).
 
-Its arguments become the job's spec in stoker.spec (the transform's
-pipeline in stoker.transforms); the place in the stream, its moves and its
+Its keywords become one stoker.options.LoaderOptions, checked once, which
+the rest reads: the job's spec is stoker.spec's (the transform's pipeline
+stoker.transforms'); the place in the stream, its moves and its
 reconnecting are the cursor's (stoker.cursor: ExclusiveCursor, or
 SharedCursor for a broadcast, partition or attached job); the stream itself
 is stoker.stream's. This module is torch's DataLoader surface over them,
@@ -36,6 +37,7 @@ from stoker import spec as job_spec
 from stoker.client import Client
 from stoker.cursor import Cursor, ExclusiveCursor, SharedCursor
 from stoker.epochs import EpochIterator
+from stoker.options import LoaderOptions
 from stoker.resources import Resources
 from stoker.stream import Stream
 
@@ -147,37 +149,25 @@ class DataLoader:
                  collate_fn: Any = None, masks: Sequence[str] = (),
                  mask_fill: int = 255, streaming: Optional[bool] = None,
                  shuffle_window: int = 0, **ignored: Any):
-        plan = job_spec.build(
-            root=root, transform=transform, shards=shards, manifest=manifest,
-            label_field=label_field, batch_size=batch_size, shuffle=shuffle,
-            drop_last=drop_last, seed=seed, rank=rank, world_size=world_size,
-            shard_drop_last=shard_drop_last, device=device, slots=slots,
-            weight=weight, on_error=on_error, sharing=sharing,
-            max_lag=max_lag, on_lag=on_lag, min_consumers=min_consumers,
-            access_group=access_group, name=name, job_id=job_id,
-            fast_resample=fast_resample, sampler=sampler,
-            repeated_augmentations=repeated_augmentations,
-            generator=generator, collate_fn=collate_fn, fields=fields,
-            missing=missing, max_field_bytes=max_field_bytes, masks=masks,
-            mask_fill=mask_fill, streaming=streaming,
-            shuffle_window=shuffle_window, ignored=ignored)
-        self._spec = plan.spec
-        self.rank, self.world_size = self._spec["rank"], self._spec["world_size"]
-        self.device, self._cuda_device = plan.device, plan.cuda_device
-        self._sampler_epoch, self._root = plan.sampler_epoch, plan.root
-        self._transform, self._dataset = plan.transform, plan.folder
-        self._num_workers, self._held = int(ignored.get("num_workers") or 0), None
-        self._set_batch_transform(batch_transform, job_id, fields is not None,
-                                  field_transforms)
+        # The keywords once, checked before anything connects (see
+        # stoker.options); the spec and the cursor read them from there.
+        options = self._options = LoaderOptions.from_call(locals())
+        self._spec = job_spec.build(options)
+        self.rank, self.world_size = options.rank, options.world_size
+        self.device = options.device
+        self._sampler_epoch = recipe.SamplerEpoch(options.sampler)
+        self._dataset, self._held = options.folder, None
+        self._set_batch_transform(options.batch_transform)
         # Threads take turns: a stream one opens is never replaced (its job lost) by another's.
         self._guard, self._pid = threading.RLock(), os.getpid()
-        access = remote_shards.job_access(self._spec["dataset"].get("shards"), remote)
-        self._resources = Resources(Client(socket), access)
+        access = remote_shards.job_access(self._spec["dataset"].get("shards"),
+                                          options.remote)
+        self._resources = Resources(Client(options.socket), access)
         self._finalizer = weakref.finalize(self, self._resources.close)
         self._iterating: Optional["weakref.ref[EpochIterator]"] = None
-        self._cursor = self._open_cursor(plan.shared, job_id, name, prefetch,
-                                         reconnect_timeout)
-        self._open_batcher(field_transforms, field_workers, batch_transform)
+        cursor = SharedCursor if options.shared else ExclusiveCursor
+        self._cursor: Cursor = cursor(self._resources, self._spec, options)
+        self._open_batcher()
 
     # -- torch.utils.data.DataLoader's surface --------------------------------
 
@@ -213,18 +203,19 @@ class DataLoader:
     def num_workers(self) -> int:
         """torch's num_workers, as given (stokerd's workers do the work:
         loader.input_stats(), stokerctl status)."""
-        return self._num_workers
+        return self._options.num_workers
 
     @property
     def dataset(self) -> Any:
         """The ImageFolder given as root, else a stoker.datasets.LoaderDataset:
         len(), classes, class_to_idx; for a root, samples and targets too."""
         if self._dataset is None:
-            root = self._root
+            root = self._options.root
             if isinstance(root, str):
                 root = os.path.expanduser(root)
             self._dataset = datasets.LoaderDataset(
-                self.num_samples, self._cursor.classes, root, self._transform)
+                self.num_samples, self._cursor.classes, root,
+                self._options.transform)
         return self._dataset
 
     @property
@@ -308,24 +299,11 @@ class DataLoader:
 
     # -- internals -------------------------------------------------------------
 
-    def _set_batch_transform(self, batch_transform: Any, job_id: Any,
-                             named_fields: bool, field_transforms: Any) -> None:
+    def _set_batch_transform(self, batch_transform: Any) -> None:
         self._batch_transform = batch_transform
         self._with_generator = batch_transforms.accepts_generator(
             batch_transform) if batch_transform is not None else False
-        if job_id is None:  # an attached job's fields are checked once known
-            sample_fields.check_options(named_fields, field_transforms,
-                                        batch_transform)
         self._check_batch_transform(0)
-
-    def _open_cursor(self, shared: bool, job_id: Optional[str], name: str,
-                     prefetch: int, reconnect_timeout: float) -> Cursor:
-        stream_args = (name, int(prefetch), self._cuda_device)
-        if shared:
-            return SharedCursor(self._resources, self._spec, *stream_args,
-                                job_id)
-        return ExclusiveCursor(self._resources, self._spec, *stream_args,
-                               float(reconnect_timeout))
 
     def _check_process(self) -> None:
         """ForkedProcess in a process forked from the loader's (see
@@ -337,14 +315,15 @@ class DataLoader:
     def _stream(self) -> Stream:
         return self._cursor.stream
 
-    def _open_batcher(self, field_transforms, field_workers, batch_transform) -> None:
+    def _open_batcher(self) -> None:
         """The fields' batcher of the job's spec; closes the loader when
         it or the batch_transform is refused."""
         self._batcher: Optional[sample_fields.Batcher] = None
+        o = self._options
         try:
             self._batcher = sample_fields.batcher_for(
-                self._stream.job["spec"], field_transforms, field_workers,
-                batch_transform)
+                self._stream.job["spec"], o.field_transforms, o.field_workers,
+                o.batch_transform)
             self._check_batch_transform(len(self._cursor.classes))
         except BaseException:
             self.close()
@@ -371,7 +350,7 @@ class DataLoader:
         images, labels = batch
         if self._batch_transform is None:
             return images, labels
-        if self._cuda_device is None:
+        if self._options.cuda_device is None:
             self._held = (images, labels)
         generator = None
         if self._with_generator:

@@ -45,11 +45,9 @@ def log_ignored(options: Dict[str, Any]) -> None:
 def refuse_collate_fn(collate_fn: Any) -> None:
     if collate_fn is not None:
         raise InvalidArgument(
-            f"collate_fn={collate_fn!r}: stokerd collates the batches; run "
-            "batch-level ops with batch_transform=, a callable (images, "
-            "labels) -> (images, labels) such as stoker.RandomChoice("
-            "[stoker.MixUp(...), stoker.CutMix(...)]) for the reference's "
-            "mixup/cutmix collate_fn")
+            f"collate_fn={collate_fn!r}: stokerd collates the batches; for "
+            "the reference's mixup/cutmix collate_fn, pass batch_transform="
+            "stoker.RandomChoice([stoker.MixUp(...), stoker.CutMix(...)])")
 
 
 def _sampler_class(sampler: Any) -> str:
@@ -80,11 +78,10 @@ def _implied_by_sampler(sampler: Any) -> List[Tuple[str, Any]]:
     repeats = getattr(sampler, "num_repeats", None)
     if repeats is not None:  # the classification reference's RASampler
         raise InvalidArgument(
-            f"sampler={_sampler_class(sampler)}: pass "
-            f"repeated_augmentations={int(repeats)} instead (stokerd repeats "
-            "each sample itself, each copy augmented anew, split over ranks "
-            "as RASampler does); rank and world_size come from "
-            "torch.distributed")
+            f"sampler={_sampler_class(sampler)}: stokerd repeats each sample "
+            "itself, each copy augmented anew, and splits them over the ranks "
+            "of torch.distributed as RASampler does: instead of sampler=, "
+            f"pass repeated_augmentations={int(repeats)}")
     raise InvalidArgument(
         f"sampler={_sampler_class(sampler)}: stoker translates "
         "DistributedSampler, RandomSampler and SequentialSampler only; "

@@ -53,7 +53,6 @@ _IMAGE_OPS = _GEOMETRY + (
 _V2_NAMES = {"ToImage": "PILToTensor", "ToImageTensor": "PILToTensor",
              "ToPureTensor": None}
 
-
 # transforms.v2 ops that move boxes with the image: detection, which needs
 # targets that follow the image's geometry and images of varying size.
 _DETECTION = ("SanitizeBoundingBoxes", "ClampBoundingBoxes",
@@ -66,10 +65,12 @@ _NO_DETECTION = (
 
 
 def _refuse(what: str, why: str) -> UnsupportedTransform:
-    # Short: what the daemon runs is docs/transforms.md's (and SUPPORTED's).
+    # Short: what the daemon runs is docs/transforms.md's (and SUPPORTED's);
+    # `what` (a repr, a container's of many lines) on one line, cut.
+    what = " ".join(what.split())
     return UnsupportedTransform(
-        f"{what}: {why} (what stoker runs: docs/transforms.md, or "
-        "stoker.transforms.SUPPORTED)")
+        f"{what if len(what) <= 100 else what[:97] + '...'}: {why} (what "
+        "stoker runs: docs/transforms.md, or stoker.transforms.SUPPORTED)")
 
 
 class _Step:
@@ -145,6 +146,13 @@ def _op(transform: Any) -> Dict[str, Any]:
 def _inner(transform: Any) -> Any:
     """The one transform a RandomApply holds, if it is one stokerd runs."""
     return image_ops.inner(transform, _refuse)
+
+
+def _named(transform: Any) -> str:
+    """A Compose, preset or random container by the kinds it holds."""
+    random = _kind(transform) in ("RandomApply", "RandomChoice", "RandomOrder")
+    held = list(transform.transforms) if random else _flatten(transform)
+    return f"{_kind(transform)}([{', '.join(_kind(t) for t in held)}])"
 
 
 def _held_kind(option: Any) -> str:
@@ -273,11 +281,9 @@ class _State:
         mixed_flips = {"RandomHorizontalFlip",
                        "RandomVerticalFlip"} <= set(kinds)
         if len(kinds) < 2 or None in ranks or len(ranks) != 1 or mixed_flips:
-            raise _refuse(repr(t), "RandomChoice is supported among 2 to 16 "
-                          "image ops of one kind (the flips, RandomRotation "
-                          "and RandomAffine, ColorJitter, RandomGrayscale, "
-                          "GaussianBlur and PILGaussianBlur, RandomSolarize, "
-                          "or the automatic augmentations)")
+            raise _refuse(_named(t), "RandomChoice takes 2 to 16 image ops of "
+                          "one kind (a flip; rotations, affines; ColorJitter; "
+                          "grayscales; blurs; solarizes; augmentations)")
         return kinds[0]
 
     def _track_size(self, op: Dict[str, Any]) -> None:
@@ -328,13 +334,19 @@ def uses_v2(transform: Any) -> bool:
                for s in steps)
 
 
+def is_views(transform: Any) -> bool:
+    """Whether `transform` is several views' (a list or tuple of them), not
+    one transform or one native pipeline (a list of stoker.v1.Op dicts)."""
+    return isinstance(transform, (list, tuple)) and bool(transform) and \
+        not all(isinstance(op, dict) for op in transform)
+
+
 def views(transform: Any) -> Optional[List[Dict[str, Any]]]:
     """The job's views (JobSpec.views) for a list or tuple of transforms,
     one view each ({"pipeline": ..., "output": ...}); or of native
     pipelines (lists of stoker.v1.Op dicts). None for one transform."""
-    if not isinstance(transform, (list, tuple)) or not transform or all(
-            isinstance(op, dict) for op in transform):
-        return None  # one transform, or one native pipeline
+    if not is_views(transform):
+        return None
     out = []
     for i, one in enumerate(transform):
         if isinstance(one, (list, tuple)) and not all(
@@ -380,7 +392,7 @@ def translate(transform: Any) -> Tuple[List[Dict[str, Any]], Dict[str, str]]:
     pipeline = sorted(state.pipeline + state.erasing, key=place)
     if not any(next(iter(op)) in ("random_resized_crop", "resize",
                                   "random_crop") for op in pipeline):
-        raise _refuse(repr(transform), "a transform must fix the image size "
+        raise _refuse(_named(transform), "a transform must fix the image size "
                       "(RandomResizedCrop, Resize with CenterCrop, or RandomCrop)")
     output = {"dtype": state.dtype, "layout": state.layout}
     if state.reciprocal:  # v2 scales by multiplying (see FloatScale)

@@ -104,7 +104,8 @@ def test_random_apply_around_the_ops(daemon, scratch):
     for bad in (T.RandomApply([T.ColorJitter(0.1), T.Grayscale(3)]),
                 T.RandomApply([T.TrivialAugmentWide()])):
         with pytest.raises(stoker.UnsupportedTransform,
-                           match="RandomApply is supported around one of"):
+                           match=r"^[A-Z_]+: RandomApply\(\[\w+(, \w+)?\], "
+                           r"p=0\.5\): RandomApply holds one image op"):
             stoker.translate_transform(T.Compose(EVAL + [bad]))
 
 

@@ -7,6 +7,7 @@ and clear refusals."""
 import logging
 import os
 import shutil
+import socket
 import tarfile
 
 import pytest
@@ -19,6 +20,7 @@ from torch.utils.data import (DistributedSampler, RandomSampler,  # noqa: E402
                               WeightedRandomSampler)
 
 import stoker  # noqa: E402
+from stoker import _native  # noqa: E402
 from conftest import make_dataset, photo_folder  # noqa: E402
 
 TRANSFORM = T.Compose([T.Resize(36), T.CenterCrop(32), T.ToTensor()])
@@ -228,32 +230,69 @@ def test_samplers_that_cannot_be_translated_are_refused(daemon, dataset):
         def __init__(self, dataset, num_replicas, rank, shuffle, repetitions):
             self.num_repeats = repetitions
 
-    with pytest.raises(stoker.InvalidArgument,
-                       match="pass repeated_augmentations=3 instead"):
+    with pytest.raises(stoker.InvalidArgument, match="RASampler") as refused:
         loader_for(daemon, dataset, sampler=RASampler(reference, 1, 0, True, 3))
+    # What to do comes last, where the eye lands.
+    assert str(refused.value).endswith("pass repeated_augmentations=3")
 
 
 def test_first_refusals_are_short_and_say_what_to_do(daemon, dataset,
                                                      monkeypatch):
-    """What a new user meets first: no daemon where it looked (naming
-    socket= and $STOKER_SOCKET), a transform it cannot run (short, pointing
-    to the list) (before: 1.3 KB naming every op)."""
-    missing = os.path.join(os.path.dirname(dataset), "none.sock")
-    with pytest.raises(stoker.Unavailable, match=r"socket= named it.*"
-                       r"\$STOKER_SOCKET"):
+    """What a new user meets first, each on one line of at most 300
+    characters: no daemon where it looked (naming the socket, why it was
+    tried, STOKER_SOCKET and socket=), a transform it cannot run (pointing
+    to the list), a collate_fn, a process forked from the loader's."""
+    here = os.path.dirname(dataset)
+    missing, dead = os.path.join(here, "none.sock"), os.path.join(here, "dead.sock")
+    listener = socket.socket(socket.AF_UNIX)
+    listener.bind(dead)  # a socket file nobody listens on (a killed daemon's)
+    listener.close()
+    refusals = []
+    with pytest.raises(stoker.Unavailable) as refused:
         stoker.DataLoader(dataset, transform=TRANSFORM, socket=missing)
+    refusals.append(str(refused.value))
+    with pytest.raises(stoker.Unavailable) as refused:
+        stoker.Client(dead, timeout=0.2)
+    refusals.append(str(refused.value))
+    for where, refusal in zip((missing, dead), refusals):
+        assert refusal == (
+            f"UNAVAILABLE: no stokerd answers at {where} (named by socket=): "
+            f"start stokerd --socket={where}, or point STOKER_SOCKET or "
+            "socket= at the socket it listens on")
     monkeypatch.setenv("STOKER_SOCKET", missing)
     with pytest.raises(stoker.Unavailable,
-                       match=r"\$STOKER_SOCKET named it") as refused:
-        stoker.Client()
-    assert len(str(refused.value)) < 600, str(refused.value)
+                       match=r"named by STOKER_SOCKET\).*STOKER_SOCKET or "
+                       "socket=") as refused:
+        stoker.Client(timeout=0.2)
+    refusals.append(str(refused.value))
     monkeypatch.delenv("STOKER_SOCKET")
+    with open(missing, "w"):
+        pass  # a file, not a socket: the library's reason, and where to look
+    with pytest.raises(stoker.Unavailable,
+                       match=r"is not a socket.*\(named by socket=; "
+                       "STOKER_SOCKET or socket= names another\\)$") as refused:
+        stoker.Client(missing, timeout=0.2)
+    refusals.append(str(refused.value))
     for transform in (None, T.Compose([T.RandomResizedCrop(32),
-                                       T.RandomPerspective()])):
+                                       T.RandomPerspective()]),
+                      T.Compose([T.RandomHorizontalFlip(), T.ToTensor()]),
+                      T.Compose([T.RandomResizedCrop(32), T.RandomChoice(
+                          [T.ColorJitter(0.4, 0.4, 0.4, 0.1),
+                           T.TrivialAugmentWide()])]),
+                      T.Compose([T.RandomResizedCrop(32), T.RandomApply(
+                          [T.RandomHorizontalFlip(),
+                           T.ColorJitter(0.4, 0.4, 0.4, 0.1)], p=0.8)])):
         with pytest.raises(stoker.UnsupportedTransform,
                            match="docs/transforms.md") as refused:
             loader_for(daemon, dataset, transform=transform)
-        assert len(str(refused.value)) < 400, str(refused.value)
+        refusals.append(str(refused.value))
+    with pytest.raises(stoker.InvalidArgument,
+                       match=r"batch_transform=stoker\.RandomChoice") as refused:
+        loader_for(daemon, dataset, collate_fn=lambda batch: batch)
+    refusals.append(str(refused.value))
+    refusals.append(str(_native.fork_error(1, "this DataLoader")))
+    for refusal in refusals:
+        assert len(refusal) <= 300 and "\n" not in refusal, refusal
 
 
 def test_worker_keywords_are_ignored_in_one_logged_line(daemon, dataset,

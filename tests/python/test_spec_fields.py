@@ -9,6 +9,7 @@ torch = pytest.importorskip("torch")
 T = pytest.importorskip("torchvision.transforms")
 stoker = pytest.importorskip("stoker")
 from stoker import spec as job_spec  # noqa: E402
+from stoker.options import LoaderOptions  # noqa: E402
 
 # Wire fields the loader does not put in its spec: the cursor adds the
 # start position to each job it creates.
@@ -31,23 +32,20 @@ def keys(value, prefix=""):
     return set()
 
 
-def plan_of(root=None, shards=None, fields=None, views=1, masks=()):
+def spec_of(root=None, shards=None, fields=None, views=1, masks=()):
     transform = T.Compose([T.RandomResizedCrop(48), T.RandomHorizontalFlip(),
                            T.ToTensor(),
                            T.Normalize([0.5, 0.5, 0.5], [0.2, 0.2, 0.2])])
     if views > 1:
         transform = [transform] * views
-    return job_spec.build(
-        root=root, transform=transform, shards=shards, manifest=None,
-        label_field="", batch_size=4, shuffle=True, drop_last=True, seed=7,
-        rank=0, world_size=1, shard_drop_last=None, device="cpu", slots=4,
+    return job_spec.build(LoaderOptions(
+        root=root, transform=transform, shards=shards, batch_size=4,
+        shuffle=True, drop_last=True, seed=7, rank=0, world_size=1, slots=4,
         weight=2, on_error="fail", sharing="broadcast", max_lag=2,
-        on_lag="skip", min_consumers=1, access_group="", name="fields",
-        job_id=None, fast_resample=False, repeated_augmentations=1,
-        sampler=None, generator=None, collate_fn=None, fields=fields,
+        on_lag="skip", name="fields", fields=fields,
         missing="skip" if fields else "error",
         max_field_bytes=1024 if fields else 0, masks=masks,
-        mask_fill=9 if masks else 255, ignored={})
+        mask_fill=9 if masks else 255))
 
 
 def pairs_shard(dataset, scratch, masks=False):
@@ -79,17 +77,17 @@ def pairs_shard(dataset, scratch, masks=False):
 
 
 def test_every_key_the_loader_sends_is_a_wire_field(daemon, dataset, scratch):
-    plans = [plan_of(root=dataset),
-             plan_of(shards=pairs_shard(dataset, scratch),
+    specs = [spec_of(root=dataset),
+             spec_of(shards=pairs_shard(dataset, scratch),
                      fields=("jpg", "txt")),
-             plan_of(shards=pairs_shard(dataset, scratch, masks=True),
+             spec_of(shards=pairs_shard(dataset, scratch, masks=True),
                      fields=("jpg", "png"), masks=("png",)),
-             plan_of(root=dataset, views=2)]
+             spec_of(root=dataset, views=2)]
     client = stoker.Client(daemon.socket)
     top_sent, top_wire = set(), set()
     try:
-        for plan in plans:
-            job = client.create_job(plan.spec)
+        for spec in specs:
+            job = client.create_job(spec)
             try:
                 echoed = client.get_job(job["id"])["spec"]
             finally:
@@ -99,11 +97,11 @@ def test_every_key_the_loader_sends_is_a_wire_field(daemon, dataset, scratch):
             # behaviours they select (echoed only where an older one
             # differs): create_job above refused any key of them it does
             # not know.
-            sent = {key for key in keys(plan.spec)
+            sent = {key for key in keys(spec)
                     if not key.startswith("reference")}
             assert sent - keys(echoed) == set(), \
                 "keys the daemon does not echo"
-            top_sent |= set(plan.spec)
+            top_sent |= set(spec)
             top_wire |= set(echoed)
     finally:
         client.close()
