@@ -118,6 +118,25 @@ TEST(ScanImageFolder, NonRegularEntriesNamedLikeImagesAreSamples) {
             (std::vector<std::string>{"c/a.jpg", "c/b.jpg", "c/c.jpg"}));
 }
 
+TEST(ScanImageFolder, ManyLongEmptyClassesMakeAShortMessage) {
+  testdata::TempDir dir("stoker-folder");
+  const std::string root = dir.path();
+  Touch(root + "/bird/a.jpg");
+  const std::string long_name(200, 'x');
+  for (int i = 0; i < 40; ++i) {
+    std::filesystem::create_directories(root + "/" + std::to_string(i + 10) +
+                                        long_name);
+  }
+  auto dataset = ScanImageFolder(root);
+  ASSERT_EQ(dataset.status().code(), absl::StatusCode::kInvalidArgument);
+  const std::string message(dataset.status().message());
+  EXPECT_LE(message.size(), 300u) << message;
+  EXPECT_NE(message.find("the classes 10" + std::string(30, 'x') + "..., 11"),
+            std::string::npos)
+      << message;
+  EXPECT_NE(message.find(" and 37 more"), std::string::npos) << message;
+}
+
 TEST(ScanImageFolder, AClassWithoutImagesIsAnErrorNamingIt) {
   testdata::TempDir dir("stoker-folder");
   const std::string root = dir.path();

@@ -85,7 +85,9 @@ TEST(RandomCropSpec, AcceptedOrdersRoundTrip) {
 TEST(RandomCropSpec, BadOrdersAndFieldsAreNamed) {
   ExpectRefused(Spec({Pad(4), Flip()}), "pipeline[0]: impossible order");
   ExpectRefused(Spec({Flip(), Crop(32, 0)}), "pipeline[0]: impossible order");
-  ExpectRefused(Spec({Crop(32, 0), Pad(4)}), "pipeline[1]: impossible order");
+  ExpectRefused(Spec({Crop(32, 0), Pad(4)}),
+                "pipeline[1]: impossible order: pad cannot follow random_crop; "
+                "ops go crop or resize, flips");
   v1::Op rrc;
   rrc.mutable_random_resized_crop()->set_height(8);
   rrc.mutable_random_resized_crop()->set_width(8);

@@ -218,19 +218,27 @@ Scanner::Images(int root_fd, const std::string& root, const std::string& name) {
   return std::move(found_);
 }
 
-// torchvision's FileNotFoundError, as a status: the first classes by name.
+// torchvision's FileNotFoundError, as a status: the first classes by name
+// (a long name cut short, so that the message stays short).
 absl::Status EmptyClassesError(const std::vector<std::string>& empty) {
-  constexpr size_t kNamed = 20;
-  std::string names = absl::StrJoin(
-      empty.begin(), empty.begin() + std::min(empty.size(), kNamed), ", ");
+  constexpr size_t kNamed = 3;
+  constexpr size_t kNameBytes = 32;
+  std::string names;
+  for (size_t i = 0; i < std::min(empty.size(), kNamed); ++i) {
+    const std::string& name = empty[i];
+    size_t cut = std::min(name.size(), kNameBytes);
+    while (cut < name.size() && cut > 0 && (name[cut] & 0xC0) == 0x80) --cut;
+    absl::StrAppend(&names, i ? ", " : "", name.substr(0, cut),
+                    cut < name.size() ? "..." : "");
+  }
   if (empty.size() > kNamed) {
     absl::StrAppend(&names, " and ", empty.size() - kNamed, " more");
   }
-  return absl::InvalidArgumentError(absl::StrCat(
-      "dataset.path: found no valid file for the classes ", names,
-      " (torchvision's ImageFolder refuses them too); supported extensions "
-      "are: ",
-      absl::StrJoin(kImageExtensions, ", ")));
+  return absl::InvalidArgumentError(
+      absl::StrCat("dataset.path: found no valid file for the classes ", names,
+                   ": each needs a file ending in one of ",
+                   absl::StrJoin(kImageExtensions, ", "),
+                   " (as torchvision's ImageFolder)"));
 }
 
 }  // namespace

@@ -181,6 +181,13 @@ absl::Status ParseOp(int i, const v1::Op& op, Pipeline* p) {
 
 namespace {
 
+// The op's field name in the wire's Op ("random_crop").
+std::string OpName(const v1::Op& op) {
+  const google::protobuf::FieldDescriptor* field =
+      v1::Op::descriptor()->FindFieldByNumber(op.kind_case());
+  return field != nullptr ? field->name() : "an unknown op";
+}
+
 absl::Status ParseOps(const v1::JobSpec& spec, Pipeline* p) {
   int last_rank = -1;
   for (int i = 0; i < spec.pipeline_size(); ++i) {
@@ -192,17 +199,13 @@ absl::Status ParseOps(const v1::JobSpec& spec, Pipeline* p) {
     }
     if (rank <= last_rank || !GeometryFits(spec, i)) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "pipeline[", i,
-          "]: impossible order; accepted: random_resized_crop, or resize "
-          "[center_crop], or [resize] [pad] random_crop; then "
-          "[random_horizontal_flip] "
-          "[random_vertical_flip] [random_rotation | random_affine] "
-          "[color_jitter] [random_grayscale] "
-          "[gaussian_blur | pillow_gaussian_blur] [random_solarize] "
-          "[trivial_augment_wide | rand_augment | auto_augment | aug_mix] "
-          "[normalize] "
-          "[random_erasing], a random_choice standing for one of the "
-          "image ops"));
+          "pipeline[", i, "]: impossible order: ", OpName(op),
+          i == 0
+              ? " cannot come first"
+              : absl::StrCat(" cannot follow ", OpName(spec.pipeline(i - 1))),
+          "; ops go crop or resize, flips, rotation or affine, colour, blur, "
+          "solarize, an auto-augment policy, normalize, erasing "
+          "(docs/transforms.md)"));
     }
     last_rank = rank;
     if (absl::Status status = ParseOp(i, op, p); !status.ok()) return status;
