@@ -13,6 +13,8 @@
 #include "client/src/client_impl.h"
 #include "client/src/consumer_core.h"
 #include "client/src/convert.h"
+#include "client/src/job_origin.h"
+#include "client/src/reconnector.h"
 #include "common/grpc_status.h"
 #include "common/naming.h"
 #include "common/socket_access.h"
@@ -222,15 +224,9 @@ absl::StatusOr<JobInfo> Client::CreateJob(const JobSpec& spec) {
 
 absl::StatusOr<JobInfo> Client::CreateJob(const JobSpec& spec,
                                           const RemoteAccess& remote) {
-  v1::RemoteAccess access;
-  access.set_endpoint_url(remote.endpoint_url);
-  access.set_region(remote.region);
-  access.set_path_style(remote.path_style);
-  access.set_access_key_id(remote.access_key_id);
-  access.set_secret_access_key(remote.secret_access_key);
-  access.set_session_token(remote.session_token);
-  STOKER_ASSIGN_OR_RETURN(v1::Job job, impl_->CreateJob(internal::ToProto(spec),
-                                                        std::move(access)));
+  STOKER_ASSIGN_OR_RETURN(
+      v1::Job job,
+      impl_->CreateJob(internal::ToProto(spec), internal::ToProto(remote)));
   return internal::FromProto(job);
 }
 
@@ -266,21 +262,12 @@ absl::StatusOr<std::unique_ptr<Consumer>> Client::Attach(
                                            impl_->ring_socket(),
                                            std::string(job_id), options);
   if (!core.ok()) return core.status();
-  auto reconnector = std::make_unique<internal::Reconnector>(
-      impl_->stub(), impl_->client_id(), impl_->ring_socket(), options,
-      // Everything the job was created with: its spec, from where the
-      // consumer stands, and its remote access.
-      [impl = impl_.get(), remote = impl_->RemoteOf(job_id)](
-          const JobSpec& spec) -> absl::StatusOr<JobInfo> {
-        STOKER_ASSIGN_OR_RETURN(
-            v1::Job job, impl->CreateJob(internal::ToProto(spec), remote));
-        return internal::FromProto(job);
-      },
-      [impl = impl_.get()](absl::Duration up_to) {
-        impl->AwaitConnection(up_to);
-      });
+  // What the job was created with and where it lives, for reconnecting.
+  auto origin = std::make_unique<internal::JobOrigin>(impl_.get(),
+                                                      (*core)->job(), options);
   return std::unique_ptr<Consumer>(
-      new Consumer(*std::move(core), std::move(reconnector)));
+      new Consumer(*std::move(core),
+                   std::make_unique<internal::Reconnector>(std::move(origin))));
 }
 
 }  // namespace stoker

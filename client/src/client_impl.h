@@ -49,8 +49,10 @@ class STOKER_LOCAL Client::Impl {
   absl::Status DeleteJob(std::string_view job_id);
   absl::StatusOr<v1::Stats> GetStats();
   // The remote access a job this client created was created with (empty
-  // for others), kept until DeleteJob: a consumer's Reconnector re-creates
-  // the job with it after a daemon restart (the daemon keeps none).
+  // for others), kept until DeleteJob. A consumer attaches by job id alone,
+  // and the daemon keeps no credentials: this is where its JobOrigin
+  // (client/src/job_origin.h) finds them, to create the job again with
+  // them after a daemon restart.
   v1::RemoteAccess RemoteOf(std::string_view job_id) const;
   // Waits up to `up_to` for the daemon to answer on a channel that is not
   // connected (returning as soon as it does: gRPC alone would notice only

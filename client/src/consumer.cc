@@ -7,6 +7,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "client/src/consumer_core.h"
+#include "client/src/reconnector.h"
 #include "common/batch_wire.h"
 #include "common/status_macros.h"
 #include "common/vocabulary_wire.h"
@@ -240,7 +241,7 @@ absl::StatusOr<Batch> Consumer::Next(std::chrono::milliseconds timeout) {
     // still holds is void, and it must hear so before it goes on.
     STOKER_RETURN_IF_ERROR(core->Abandon(handle.status()));
     core->Close();
-    auto resumed = reconnector_->Resume(*core, handle.status());
+    auto resumed = reconnector_->Resume(core->tracker(), handle.status());
     if (!resumed.ok()) return resumed.status();
     {
       std::lock_guard<std::mutex> lock(mu_);

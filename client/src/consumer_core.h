@@ -1,28 +1,36 @@
-// ConsumerCore: the machinery behind a Consumer: one Consume stream, a reader
-// thread that queues incoming handles, a writer thread that sends credits and
-// releases (so releasing never blocks on the socket, and a CUDA host function
-// may release), and the job's read-only ring mapping.
+// ConsumerCore: the machinery behind a Consumer for one stream: the job's
+// read-only ring mapping, and three parts, each its own class:
+//   ConsumeStream  the Consume stream, its reader and writer threads, the
+//                  handles received and the requests to send;
+//   LeaseBook      the leases: batches handed out, confirmed, void;
+//   InputAccount   where the trainer's time goes (InputStats).
+// The resume position (PositionTracker) is shared with the Consumer's later
+// streams.
 //
 // Thread-safety: thread-safe. Shared by the Consumer and every Batch it
-// handed out; Close() is idempotent.
+// handed out; Close() is idempotent. NextHandle() is called by Next(), one
+// thread at a time.
+//
+// Lock order: each part has its own mutex and holds it only inside its own
+// methods; no part calls another, or back into the core, while holding it.
+// The one nesting: arrival_mu_ (here) is held while calling the
+// PositionTracker, whose mutex is a leaf. So: arrival_mu_ ->
+// PositionTracker::mu_; ConsumeStream::mu_, LeaseBook::mu_ and
+// InputAccount::mu_ are leaves taken alone.
 #ifndef STOKER_CLIENT_SRC_CONSUMER_CORE_H_
 #define STOKER_CLIENT_SRC_CONSUMER_CORE_H_
 
-#include <grpcpp/grpcpp.h>
-
-#include <deque>
-#include <functional>
-#include <map>
 #include <memory>
-#include <optional>
-#include <set>
 #include <string>
-#include <thread>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "client/src/consume_stream.h"
+#include "client/src/input_account.h"
+#include "client/src/lease_book.h"
+#include "client/src/position_tracker.h"
 #include "client/src/ring_mapping.h"
 #include "common/lease_table.h"
 #include "stoker/consumer.h"
@@ -34,27 +42,6 @@ namespace stoker::internal {
 // Marks the DEADLINE_EXCEEDED of a Next() that ran out of its own time (see
 // stoker::IsNextTimeout), as opposed to the daemon's lease timeout.
 inline constexpr char kNextTimeoutPayload[] = "stoker.dev/next-timeout";
-
-// Where a consumer stands, as batch sequence numbers (epoch *
-// batches_per_epoch + batch): the first batch not released, and released
-// batches beyond it. Shared by the successive streams of one Consumer, so a
-// batch released on any of them is never handed out again.
-class PositionTracker {
- public:
-  explicit PositionTracker(uint64_t first_unreleased)
-      : next_unreleased_(first_unreleased) {}
-  void Released(uint64_t seq);
-  // Batches [from, to) will never come (a broadcast consumer skipped or
-  // joined past them): they count as released.
-  void Skipped(uint64_t from, uint64_t to);
-  bool IsReleased(uint64_t seq) const;
-  uint64_t first_unreleased() const;
-
- private:
-  mutable absl::Mutex mu_;
-  uint64_t next_unreleased_ ABSL_GUARDED_BY(mu_);
-  std::set<uint64_t> released_ahead_ ABSL_GUARDED_BY(mu_);
-};
 
 class ConsumerCore {
  public:
@@ -69,6 +56,8 @@ class ConsumerCore {
       const ConsumerOptions& options,
       std::shared_ptr<PositionTracker> tracker = nullptr);
   ~ConsumerCore();  // Close()
+  ConsumerCore(const ConsumerCore&) = delete;
+  ConsumerCore& operator=(const ConsumerCore&) = delete;
 
   // Blocks for the next handle until `deadline` (DEADLINE_EXCEEDED then,
   // nothing lost); see Consumer::Next() for the other errors.
@@ -81,134 +70,60 @@ class ConsumerCore {
   void Release(uint32_t slot, uint64_t generation, uint64_t epoch,
                uint64_t batch);
 
-  // Leases (common/lease_table.h). Confirm() claims a batch for good: OK,
-  // or why it may not be used (the daemon took its lease back). Without a
-  // lease table (an older daemon), every lease counts as live.
+  // Leases: see LeaseBook.
   absl::Status Confirm(uint32_t slot, uint64_t generation, uint64_t epoch,
-                       uint64_t batch);
-  bool Live(uint32_t slot, uint64_t generation) const;
-  // Why batch epoch:batch may not be used: the daemon's reason, or this
-  // stream's.
-  absl::Status VoidReason(uint64_t epoch, uint64_t batch);
-  // Next() handed the batch in `slot` out.
-  void HandedOut(uint32_t slot, uint64_t generation, uint64_t seq);
-  // The stream broke with `why` and is given up: every lease not confirmed
-  // is taken back (its batch will be delivered again). Returns the error
-  // Next() must report instead of resuming: a batch handed out and not
-  // confirmed (the trainer may be using it), or one released unconfirmed
-  // after its lease was taken back.
-  absl::Status Abandon(const absl::Status& why);
-  // A batch released unconfirmed after its lease was taken back, once.
-  absl::Status TakeUnreported();
-  Position position();
-  InputStats input_stats();
+                       uint64_t batch) {
+    return leases_.Confirm(slot, generation, epoch, batch);
+  }
+  bool Live(uint32_t slot, uint64_t generation) const {
+    return leases_.Live(slot, generation);
+  }
+  absl::Status VoidReason(uint64_t epoch, uint64_t batch) const {
+    return leases_.VoidReason(epoch, batch);
+  }
+  void HandedOut(uint32_t slot, uint64_t generation, uint64_t seq) {
+    leases_.HandedOut(slot, generation, seq);
+  }
+  absl::Status Abandon(const absl::Status& why) { return leases_.Abandon(why); }
+  absl::Status TakeUnreported() { return leases_.TakeUnreported(); }
+
+  Position position() const;
+  InputStats input_stats() const { return input_.stats(); }
   const std::shared_ptr<PositionTracker>& tracker() const { return tracker_; }
   // Half-closes the stream, waits for the daemon's status, joins threads.
-  void Close();
+  void Close() { stream_->Close(); }
 
   const JobInfo& job() const { return job_; }
   const RingMapping& ring() const { return *ring_; }
 
  private:
-  ConsumerCore() = default;
-  // Where the consumer starts: `position` (the Attached reply's), with
-  // `tracker` if it resumes an earlier stream.
-  void StartAt(uint64_t position, std::shared_ptr<PositionTracker> tracker);
+  // Starts at `position` (the Attached reply's), with `tracker` if it
+  // resumes an earlier stream.
+  ConsumerCore(JobInfo job, std::unique_ptr<ConsumeStream> stream,
+               std::unique_ptr<RingMapping> ring,
+               std::unique_ptr<LeaseTable> leases, uint64_t position,
+               std::shared_ptr<PositionTracker> tracker);
   // The seq of a handle just received; broadcast: counts what it jumped
   // over as skipped.
-  uint64_t Arrived(const v1::BatchHandle& handle)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void ReadLoop();
+  uint64_t Arrived(const v1::BatchHandle& handle);
   // Why NextHandle() has nothing more: the end of the job, or the stream's
   // status.
-  absl::Status EndOfStream() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void WriteLoop();
-  void Send(v1::ConsumeRequest request);
-  // Accounts one Next() that started at `called` and returned at `now`;
-  // queues a report for the daemon about once a second.
-  void Account(absl::Time called, absl::Time now)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status EndOfStream() const;
 
-  JobInfo job_;
-  std::unique_ptr<RingMapping> ring_;
-  std::unique_ptr<LeaseTable> leases_;  // null from an older daemon
+  // Constant after construction.
+  const JobInfo job_;
+  const std::unique_ptr<ConsumeStream> stream_;
+  const std::unique_ptr<RingMapping> ring_;
+  const std::shared_ptr<PositionTracker> tracker_;
+  // The parts (their own locks).
+  LeaseBook leases_;
+  InputAccount input_;
+
+  absl::Mutex arrival_mu_;
   // Broadcast: the batch expected next; anything below a batch received is
   // skipped (a lagging consumer moved ahead, or one re-attached at the
   // leader).
-  uint64_t expected_seq_ ABSL_GUARDED_BY(mu_) = 0;
-  grpc::ClientContext context_;
-  std::unique_ptr<grpc::ClientReaderWriterInterface<v1::ConsumeRequest,
-                                                    v1::ConsumeResponse>>
-      stream_;
-  std::thread reader_;
-  std::thread writer_;
-
-  absl::Mutex mu_;
-  std::deque<v1::BatchHandle> handles_ ABSL_GUARDED_BY(mu_);
-  std::deque<v1::ConsumeRequest> outbox_ ABSL_GUARDED_BY(mu_);
-  bool end_of_job_ ABSL_GUARDED_BY(mu_) = false;
-  bool read_done_ ABSL_GUARDED_BY(mu_) = false;
-  bool closing_ ABSL_GUARDED_BY(mu_) = false;
-  bool finished_ ABSL_GUARDED_BY(mu_) = false;
-  absl::Status final_status_ ABSL_GUARDED_BY(mu_);
-  bool closed_ ABSL_GUARDED_BY(mu_) = false;
-  std::shared_ptr<PositionTracker> tracker_;
-  // Input accounting (see InputStats): totals, and per-batch samples for
-  // the recent window.
-  struct Sample {
-    absl::Time at;
-    absl::Duration wait;
-    absl::Duration step;
-  };
-  uint64_t batches_ ABSL_GUARDED_BY(mu_) = 0;
-  absl::Duration wait_ ABSL_GUARDED_BY(mu_);
-  absl::Duration step_ ABSL_GUARDED_BY(mu_);
-  std::deque<Sample> recent_ ABSL_GUARDED_BY(mu_);
-  absl::Duration recent_wait_ ABSL_GUARDED_BY(mu_);
-  absl::Duration recent_step_ ABSL_GUARDED_BY(mu_);
-  std::optional<absl::Time> last_return_ ABSL_GUARDED_BY(mu_);
-  // Set while a NextHandle() that ran out of time is to be continued.
-  std::optional<absl::Time> waiting_since_ ABSL_GUARDED_BY(mu_);
-  absl::Time last_report_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
-  // Leases handed out by Next() and neither confirmed nor released: slot ->
-  // (generation, seq).
-  std::map<uint32_t, std::pair<uint64_t, uint64_t>> out_ ABSL_GUARDED_BY(mu_);
-  absl::Status unreported_ ABSL_GUARDED_BY(mu_);
-  absl::Status abandoned_ ABSL_GUARDED_BY(mu_);  // why, once given up
-};
-
-// Opens a new stream for a Consumer whose stream broke with UNAVAILABLE:
-// see ConsumerOptions::reconnect_timeout.
-class Reconnector {
- public:
-  using CreateJobFn = std::function<absl::StatusOr<JobInfo>(const JobSpec&)>;
-  // Waits before the next try (at most the duration given; may return as
-  // soon as the daemon answers).
-  using WaitFn = std::function<void(absl::Duration)>;
-  Reconnector(v1::Loader::StubInterface* stub, std::string client_id,
-              std::string ring_socket, ConsumerOptions options,
-              CreateJobFn create_job, WaitFn wait = absl::SleepFor)
-      : stub_(stub),
-        client_id_(std::move(client_id)),
-        ring_socket_(std::move(ring_socket)),
-        options_(std::move(options)),
-        create_job_(std::move(create_job)),
-        wait_(std::move(wait)) {}
-
-  const ConsumerOptions& options() const { return options_; }
-  // A stream that resumes where `broken` stood, or the last error once
-  // reconnect_timeout has passed (or at once for an error that waiting
-  // cannot cure).
-  absl::StatusOr<std::shared_ptr<ConsumerCore>> Resume(
-      const ConsumerCore& broken, const absl::Status& why);
-
- private:
-  v1::Loader::StubInterface* const stub_;
-  const std::string client_id_;
-  const std::string ring_socket_;
-  const ConsumerOptions options_;
-  const CreateJobFn create_job_;
-  const WaitFn wait_;
+  uint64_t expected_seq_ ABSL_GUARDED_BY(arrival_mu_);
 };
 
 }  // namespace stoker::internal

@@ -168,6 +168,17 @@ v1::JobSpec ToProto(const JobSpec& spec) {
   return p;
 }
 
+v1::RemoteAccess ToProto(const RemoteAccess& remote) {
+  v1::RemoteAccess access;
+  access.set_endpoint_url(remote.endpoint_url);
+  access.set_region(remote.region);
+  access.set_path_style(remote.path_style);
+  access.set_access_key_id(remote.access_key_id);
+  access.set_secret_access_key(remote.secret_access_key);
+  access.set_session_token(remote.session_token);
+  return access;
+}
+
 JobInfo FromProto(const v1::Job& job) {
   JobInfo info;
   info.id = job.id();

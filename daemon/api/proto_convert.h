@@ -18,7 +18,10 @@ inline constexpr size_t kStatsTextBytes = 512;
 // The job as the API shows it: its class names as far as
 // kJobClassNameBytes holds them (num_classes counts all).
 void JobToProto(const Job& job, v1::Job* out);
-// A CreateJob's remote access (the trainer's credentials), for its store.
+// A CreateJob's remote access (the trainer's credentials), for its store:
+// the daemon's one conversion of the wire's RemoteAccess (the SDK's is
+// internal::ToProto in client/src/convert.cc; tests/remote_access_test.cc
+// holds both to every field of the proto).
 FetchAccess FetchAccessOf(const v1::RemoteAccess& remote);
 // The job's class names from `offset`, as far as kClassNamesPageBytes
 // holds them (at least one, if any is left).

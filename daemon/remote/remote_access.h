@@ -2,6 +2,10 @@
 // it with CreateJob (loader.proto's RemoteAccess). The credentials are the
 // trainer's own; stokerd uses them for that job's requests while the job is
 // created, then drops them. Nothing here is ever logged or shown.
+//
+// The daemon's form of the access; the wire's becomes it in one place,
+// FetchAccessOf (daemon/api/proto_convert.h). stokerctl index builds one
+// from the environment.
 #ifndef STOKER_DAEMON_REMOTE_REMOTE_ACCESS_H_
 #define STOKER_DAEMON_REMOTE_REMOTE_ACCESS_H_
 
