@@ -26,7 +26,7 @@ import time
 from typing import Any, Dict, Optional, Tuple
 
 from stoker import errors, spec as job_spec
-from stoker.options import LoaderOptions
+from stoker.options import SHARING, LoaderOptions
 from stoker.resources import Resources
 from stoker.stream import Stream
 
@@ -199,7 +199,7 @@ class SharedCursor(Cursor):
         """A partition job: its epochs end when the daemon says so (a batch
         taken back from another consumer may come after the last one)."""
         sharing = self.stream.job.get("spec", {}).get("sharing", {})
-        return sharing.get("mode") == job_spec.SHARING["partition"]
+        return sharing.get("mode") == SHARING["partition"]
 
     def set_epoch(self, epoch: int) -> None:
         """Only the epoch the stream is at."""

@@ -33,8 +33,14 @@ import torch
 from stoker import datasets, errors, recipe, transforms
 from stoker import fields as sample_fields
 from stoker import remote as remote_shards
-from stoker import spec as job_spec
 from stoker.stream import VIEWS_ON_CPU
+
+# The keywords' words and their wire values (stoker.v1's enums).
+SHARING = {"exclusive": "CONSUMER_MODE_EXCLUSIVE",
+           "broadcast": "CONSUMER_MODE_BROADCAST",
+           "partition": "CONSUMER_MODE_PARTITION"}
+ON_LAG = {"detach": "LAG_POLICY_DETACH", "skip": "LAG_POLICY_SKIP"}
+ON_ERROR = {"replace": "ON_ERROR_REPLACE", "fail": "ON_ERROR_FAIL"}
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -169,9 +175,9 @@ def _rank(order: Dict[str, Any]) -> Tuple[int, int]:
 
 
 def _check_choices(sharing: str, on_lag: str, on_error: str) -> None:
-    for value, table, what in ((sharing, job_spec.SHARING, "sharing"),
-                               (on_lag, job_spec.ON_LAG, "on_lag"),
-                               (on_error, job_spec.ON_ERROR, "on_error")):
+    for value, table, what in ((sharing, SHARING, "sharing"),
+                               (on_lag, ON_LAG, "on_lag"),
+                               (on_error, ON_ERROR, "on_error")):
         if value not in table:
             raise errors.InvalidArgument(
                 f"{what}={value!r}: one of {', '.join(table)}")

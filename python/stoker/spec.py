@@ -11,19 +11,11 @@ from __future__ import annotations
 
 import importlib
 import os
-from typing import TYPE_CHECKING, Any, Dict
+from typing import Any, Dict
 
 from stoker import errors, remote, transforms
 from stoker import fields as sample_fields
-
-if TYPE_CHECKING:  # options imports this module
-    from stoker.options import LoaderOptions
-
-SHARING = {"exclusive": "CONSUMER_MODE_EXCLUSIVE",
-           "broadcast": "CONSUMER_MODE_BROADCAST",
-           "partition": "CONSUMER_MODE_PARTITION"}
-ON_LAG = {"detach": "LAG_POLICY_DETACH", "skip": "LAG_POLICY_SKIP"}
-ON_ERROR = {"replace": "ON_ERROR_REPLACE", "fail": "ON_ERROR_FAIL"}
+from stoker.options import ON_ERROR, ON_LAG, SHARING, LoaderOptions
 # What a saved state must agree on to resume the same stream.
 _STREAM_FIELDS = ("dataset", "batch_size", "output", "seed", "shuffle",
                   "drop_last", "pipeline", "rank", "world_size",
@@ -43,7 +35,7 @@ def _reference_versions() -> Dict[str, str]:
     return versions
 
 
-def _dataset_spec(o: "LoaderOptions") -> Dict[str, Any]:
+def _dataset_spec(o: LoaderOptions) -> Dict[str, Any]:
     """The job spec's dataset, with paths made absolute from this process's
     directory."""
     if o.root is not None:
@@ -62,7 +54,7 @@ def _dataset_spec(o: "LoaderOptions") -> Dict[str, Any]:
     return spec
 
 
-def _lag_options(o: "LoaderOptions") -> Dict[str, Any]:
+def _lag_options(o: LoaderOptions) -> Dict[str, Any]:
     """The sharing fields beyond the mode, for a job that needs them."""
     if (o.sharing == "broadcast" or o.max_lag != 0 or o.on_lag != "detach"
             or o.min_consumers != 1):  # the daemon refuses them otherwise
@@ -71,7 +63,7 @@ def _lag_options(o: "LoaderOptions") -> Dict[str, Any]:
     return {}
 
 
-def build(options: "LoaderOptions") -> Dict[str, Any]:
+def build(options: LoaderOptions) -> Dict[str, Any]:
     """The JobSpec of a loader's options (checked as they were made), its
     transform translated; without the start position."""
     o = options
@@ -99,7 +91,7 @@ def build(options: "LoaderOptions") -> Dict[str, Any]:
     return spec
 
 
-def _fields_spec(o: "LoaderOptions") -> Dict[str, Any]:
+def _fields_spec(o: LoaderOptions) -> Dict[str, Any]:
     """The spec's fields, missing, max_field_bytes and a mask's options."""
     if o.fields is None:
         return {}
