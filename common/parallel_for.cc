@@ -10,6 +10,7 @@ namespace stoker {
 
 absl::Status ParallelFor::Run(
     size_t n, int threads, const std::function<absl::Status(size_t i)>& body) {
+  stopped_ = false;
   std::atomic<size_t> next{0};
   absl::Mutex mu;
   absl::Status failed;

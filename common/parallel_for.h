@@ -3,7 +3,8 @@
 // see stopped() and give up, and Run returns that error (not the
 // cancellations it caused).
 //
-// Thread-safety: one Run at a time; stopped() may be read from any thread.
+// Thread-safety: one Run at a time (each starts afresh); stopped() may be
+// read from any thread.
 #ifndef STOKER_COMMON_PARALLEL_FOR_H_
 #define STOKER_COMMON_PARALLEL_FOR_H_
 

@@ -236,6 +236,7 @@ TEST(Admission, ASharedIndexCountsOnceAgainstTheUsersIndexLimit) {
 TEST(Admission, StreamedWindowsOfTheUsersLiveJobsShareItsCacheRoom) {
   std::vector<JobAccount> jobs = {Running("a", 1, 1), Running("b", 2, 1),
                                   Orphan("o", 1, 1, 99)};
+  for (JobAccount& job : jobs) job.streamed = true;
   jobs[0].stream_room = 500 * kMiB;
   jobs[1].stream_room = 900 * kMiB;  // another user's
   jobs[2].stream_room = 900 * kMiB;  // an orphan's: taken back when needed
@@ -244,6 +245,7 @@ TEST(Admission, StreamedWindowsOfTheUsersLiveJobsShareItsCacheRoom) {
   limits.max_jobs_per_user = 10;
   Candidate candidate = Asking(1, 1);
   candidate.dataset_known = true;
+  candidate.streamed = true;
   candidate.stream_room = 500 * kMiB;
   EXPECT_EQ(Admission(limits).Next(Of(jobs), candidate, true).kind,
             Kind::kAdmit);
@@ -257,6 +259,27 @@ TEST(Admission, StreamedWindowsOfTheUsersLiveJobsShareItsCacheRoom) {
             "job");
 }
 
+TEST(Admission, AStreamedJobOfUnknownShardSizesStillMeetsTheOthersWindows) {
+  // Shards counted from sizes.json have no known size: such a job's own
+  // windows count 0, but the user's other streamed jobs still fill the
+  // cache, and a job that does not stream is not checked at all.
+  JobAccount other = Running("a", 1, 1);
+  other.streamed = true;
+  other.stream_room = 1200 * kMiB;
+  AdmissionLimits limits = Limits();
+  limits.max_jobs_per_user = 10;
+  Candidate candidate = Asking(1, 1);
+  candidate.dataset_known = true;
+  EXPECT_EQ(Admission(limits).Next(Of({other}), candidate, true).kind,
+            Kind::kAdmit);
+  candidate.streamed = true;
+  const AdmissionStep step =
+      Admission(limits).Next(Of({other}), candidate, true);
+  EXPECT_EQ(step.kind, Kind::kRefuse);
+  EXPECT_NE(step.refusal.message().find("would take 1200M"), std::string::npos)
+      << step.refusal.message();
+}
+
 TEST(Admission, AStreamedJobBeingCreatedHoldsItsWindowsToo) {
   AdmissionLimits limits = Limits();
   limits.max_jobs_per_user = 10;
@@ -268,6 +291,7 @@ TEST(Admission, AStreamedJobBeingCreatedHoldsItsWindowsToo) {
       {.owner = 2, .ring_bytes = kMiB, .stream_room = 900 * kMiB}};
   Candidate candidate = Asking(1, 1);
   candidate.dataset_known = true;
+  candidate.streamed = true;
   candidate.stream_room = 400 * kMiB;
   EXPECT_EQ(Admission(limits).Next(accounts, candidate, true).kind,
             Kind::kAdmit);

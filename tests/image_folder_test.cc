@@ -137,6 +137,20 @@ TEST(ScanImageFolder, ManyLongEmptyClassesMakeAShortMessage) {
   EXPECT_NE(message.find(" and 37 more"), std::string::npos) << message;
 }
 
+TEST(ScanImageFolder, ALongNameIsCutOnACharacterBoundary) {
+  testdata::TempDir dir("stoker-folder");
+  const std::string root = dir.path();
+  Touch(root + "/bird/a.jpg");
+  // 31 bytes, then two-byte characters: byte 32 is inside the first one.
+  const std::string name = std::string(31, 'a') + "\xc3\xa9\xc3\xa9";
+  std::filesystem::create_directories(root + "/" + name);
+  auto dataset = ScanImageFolder(root);
+  ASSERT_EQ(dataset.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(dataset.status().message().find(std::string(31, 'a') + "..."),
+            absl::string_view::npos)
+      << dataset.status();
+}
+
 TEST(ScanImageFolder, AClassWithoutImagesIsAnErrorNamingIt) {
   testdata::TempDir dir("stoker-folder");
   const std::string root = dir.path();

@@ -51,6 +51,16 @@ TEST(ParallelFor, TheFirstFailureWinsOverTheCancellationsItCauses) {
   });
   EXPECT_EQ(status, absl::NotFoundError("the first failure"));
   EXPECT_TRUE(parallel.stopped());
+  // A later Run starts afresh.
+  std::atomic<int> ran{0};
+  EXPECT_TRUE(parallel
+                  .Run(5, 2,
+                       [&](size_t) {
+                         ++ran;
+                         return absl::OkStatus();
+                       })
+                  .ok());
+  EXPECT_EQ(ran.load(), 5);
 }
 
 }  // namespace

@@ -214,14 +214,14 @@ absl::Status Admission::CheckIndex(const Accounts& accounts,
 
 absl::Status Admission::CheckStreamRoom(const Accounts& accounts,
                                         const Candidate& candidate) const {
-  if (candidate.stream_room == 0) return absl::OkStatus();
+  if (!candidate.streamed) return absl::OkStatus();
   // Each job its own two windows, even two jobs of the same order: one
   // whose consumer pauses keeps its windows while the other goes on. An
   // orphan's windows are taken back when a window needs the room.
   uint64_t needs = candidate.stream_room;
   uint32_t others = 0;
   for (const JobAccount& job : accounts.jobs) {
-    if (job.owner != candidate.owner || job.stream_room == 0 || !job.running ||
+    if (job.owner != candidate.owner || !job.streamed || !job.running ||
         job.orphan) {
       continue;
     }

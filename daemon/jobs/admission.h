@@ -66,7 +66,9 @@ struct JobAccount {
   // Its dataset's index (jobs over the same data share one) and its size.
   const void* index = nullptr;
   uint64_t index_bytes = 0;
-  // A streamed job: the shard cache room its two windows take.
+  // A streamed job, and the shard cache room its two windows take (0 when
+  // its shards' sizes are unknown).
+  bool streamed = false;
   uint64_t stream_room = 0;
 };
 
@@ -96,7 +98,9 @@ struct Candidate {
   bool dataset_known = false;
   const void* index = nullptr;
   uint64_t index_bytes = 0;
-  uint64_t stream_room = 0;  // streamed: its two windows; else 0
+  // A streamed job read through the shard cache: its two windows.
+  bool streamed = false;
+  uint64_t stream_room = 0;
 };
 
 // What the registry does next.

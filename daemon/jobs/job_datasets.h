@@ -41,8 +41,6 @@ struct JobDataset {
 uint64_t StreamRoom(const JobConfig& config, const ShardTable& table);
 
 struct JobDatasetsOptions {
-  // Where datasets may lie; must outlive this (nullptr: anywhere).
-  const PathPolicy* dataset_paths = nullptr;
   // Where remote shards are kept; must outlive this (nullptr: no remote
   // shards).
   ShardCache* shard_cache = nullptr;

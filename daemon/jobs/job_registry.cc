@@ -18,8 +18,7 @@
 namespace stoker {
 JobRegistry::JobRegistry(RegistryOptions options, WorkerPool* pool)
     : pool_(pool),
-      datasets_({.dataset_paths = options.dataset_paths,
-                 .shard_cache = options.shard_cache,
+      datasets_({.shard_cache = options.shard_cache,
                  .remote_ca_file = options.remote_ca_file,
                  .object_store = options.object_store}),
       options_(std::move(options)) {
@@ -91,6 +90,7 @@ Candidate JobRegistry::CandidateOf(const JobConfig& config,
     candidate.index = dataset->key();
     candidate.index_bytes = dataset->memory_bytes();
     if (dataset->streamed != nullptr && options_.shard_cache != nullptr) {
+      candidate.streamed = true;
       candidate.stream_room = StreamRoom(config, dataset->streamed->table());
     }
   }
@@ -124,7 +124,8 @@ Accounts JobRegistry::AccountsNow() const {
     } else if (const StreamFeed* stream = job->stream()) {
       account.index = stream;
       account.index_bytes = job->dataset().index_bytes;
-      account.stream_room = StreamRoom(config, stream->shards().table());
+      account.streamed = true;
+      account.stream_room = stream->room();
     }
   }
   for (const auto& [ticket, reservation] : reserved_) {

@@ -4,7 +4,8 @@
 
 #include "absl/strings/match.h"
 #include "daemon/jobs/epoch_order.h"
-#include "daemon/spec/job_spec.h"  // kDefaultShuffleWindow
+#include "daemon/jobs/job_datasets.h"  // StreamRoom
+#include "daemon/spec/job_spec.h"      // kDefaultShuffleWindow
 
 namespace stoker {
 namespace {
@@ -26,6 +27,7 @@ StreamFeed::StreamFeed(std::shared_ptr<const StreamedShards> shards,
       shuffle_(config.shuffle),
       window_(config.shuffle_window == 0 ? kDefaultShuffleWindow
                                          : config.shuffle_window),
+      room_(StreamRoom(config, shards_->table())),
       last_epoch_(config.epochs == 0 ? UINT64_MAX : config.epochs - 1),
       threads_(threads),
       on_ready_(std::move(on_ready)),

@@ -57,6 +57,8 @@ class StreamFeed : public std::enable_shared_from_this<StreamFeed>,
   uint64_t samples() const { return shards_->table().samples(); }
   uint64_t samples_per_rank() const;
   const StreamedShards& shards() const { return *shards_; }
+  // The shard cache room its two windows take (StreamRoom), computed once.
+  uint64_t room() const { return room_; }
   // What GetJob reports of the dataset: its shard table's numbers.
   DatasetSummary Summary() const;
 
@@ -101,6 +103,7 @@ class StreamFeed : public std::enable_shared_from_this<StreamFeed>,
   const uint64_t seed_;
   const bool shuffle_;
   const uint32_t window_;
+  const uint64_t room_;
   const uint64_t last_epoch_;  // UINT64_MAX: until deleted
   FetchThreads* const threads_;
   const std::function<void()> on_ready_;

@@ -75,7 +75,9 @@ class LoaderOptions:
     shards: Union[str, Sequence[str], None] = None
     manifest: Optional[str] = None
     label_field: str = ""
-    remote: Optional[Dict[str, Any]] = None
+    # Credentials: never in a repr (a log line, a test's failure output).
+    remote: Optional[Dict[str, Any]] = dataclasses.field(default=None,
+                                                         repr=False)
     fields: Optional[Sequence[str]] = None
     missing: str = "error"
     max_field_bytes: int = 0
@@ -103,8 +105,10 @@ class LoaderOptions:
         return cls(**{k: v for k, v in arguments.items() if k in names})
 
     def __post_init__(self) -> None:
-        """Checks the keywords, in the order the loader always checked them,
-        and resolves them (see the module's docstring)."""
+        """Checks the keywords and resolves them (see the module's
+        docstring). The transform is translated after them (stoker.spec), so
+        a call with both a bad keyword and a bad transform hears of the
+        keyword first."""
         root, transform, folder = datasets.unpack_root(self.root,
                                                        self.transform)
         recipe.refuse_collate_fn(self.collate_fn)

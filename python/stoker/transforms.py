@@ -149,20 +149,20 @@ def _inner(transform: Any) -> Any:
 
 
 def _named(transform: Any) -> str:
-    """A Compose, preset or random container by the kinds it holds."""
-    random = _kind(transform) in ("RandomApply", "RandomChoice", "RandomOrder")
+    """A container by the kinds it holds; another transform by its kind."""
+    kind = _kind(transform)
+    random = kind in ("RandomApply", "RandomChoice", "RandomOrder")
+    if not (random or kind in ("Compose", "ImageClassification")
+            or hasattr(transform, "transforms")):
+        return kind
     held = list(transform.transforms) if random else _flatten(transform)
-    return f"{_kind(transform)}([{', '.join(_kind(t) for t in held)}])"
+    return f"{kind}([{', '.join(_kind(t) for t in held)}])"
 
 
 def _held_kind(option: Any) -> str:
     """A RandomChoice option's kind: a RandomApply's, what it holds."""
     kind = _kind(option)
     return type(_inner(option)).__name__ if kind == "RandomApply" else kind
-
-
-def _dtype_name(dtype: Any) -> str:
-    return str(dtype).replace("torch.", "")
 
 
 # The order stokerd applies the image ops in (the geometry, 0 and 1, is
@@ -295,7 +295,7 @@ class _State:
             self.size = None  # the shorter side, a pad: a crop fixes it
 
     def _convert(self, t: Any) -> None:
-        name = _dtype_name(t.dtype)
+        name = str(t.dtype).replace("torch.", "")
         if self.dtype != "DTYPE_UINT8" or not self.converted:
             raise _refuse(repr(t), "it converts only PILToTensor's uint8")
         if name not in ("float32", "float16", "float"):

@@ -232,6 +232,9 @@ def test_a_flood_of_unread_streams_is_bounded(daemon, acknowledge):
         # so the proof is that the peer closed, not a count.
         assert ended in ("BrokenPipeError", "ConnectionResetError"), (
             f"the connection was not ended after {sent} streams ({ended})")
+        # Loose: the relay's reads and the socket's buffers hold a few
+        # thousand requests at most, far from all 20,000.
+        assert sent < 10000, f"stokerd took {sent} streams before the ack"
     assert grown < 48 * MIB, f"stokerd grew by {grown / MIB:.0f} MiB"
     with stoker.Client(daemon.socket) as client:  # others go on
         assert client.stats()["daemon"]["workers"] == 2

@@ -117,3 +117,27 @@ def test_a_cuda_device_is_resolved_and_what_it_cannot_serve_refused(
     attached = LoaderOptions(root=scratch, transform=[TRANSFORM, TRANSFORM],
                              device="cuda", job_id="7")  # the owner's views
     assert attached.shared and attached.cuda_device == 3
+
+
+def test_the_credentials_are_never_in_a_repr(scratch):
+    options = LoaderOptions(
+        shards="s3://bucket/a-{000..001}.tar", transform=TRANSFORM,
+        remote={"access_key_id": "AKIDEXAMPLE", "secret_access_key": "s3cr3t",
+                "session_token": "t0ken"})
+    shown = repr(options)
+    assert "shards=" in shown
+    for secret in ("AKIDEXAMPLE", "s3cr3t", "t0ken"):
+        assert secret not in shown
+
+
+@pytest.mark.parametrize("transform, named", [
+    (T.ToTensor(), "ToTensor"),
+    (T.Compose([T.ToTensor()]), "Compose([ToTensor])"),
+])
+def test_a_refused_transform_is_named_by_its_kind(scratch, transform, named):
+    options = LoaderOptions(root=scratch, transform=transform)
+    with pytest.raises(stoker.UnsupportedTransform) as caught:
+        job_spec.build(options)
+    assert str(caught.value).startswith(
+        f"INVALID_ARGUMENT: {named}: a transform must fix the image size"), \
+        str(caught.value)
