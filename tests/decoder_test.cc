@@ -223,6 +223,60 @@ TEST_F(DecoderTest, ExactPathEqualsThePillowResampleOfTheFullDecode) {
   }
 }
 
+// The common training sample (RandomResizedCrop + flip, no other image op)
+// is written straight from the resample's packed RGB: flipped while
+// written, in every dtype and layout, it equals the unflipped sample
+// mirrored and converted by hand.
+TEST_F(DecoderTest, FlippedSamplesInEveryDtypeAndLayoutAreTheMirroredPixels) {
+  const std::string path = WriteJpeg("flip.jpg", 500, 375);
+  const std::vector<uint8_t> file = testing::FileBytes(path);
+  Pipeline plain;
+  plain.geometry = Pipeline::Geometry::kRandomResizedCrop;
+  plain.output = {224, 160};
+  const int w = 224, h = 160;
+  const size_t n = size_t(w) * h;
+  SampleDecoder decoder({});
+  std::vector<uint8_t> unflipped(3 * n);
+  for (uint64_t key = 0; key < 6; ++key) {
+    ASSERT_TRUE(decoder.ProcessBytes(file, plain, key, unflipped.data()).ok());
+    for (DType dtype : {DType::kUInt8, DType::kFloat32, DType::kFloat16}) {
+      for (Layout layout : {Layout::kNHWC, Layout::kNCHW}) {
+        Pipeline p = plain;
+        p.flip_p = 1.0;
+        p.dtype = dtype;
+        p.layout = layout;
+        p.normalize = dtype != DType::kUInt8;
+        p.mean = {0.485f, 0.456f, 0.406f};
+        p.std = {0.229f, 0.224f, 0.225f};
+        std::vector<uint8_t> ours(p.BytesPerImage());
+        ASSERT_TRUE(decoder.ProcessBytes(file, p, key, ours.data()).ok());
+        for (int y = 0; y < h; ++y) {
+          for (int x = 0; x < w; ++x) {
+            for (int c = 0; c < 3; ++c) {
+              const uint8_t v =
+                  unflipped[(size_t(y) * w + (w - 1 - x)) * 3 + c];
+              const size_t i = size_t(y) * w + x;
+              const size_t at = layout == Layout::kNCHW ? c * n + i : i * 3 + c;
+              const float f = (v / 255.0f - p.mean[c]) / p.std[c];
+              if (dtype == DType::kUInt8) {
+                ASSERT_EQ(ours[at], v) << key << " " << x << "," << y;
+              } else if (dtype == DType::kFloat32) {
+                float got;
+                std::memcpy(&got, &ours[at * 4], 4);
+                ASSERT_EQ(got, f) << key << " " << x << "," << y;
+              } else {
+                uint16_t got;
+                std::memcpy(&got, &ours[at * 2], 2);
+                ASSERT_EQ(got, FloatToHalf(f)) << key << " " << x << "," << y;
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST_F(DecoderTest, EnlargingIsCloseToTheSource) {
   const std::string path = WriteJpeg("small.jpg", 50, 40);
   SampleDecoder decoder({});

@@ -5,7 +5,15 @@
 namespace stoker {
 namespace {
 
-constexpr int kDecodeMargin = 16;  // an iMCU, at most
+// libjpeg-turbo's fancy upsampling takes each output pixel's chroma from
+// its own sample and a neighbour's; at the left and right edges of a
+// cropped decode (jpeg_crop_scanline) it has no neighbour and repeats the
+// edge, so the outermost column on each side differs from a full decode.
+// Rows are exact from the first one after jpeg_skip_scanlines to the last
+// one read: the decoder reads the rows around them for context itself.
+// One pixel would do; two leave room (tests/partial_decode_test.cc checks
+// every subsampling, progressive files included).
+constexpr int kDecodeMargin = 2;
 
 }  // namespace
 

@@ -156,12 +156,15 @@ void NearestResample(const ResampleSource& src, Region have, ResampleBox box,
 
 namespace resample_internal {
 
-void HorizontalRowScalar(const uint8_t* in, int origin, int in_width,
-                         const AxisWeights& w, int count, uint8_t* out) {
-  for (int j = 0; j < count; ++j) {
-    HorizontalPixel(in + 3 * (w.start[j] - origin),
-                    &w.weights[static_cast<size_t>(j) * w.ksize], w.taps[j],
-                    out + 3 * j);
+void HorizontalRowsScalar(const uint8_t* in, size_t in_stride, int rows,
+                          int origin, int in_width, const AxisWeights& w,
+                          int count, uint8_t* out, size_t out_stride) {
+  for (int r = 0; r < rows; ++r, in += in_stride, out += out_stride) {
+    for (int j = 0; j < count; ++j) {
+      HorizontalPixel(in + 3 * (w.start[j] - origin),
+                      &w.weights[static_cast<size_t>(j) * w.ksize], w.taps[j],
+                      out + 3 * j);
+    }
   }
 }
 
@@ -309,12 +312,8 @@ void HorizontalThenVertical(const uint8_t* rows, int stride, int first_row,
   if (h != nullptr) {
     const int pass_stride = 3 * window.width;
     pass->resize(static_cast<size_t>(end_row - first_row) * pass_stride);
-    for (int y = first_row; y < end_row; ++y) {
-      passes.horizontal(
-          rows + static_cast<size_t>(y - first_row) * stride, have.x,
-          have.width, *h, window.width,
-          &(*pass)[static_cast<size_t>(y - first_row) * pass_stride]);
-    }
+    passes.horizontal(rows, stride, end_row - first_row, have.x, have.width, *h,
+                      window.width, pass->data(), pass_stride);
     rows = pass->data();
     stride = pass_stride;
   } else {
@@ -346,11 +345,8 @@ void VerticalThenHorizontal(const uint8_t* columns, int stride, int first_row,
     passes.vertical(columns, stride, first_row, v, i, pass_stride,
                     &(*pass)[static_cast<size_t>(i) * pass_stride]);
   }
-  for (int i = 0; i < window.height; ++i) {
-    passes.horizontal(&(*pass)[static_cast<size_t>(i) * pass_stride], x0, width,
-                      h, window.width,
-                      dst + static_cast<size_t>(i) * dst_stride);
-  }
+  passes.horizontal(pass->data(), pass_stride, window.height, x0, width, h,
+                    window.width, dst, dst_stride);
 }
 
 }  // namespace
@@ -361,7 +357,7 @@ void PillowResample(const ResampleSource& src, ResampleBox box,
                     ResampleKernels kernels) {
   namespace ri = resample_internal;
   const bool avx2 = kernels == ResampleKernels::kBest && HasAvx2();
-  const Passes passes{avx2 ? ri::HorizontalRowAvx2 : ri::HorizontalRowScalar,
+  const Passes passes{avx2 ? ri::HorizontalRowsAvx2 : ri::HorizontalRowsScalar,
                       avx2 ? ri::VerticalRowAvx2 : ri::VerticalRowScalar};
   const Region have = src.available.width > 0
                           ? src.available

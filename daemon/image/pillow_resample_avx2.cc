@@ -41,71 +41,102 @@ STOKER_AVX2 inline __m256i PixelSums(const uint8_t* p, const int16_t* split,
   return _mm256_add_epi32(_mm256_slli_epi32(hi, 11), lo);
 }
 
-STOKER_AVX2 inline __m256i SumsOf(const uint8_t* in, int origin,
-                                  const AxisWeights& w, int i) {
-  const uint8_t* p = in + 3 * (w.start[i] - origin);
-  const int16_t* split = &w.split[static_cast<size_t>(i) * (w.ksize / 4) * 32];
-  // Up to 4 taps (shrinks below 2x, bilinear): a loop of one, unrolled.
-  if (w.taps[i] <= 4) return PixelSums(p, split, 1);
-  return PixelSums(p, split, (w.taps[i] + 3) / 4);
-}
-
 // Two pixels' lanes (t0 t1 | t2 t3 each) to [first | second] R G B -.
 STOKER_AVX2 inline __m256i PairSums(__m256i a, __m256i b) {
   return _mm256_add_epi32(_mm256_permute2x128_si256(a, b, 0x20),
                           _mm256_permute2x128_si256(a, b, 0x31));
 }
 
-}  // namespace
-
-STOKER_AVX2 void HorizontalRowAvx2(const uint8_t* in, int origin, int in_width,
-                                   const AxisWeights& w, int count,
-                                   uint8_t* out) {
-  const int row_bytes = 3 * in_width;
+// Four pixels' sums (lanes [j, j+2 | j+1, j+3]) to 12 bytes R G B R G B ...
+// at `out`, rounded and clipped as Pillow's clip8; `room` is how many bytes
+// may be written there.
+STOKER_AVX2 inline void StoreFour(__m256i s01, __m256i s23, uint8_t* out,
+                                  int room) {
   const __m256i bias = _mm256_set1_epi32(1 << (kPrecisionBits - 1));
-  // Pixels whose loads (16 bytes from each group of 4 taps) stay inside the
-  // row, in pairs; the others portably.
+  // Four pixels' R G B - to 12 bytes R G B R G B ...
+  const __m128i pack =
+      _mm_setr_epi8(0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, -1, -1, -1, -1);
+  s01 = _mm256_srai_epi32(_mm256_add_epi32(s01, bias), kPrecisionBits);
+  s23 = _mm256_srai_epi32(_mm256_add_epi32(s23, bias), kPrecisionBits);
+  // Saturating packs clip to 0..255.
+  const __m256i words = _mm256_packs_epi32(s01, s23);
+  const __m256i bytes = _mm256_packus_epi16(words, words);
+  const __m128i ordered = _mm_unpacklo_epi32(
+      _mm256_castsi256_si128(bytes), _mm256_extracti128_si256(bytes, 1));
+  const __m128i rgb = _mm_shuffle_epi8(ordered, pack);
+  if (room >= 16) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out), rgb);
+  } else {
+    alignas(16) uint8_t last[16];
+    _mm_store_si128(reinterpret_cast<__m128i*>(last), rgb);
+    std::memcpy(out, last, 12);
+  }
+}
+
+// How many leading output pixels, in fours, the vector loop takes: those
+// whose loads (16 bytes from each group of 4 taps) stay inside the row.
+// Each of the four is checked: a pixel's taps may end further right than
+// its successor's where their count falls near the edge.
+int VectorEnd(const AxisWeights& w, int origin, int in_width, int count) {
+  const int row_bytes = 3 * in_width;
   auto fits = [&](int j) {
     const int used = (w.taps[j] + 3) / 4;
     return used == 0 ||
            3 * (w.start[j] - origin + 4 * (used - 1)) + 16 <= row_bytes;
   };
-  // Four pixels' R G B - to 12 bytes R G B R G B ...
-  const __m128i pack =
-      _mm_setr_epi8(0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, -1, -1, -1, -1);
-  const int out_bytes = 3 * count;
   int j = 0;
-  // Each of the four (a pixel's taps may end further right than its
-  // successor's where their count falls near the edge).
-  auto four_fit = [&](int j) {
-    return fits(j) && fits(j + 1) && fits(j + 2) && fits(j + 3);
-  };
-  for (; j + 3 < count && four_fit(j); j += 4) {
-    __m256i s01 =
-        PairSums(SumsOf(in, origin, w, j), SumsOf(in, origin, w, j + 1));
-    __m256i s23 =
-        PairSums(SumsOf(in, origin, w, j + 2), SumsOf(in, origin, w, j + 3));
-    s01 = _mm256_srai_epi32(_mm256_add_epi32(s01, bias), kPrecisionBits);
-    s23 = _mm256_srai_epi32(_mm256_add_epi32(s23, bias), kPrecisionBits);
-    // Saturating packs clip to 0..255 as Pillow's clip8 does; lanes hold
-    // [j, j+2 | j+1, j+3].
-    const __m256i words = _mm256_packs_epi32(s01, s23);
-    const __m256i bytes = _mm256_packus_epi16(words, words);
-    const __m128i ordered = _mm_unpacklo_epi32(
-        _mm256_castsi256_si128(bytes), _mm256_extracti128_si256(bytes, 1));
-    const __m128i rgb = _mm_shuffle_epi8(ordered, pack);
-    if (3 * j + 16 <= out_bytes) {
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 3 * j), rgb);
-    } else {
-      alignas(16) uint8_t last[16];
-      _mm_store_si128(reinterpret_cast<__m128i*>(last), rgb);
-      std::memcpy(out + 3 * j, last, 12);
-    }
+  for (; j + 3 < count; j += 4) {
+    if (!fits(j) || !fits(j + 1) || !fits(j + 2) || !fits(j + 3)) break;
   }
-  for (; j < count; ++j) {
-    HorizontalPixel(in + 3 * (w.start[j] - origin),
-                    &w.weights[static_cast<size_t>(j) * w.ksize], w.taps[j],
-                    out + 3 * j);
+  return j;
+}
+
+}  // namespace
+
+STOKER_AVX2 void HorizontalRowsAvx2(const uint8_t* in, size_t in_stride,
+                                    int rows, int origin, int in_width,
+                                    const AxisWeights& w, int count,
+                                    uint8_t* out, size_t out_stride) {
+  // Worked out once for all rows: where the vector loop ends, whether its
+  // pixels all have 4 taps at most (one step each, the common case of a
+  // shrink by less than 1.5), and where each pixel's taps start.
+  const int end = VectorEnd(w, origin, in_width, count);
+  const int quads = w.ksize / 4;
+  bool one_step = true;
+  for (int j = 0; j < end; ++j) {
+    one_step = one_step && w.taps[j] >= 1 && w.taps[j] <= 4;
+  }
+  const int out_bytes = 3 * count;
+  for (int r = 0; r < rows; ++r, in += in_stride, out += out_stride) {
+    const int16_t* split = w.split.data();
+    int j = 0;
+    if (one_step) {
+      for (; j < end; j += 4, split += 4 * quads * 32) {
+        const int* s = &w.start[j];
+        const __m256i s01 = PairSums(
+            PixelSums(in + 3 * (s[0] - origin), split, 1),
+            PixelSums(in + 3 * (s[1] - origin), split + quads * 32, 1));
+        const __m256i s23 = PairSums(
+            PixelSums(in + 3 * (s[2] - origin), split + 2 * quads * 32, 1),
+            PixelSums(in + 3 * (s[3] - origin), split + 3 * quads * 32, 1));
+        StoreFour(s01, s23, out + 3 * j, out_bytes - 3 * j);
+      }
+    } else {
+      for (; j < end; j += 4, split += 4 * quads * 32) {
+        __m256i sums[4];
+        for (int k = 0; k < 4; ++k) {
+          sums[k] = PixelSums(in + 3 * (w.start[j + k] - origin),
+                              split + k * quads * 32, (w.taps[j + k] + 3) / 4);
+        }
+        StoreFour(PairSums(sums[0], sums[1]), PairSums(sums[2], sums[3]),
+                  out + 3 * j, out_bytes - 3 * j);
+      }
+    }
+    for (; j < count; ++j) {
+      HorizontalPixel(in + 3 * (w.start[j] - origin),
+                      &w.weights[static_cast<size_t>(j) * w.ksize], w.taps[j],
+                      out + 3 * j);
+    }
   }
 }
 
@@ -117,33 +148,41 @@ inline int32_t WeightPair(int32_t first, int32_t second) {
                               static_cast<uint32_t>(uint16_t(second)) << 16);
 }
 
+// A pair of taps' weights for _mm256_madd_epi16, each weight split as
+// k = hi * 32768 + lo (lo in [0, 32768), so both parts are int16).
+struct TapPair {
+  __m256i lo;
+  __m256i hi;
+};
+
+STOKER_AVX2 inline TapPair PairOf(const int32_t* k, int t, int taps) {
+  const int32_t k1 = t + 1 < taps ? k[t + 1] : 0;
+  return {_mm256_set1_epi32(WeightPair(k[t] & 0x7fff, k1 & 0x7fff)),
+          _mm256_set1_epi32(WeightPair(k[t] >> 15, k1 >> 15))};
+}
+
 // Sixteen output bytes of a vertical pass: two source rows a step,
-// interleaved as 16-bit pairs and multiplied by each weight split as
-// k = hi * 32768 + lo (lo in [0, 32768), so both parts are int16); the sums
-// recombine exactly to the 32-bit sums of the portable loop.
+// interleaved as 16-bit pairs and multiplied by the split weights; the
+// sums recombine exactly to the 32-bit sums of the portable loop.
 STOKER_AVX2 inline __m128i VerticalSixteen(const uint8_t* p, int stride,
-                                           const int32_t* k, int taps) {
+                                           const TapPair* pairs, int taps) {
   __m256i lo0 = _mm256_set1_epi32(1 << (kPrecisionBits - 1));
   __m256i lo1 = lo0;
   __m256i hi0 = _mm256_setzero_si256();
   __m256i hi1 = hi0;
-  for (int t = 0; t < taps; t += 2, p += 2 * stride) {
-    const bool pair = t + 1 < taps;
+  for (int t = 0; t < taps; t += 2, p += 2 * stride, ++pairs) {
     const __m256i x = _mm256_cvtepu8_epi16(
         _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-    const __m256i y = pair ? _mm256_cvtepu8_epi16(_mm_loadu_si128(
-                                 reinterpret_cast<const __m128i*>(p + stride)))
-                           : _mm256_setzero_si256();
-    const int32_t k1 = pair ? k[t + 1] : 0;
-    const __m256i wl =
-        _mm256_set1_epi32(WeightPair(k[t] & 0x7fff, k1 & 0x7fff));
-    const __m256i wh = _mm256_set1_epi32(WeightPair(k[t] >> 15, k1 >> 15));
+    const __m256i y = t + 1 < taps
+                          ? _mm256_cvtepu8_epi16(_mm_loadu_si128(
+                                reinterpret_cast<const __m128i*>(p + stride)))
+                          : _mm256_setzero_si256();
     const __m256i xy0 = _mm256_unpacklo_epi16(x, y);  // bytes 0-3, 8-11
     const __m256i xy1 = _mm256_unpackhi_epi16(x, y);  // bytes 4-7, 12-15
-    lo0 = _mm256_add_epi32(lo0, _mm256_madd_epi16(xy0, wl));
-    lo1 = _mm256_add_epi32(lo1, _mm256_madd_epi16(xy1, wl));
-    hi0 = _mm256_add_epi32(hi0, _mm256_madd_epi16(xy0, wh));
-    hi1 = _mm256_add_epi32(hi1, _mm256_madd_epi16(xy1, wh));
+    lo0 = _mm256_add_epi32(lo0, _mm256_madd_epi16(xy0, pairs->lo));
+    lo1 = _mm256_add_epi32(lo1, _mm256_madd_epi16(xy1, pairs->lo));
+    hi0 = _mm256_add_epi32(hi0, _mm256_madd_epi16(xy0, pairs->hi));
+    hi1 = _mm256_add_epi32(hi1, _mm256_madd_epi16(xy1, pairs->hi));
   }
   const __m256i s0 = _mm256_srai_epi32(
       _mm256_add_epi32(_mm256_slli_epi32(hi0, 15), lo0), kPrecisionBits);
@@ -166,9 +205,16 @@ STOKER_AVX2 void VerticalRowAvx2(const uint8_t* rows, int stride, int first_row,
   const uint8_t* top =
       rows + static_cast<size_t>(w.start[i] - first_row) * stride;
   int b = 0;
-  for (; b + 16 <= bytes; b += 16) {
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + b),
-                     VerticalSixteen(top + b, stride, k, taps));
+  // The row's weight pairs, once for all its bytes (up to 128 taps: a
+  // shrink by 64 and more takes the portable loop).
+  constexpr int kMaxPairs = 64;
+  if (taps <= 2 * kMaxPairs) {
+    TapPair pairs[kMaxPairs];
+    for (int t = 0; t < taps; t += 2) pairs[t / 2] = PairOf(k, t, taps);
+    for (; b + 16 <= bytes; b += 16) {
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(out + b),
+                       VerticalSixteen(top + b, stride, pairs, taps));
+    }
   }
   for (; b < bytes; ++b) {
     int s = 1 << (kPrecisionBits - 1);

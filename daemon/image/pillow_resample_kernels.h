@@ -14,22 +14,28 @@ namespace stoker::resample_internal {
 // Pillow's PRECISION_BITS: 8 bits of result, 2 of headroom in an int.
 inline constexpr int kPrecisionBits = 32 - 8 - 2;
 
-// Output pixels 0 .. count - 1 of one row (RGB) from `in`, in_width RGB
-// pixels of the image's row from column `origin` on.
-using HorizontalFn = void (*)(const uint8_t* in, int origin, int in_width,
-                              const AxisWeights& w, int count, uint8_t* out);
+// Output pixels 0 .. count - 1 of `rows` rows (RGB), each from its row of
+// `in` (in_stride bytes apart), which holds in_width RGB pixels of the
+// image's row from column `origin` on; out_stride bytes between output
+// rows. All rows at once, so that what the weights allow is worked out
+// once per resample.
+using HorizontalFn = void (*)(const uint8_t* in, size_t in_stride, int rows,
+                              int origin, int in_width, const AxisWeights& w,
+                              int count, uint8_t* out, size_t out_stride);
 // Output row i, `bytes` wide, from `rows` (stride bytes apart; rows[0] is
 // source row first_row).
 using VerticalFn = void (*)(const uint8_t* rows, int stride, int first_row,
                             const AxisWeights& w, int i, int bytes,
                             uint8_t* out);
 
-void HorizontalRowScalar(const uint8_t* in, int origin, int in_width,
-                         const AxisWeights& w, int count, uint8_t* out);
+void HorizontalRowsScalar(const uint8_t* in, size_t in_stride, int rows,
+                          int origin, int in_width, const AxisWeights& w,
+                          int count, uint8_t* out, size_t out_stride);
 void VerticalRowScalar(const uint8_t* rows, int stride, int first_row,
                        const AxisWeights& w, int i, int bytes, uint8_t* out);
-void HorizontalRowAvx2(const uint8_t* in, int origin, int in_width,
-                       const AxisWeights& w, int count, uint8_t* out);
+void HorizontalRowsAvx2(const uint8_t* in, size_t in_stride, int rows,
+                        int origin, int in_width, const AxisWeights& w,
+                        int count, uint8_t* out, size_t out_stride);
 void VerticalRowAvx2(const uint8_t* rows, int stride, int first_row,
                      const AxisWeights& w, int i, int bytes, uint8_t* out);
 

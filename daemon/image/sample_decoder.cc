@@ -189,6 +189,17 @@ absl::Status SampleDecoder::Render(const DecodedRegion& region,
         RandomCrop(region, exact, decoded, pipeline);
     if (!cropped.ok()) return cropped.status();
     planes = *cropped;
+  } else if (exact && FlipIsTheOnlyImageOp(pipeline)) {
+    const uint8_t* packed =
+        ResamplePacked(region, decoded, *exact, pipeline.output);
+    if (packed == nullptr) {
+      return absl::InternalError("the decoder returned another region");
+    }
+    WritePackedOutput(packed, params_.flip, pipeline, Values(pipeline), out,
+                      &planes_);
+    ApplyErasing(pipeline.erasing, params_.erasing, pipeline.output,
+                 pipeline.dtype, pipeline.layout, out);
+    return absl::OkStatus();
   } else if (exact) {
     planes = ResampleExactly(region, decoded, *exact, pipeline.output);
   } else if (decoded == params_.box) {  // decoded for this sample alone
@@ -268,9 +279,10 @@ absl::StatusOr<uint8_t*> SampleDecoder::RandomCrop(
   return crop_.data();
 }
 
-uint8_t* SampleDecoder::ResampleExactly(const DecodedRegion& region,
-                                        const Region& decoded,
-                                        const ExactGeometry& g, ImageSize out) {
+const uint8_t* SampleDecoder::ResamplePacked(const DecodedRegion& region,
+                                             const Region& decoded,
+                                             const ExactGeometry& g,
+                                             ImageSize out) {
   const uint8_t* pixels = Within(region, decoded, g.decode);
   if (pixels == nullptr) return nullptr;
   ResampleSource source;
@@ -280,15 +292,23 @@ uint8_t* SampleDecoder::ResampleExactly(const DecodedRegion& region,
   source.available = {g.decode.x - g.image.x, g.decode.y - g.image.y,
                       g.decode.width, g.decode.height};
   source.order = g.order;
-  const size_t n = out.Pixels();
-  packed_.resize(3 * n);
+  packed_.resize(3 * out.Pixels());
   PillowResample(source, g.box, g.resized, g.window, g.filter, packed_.data(),
                  3 * out.width, &resample_);
+  return packed_.data();
+}
+
+uint8_t* SampleDecoder::ResampleExactly(const DecodedRegion& region,
+                                        const Region& decoded,
+                                        const ExactGeometry& g, ImageSize out) {
+  const uint8_t* packed = ResamplePacked(region, decoded, g, out);
+  if (packed == nullptr) return nullptr;
+  const size_t n = out.Pixels();
   planes_.resize(4 * n);  // R, G, B and a spare plane for flipping
   uint8_t* planes = planes_.data();
-  libyuv::SplitRGBPlane(packed_.data(), 3 * out.width, planes, out.width,
-                        planes + n, out.width, planes + 2 * n, out.width,
-                        out.width, out.height);
+  libyuv::SplitRGBPlane(packed, 3 * out.width, planes, out.width, planes + n,
+                        out.width, planes + 2 * n, out.width, out.width,
+                        out.height);
   return planes;
 }
 
@@ -306,6 +326,28 @@ void SampleDecoder::WriteOutput(const uint8_t* planes, const Pipeline& p,
     }
     return;
   }
+  const ValueTable& table = Values(p);
+  const bool nchw = p.layout == Layout::kNCHW;
+  // out index of channel c, pixel i.
+  auto at = [&](int c, size_t i) { return nchw ? c * n + i : i * 3 + c; };
+  if (p.dtype == DType::kFloat32) {
+    auto* f = reinterpret_cast<float*>(out);
+    for (int c = 0; c < 3; ++c) {
+      const float* lut = table.f32[c];
+      const uint8_t* plane = planes + c * n;
+      for (size_t i = 0; i < n; ++i) f[at(c, i)] = lut[plane[i]];
+    }
+  } else {
+    auto* h = reinterpret_cast<uint16_t*>(out);
+    for (int c = 0; c < 3; ++c) {
+      const uint16_t* lut = table.f16[c];
+      const uint8_t* plane = planes + c * n;
+      for (size_t i = 0; i < n; ++i) h[at(c, i)] = lut[plane[i]];
+    }
+  }
+}
+
+const ValueTable& SampleDecoder::Values(const Pipeline& p) {
   if (!table_valid_ || table_normalize_ != p.normalize ||
       table_reciprocal_ != p.scale_reciprocal || table_mean_ != p.mean ||
       table_std_ != p.std) {
@@ -316,24 +358,7 @@ void SampleDecoder::WriteOutput(const uint8_t* planes, const Pipeline& p,
     table_mean_ = p.mean;
     table_std_ = p.std;
   }
-  const bool nchw = p.layout == Layout::kNCHW;
-  // out index of channel c, pixel i.
-  auto at = [&](int c, size_t i) { return nchw ? c * n + i : i * 3 + c; };
-  if (p.dtype == DType::kFloat32) {
-    auto* f = reinterpret_cast<float*>(out);
-    for (int c = 0; c < 3; ++c) {
-      const float* lut = table_.f32[c];
-      const uint8_t* plane = planes + c * n;
-      for (size_t i = 0; i < n; ++i) f[at(c, i)] = lut[plane[i]];
-    }
-  } else {
-    auto* h = reinterpret_cast<uint16_t*>(out);
-    for (int c = 0; c < 3; ++c) {
-      const uint16_t* lut = table_.f16[c];
-      const uint8_t* plane = planes + c * n;
-      for (size_t i = 0; i < n; ++i) h[at(c, i)] = lut[plane[i]];
-    }
-  }
+  return table_;
 }
 
 absl::Status SampleDecoder::DecodeTo(std::span<const uint8_t> file,

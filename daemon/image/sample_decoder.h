@@ -26,6 +26,7 @@
 #include "absl/status/statusor.h"
 #include "daemon/image/exact_geometry.h"
 #include "daemon/image/image_decoder.h"
+#include "daemon/image/packed_output.h"
 #include "daemon/image/pillow_resample.h"
 #include "daemon/image/pipeline.h"
 
@@ -41,11 +42,7 @@ uint8_t* ResampleToPlanes(const uint8_t* src, int stride, ImageSize src_size,
                           std::vector<uint8_t>* scratch);
 
 // float32 / float16 output: (v / 255 - mean[c]) / std[c] for every byte v,
-// as a table per channel.
-struct ValueTable {
-  float f32[3][256];
-  uint16_t f16[3][256];
-};
+// as a table per channel (ValueTable, packed_output.h).
 void BuildValueTable(const Pipeline& pipeline, ValueTable* table);
 uint16_t FloatToHalf(float value);
 
@@ -108,6 +105,8 @@ class SampleDecoder {
                                const Region& decoded, const Region& part);
   void WriteOutput(const uint8_t* planes, const Pipeline& pipeline,
                    uint8_t* out);
+  // The pipeline's float values, built again only when they change.
+  const ValueTable& Values(const Pipeline& pipeline);
   // The ops on the resampled planes: flips, warp, jitter, grayscale, blur,
   // automatic augmentation, with the parameters drawn for this sample (a
   // RandomChoice runs its drawn option in its stage).
@@ -121,8 +120,12 @@ class SampleDecoder {
                                       const std::optional<ExactGeometry>& g,
                                       const Region& decoded,
                                       const Pipeline& pipeline);
-  // The decoded footprint of `g` resampled as Pillow does, as three planes
-  // of `out` (and a spare one) in planes_.
+  // The decoded footprint of `g` resampled as Pillow does, as packed RGB
+  // of `out` in packed_ (null if `region` does not hold it).
+  const uint8_t* ResamplePacked(const DecodedRegion& region,
+                                const Region& decoded, const ExactGeometry& g,
+                                ImageSize out);
+  // The same as three planes of `out` (and a spare one) in planes_.
   uint8_t* ResampleExactly(const DecodedRegion& region, const Region& decoded,
                            const ExactGeometry& g, ImageSize out);
 
