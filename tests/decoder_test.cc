@@ -226,14 +226,16 @@ TEST_F(DecoderTest, ExactPathEqualsThePillowResampleOfTheFullDecode) {
 // The common training sample (RandomResizedCrop + flip, no other image op)
 // is written straight from the resample's packed RGB: flipped while
 // written, in every dtype and layout, it equals the unflipped sample
-// mirrored and converted by hand.
+// mirrored and converted by hand, and what the planes' path gives (taken
+// by adding an op that changes nothing: solarize above 255). An odd width,
+// and RandomErasing after it.
 TEST_F(DecoderTest, FlippedSamplesInEveryDtypeAndLayoutAreTheMirroredPixels) {
   const std::string path = WriteJpeg("flip.jpg", 500, 375);
   const std::vector<uint8_t> file = testing::FileBytes(path);
   Pipeline plain;
   plain.geometry = Pipeline::Geometry::kRandomResizedCrop;
-  plain.output = {224, 160};
-  const int w = 224, h = 160;
+  plain.output = {223, 160};
+  const int w = 223, h = 160;
   const size_t n = size_t(w) * h;
   SampleDecoder decoder({});
   std::vector<uint8_t> unflipped(3 * n);
@@ -272,6 +274,18 @@ TEST_F(DecoderTest, FlippedSamplesInEveryDtypeAndLayoutAreTheMirroredPixels) {
             }
           }
         }
+        // The same job, with and without an op that forces planes, with
+        // RandomErasing on the output.
+        p.erasing.enabled = true;
+        p.erasing.p = 1.0;
+        Pipeline planes = p;
+        planes.solarize = {.p = 1.0, .threshold = 256};
+        std::vector<uint8_t> packed_out(p.BytesPerImage());
+        std::vector<uint8_t> planes_out(p.BytesPerImage());
+        ASSERT_TRUE(decoder.ProcessBytes(file, p, key, packed_out.data()).ok());
+        ASSERT_TRUE(
+            decoder.ProcessBytes(file, planes, key, planes_out.data()).ok());
+        ASSERT_EQ(packed_out, planes_out) << key;
       }
     }
   }

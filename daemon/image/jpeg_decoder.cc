@@ -104,6 +104,17 @@ ScaledRegion ReadRegion(jpeg_decompress_struct* cinfo, const Region& r, int d,
   const int y1 =
       std::min<int>((r.y + r.height + d - 1) / d, cinfo->output_height);
   JDIMENSION crop_x = x0, crop_width = x1 - x0;
+  if (cinfo->progressive_mode) {
+    // A progressive file whose scans leave coefficients imprecise is
+    // smoothed block by block from its neighbours' DC values, two blocks
+    // each way; a cropped decode gives its first block column copies of
+    // itself as left neighbours. Three iMCU columns more keep the
+    // smoothing's edge (and the upsampling's) away from the region.
+    const JDIMENSION widen = std::min<JDIMENSION>(
+        crop_x, 3 * cinfo->max_h_samp_factor * cinfo->min_DCT_scaled_size);
+    crop_x -= widen;
+    crop_width += widen;
+  }
   if (crop_width < cinfo->output_width) {
     // Widens to block boundaries: crop_x moves left, crop_width grows.
     jpeg_crop_scanline(cinfo, &crop_x, &crop_width);

@@ -162,15 +162,18 @@ STOKER_AVX2 inline TapPair PairOf(const int32_t* k, int t, int taps) {
 }
 
 // Sixteen output bytes of a vertical pass: two source rows a step,
-// interleaved as 16-bit pairs and multiplied by the split weights; the
+// interleaved as 16-bit pairs and multiplied by the split weights (from
+// `pairs`, or split from `k` as they are used where pairs is null); the
 // sums recombine exactly to the 32-bit sums of the portable loop.
 STOKER_AVX2 inline __m128i VerticalSixteen(const uint8_t* p, int stride,
-                                           const TapPair* pairs, int taps) {
+                                           const TapPair* pairs,
+                                           const int32_t* k, int taps) {
   __m256i lo0 = _mm256_set1_epi32(1 << (kPrecisionBits - 1));
   __m256i lo1 = lo0;
   __m256i hi0 = _mm256_setzero_si256();
   __m256i hi1 = hi0;
-  for (int t = 0; t < taps; t += 2, p += 2 * stride, ++pairs) {
+  for (int t = 0; t < taps; t += 2, p += 2 * stride) {
+    const TapPair w = pairs != nullptr ? pairs[t / 2] : PairOf(k, t, taps);
     const __m256i x = _mm256_cvtepu8_epi16(
         _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
     const __m256i y = t + 1 < taps
@@ -179,10 +182,10 @@ STOKER_AVX2 inline __m128i VerticalSixteen(const uint8_t* p, int stride,
                           : _mm256_setzero_si256();
     const __m256i xy0 = _mm256_unpacklo_epi16(x, y);  // bytes 0-3, 8-11
     const __m256i xy1 = _mm256_unpackhi_epi16(x, y);  // bytes 4-7, 12-15
-    lo0 = _mm256_add_epi32(lo0, _mm256_madd_epi16(xy0, pairs->lo));
-    lo1 = _mm256_add_epi32(lo1, _mm256_madd_epi16(xy1, pairs->lo));
-    hi0 = _mm256_add_epi32(hi0, _mm256_madd_epi16(xy0, pairs->hi));
-    hi1 = _mm256_add_epi32(hi1, _mm256_madd_epi16(xy1, pairs->hi));
+    lo0 = _mm256_add_epi32(lo0, _mm256_madd_epi16(xy0, w.lo));
+    lo1 = _mm256_add_epi32(lo1, _mm256_madd_epi16(xy1, w.lo));
+    hi0 = _mm256_add_epi32(hi0, _mm256_madd_epi16(xy0, w.hi));
+    hi1 = _mm256_add_epi32(hi1, _mm256_madd_epi16(xy1, w.hi));
   }
   const __m256i s0 = _mm256_srai_epi32(
       _mm256_add_epi32(_mm256_slli_epi32(hi0, 15), lo0), kPrecisionBits);
@@ -204,17 +207,19 @@ STOKER_AVX2 void VerticalRowAvx2(const uint8_t* rows, int stride, int first_row,
   const int taps = w.taps[i];
   const uint8_t* top =
       rows + static_cast<size_t>(w.start[i] - first_row) * stride;
-  int b = 0;
-  // The row's weight pairs, once for all its bytes (up to 128 taps: a
-  // shrink by 64 and more takes the portable loop).
+  // The row's weight pairs, split once for all its bytes where they fit
+  // here (up to 128 taps; a shrink by 64 or more splits them as it goes).
   constexpr int kMaxPairs = 64;
-  if (taps <= 2 * kMaxPairs) {
-    TapPair pairs[kMaxPairs];
+  TapPair pairs[kMaxPairs];
+  const bool kept = taps <= 2 * kMaxPairs;
+  if (kept) {
     for (int t = 0; t < taps; t += 2) pairs[t / 2] = PairOf(k, t, taps);
-    for (; b + 16 <= bytes; b += 16) {
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(out + b),
-                       VerticalSixteen(top + b, stride, pairs, taps));
-    }
+  }
+  int b = 0;
+  for (; b + 16 <= bytes; b += 16) {
+    _mm_storeu_si128(
+        reinterpret_cast<__m128i*>(out + b),
+        VerticalSixteen(top + b, stride, kept ? pairs : nullptr, k, taps));
   }
   for (; b < bytes; ++b) {
     int s = 1 << (kPrecisionBits - 1);

@@ -193,6 +193,19 @@ def test_a_window_equals_the_whole_resize_cropped(images, tool, filter_name):
     tool.check()
 
 
+@pytest.mark.parametrize("filter_name", ["bilinear", "bicubic"])
+def test_shrinks_by_a_hundred_equal_pillows(tool, filter_name):
+    # Over 128 taps a side: the vector kernels' weights no longer fit their
+    # precomputed pairs and are split as they are used.
+    rng = np.random.default_rng(11)
+    tall = Image.fromarray(rng.integers(0, 256, (9000, 48, 3), np.uint8))
+    wide = Image.fromarray(rng.integers(0, 256, (48, 9000, 3), np.uint8))
+    for image, size in ((tall, (48, 80)), (tall, (31, 41)), (wide, (80, 48)),
+                        (wide, (41, 31))):
+        tool.add(image, filter_name, size)
+    tool.check()
+
+
 def order_cases(images, rng):
     """(image, size, box, window) cases that reach both orders: heights
     shrunk more than widths (13.0's vertical first), an image over 100
