@@ -72,25 +72,34 @@ double SelfCpuSeconds() {
          (usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
 }
 
-// (a): one thread, every file once per pass; returns images/s of the best
-// of two passes (the first also warms the page cache).
-double BareLoop(const stoker::DatasetIndex& dataset, int size) {
-  stoker::SampleDecoder decoder({});
-  std::vector<uint8_t> out(size_t(size) * size * 3);
+// One thread, every file of the dataset read and given to `work` (with
+// its pass and index) once per pass; images/s of the best of two passes
+// (the first also warms the page cache).
+template <typename Work>
+double BestOfTwoPasses(const stoker::DatasetIndex& dataset, Work work) {
   std::vector<uint8_t> file;
   double best = 0;
-  for (int pass = 0; pass < 2; ++pass) {
+  for (uint64_t pass = 0; pass < 2; ++pass) {
     const auto start = Clock::now();
     for (uint32_t i = 0; i < dataset.size(); ++i) {
       const std::string path = dataset.Path(i);
-      if (!stoker::ReadFile(path, &file).ok() ||
-          !decoder.DecodeTo(file, {size, size}, out.data()).ok()) {
+      if (!stoker::ReadFile(path, &file).ok() || !work(file, pass, i)) {
         std::fprintf(stderr, "bare loop: cannot decode %s\n", path.c_str());
       }
     }
     best = std::max(best, dataset.size() / Seconds(start));
   }
   return best;
+}
+
+// (a): the daemon's own decode and resize to size x size.
+double BareLoop(const stoker::DatasetIndex& dataset, int size) {
+  stoker::SampleDecoder decoder({});
+  std::vector<uint8_t> out(size_t(size) * size * 3);
+  return BestOfTwoPasses(
+      dataset, [&](const std::vector<uint8_t>& file, uint64_t, uint32_t) {
+        return decoder.DecodeTo(file, {size, size}, out.data()).ok();
+      });
 }
 
 // The job the flags describe.
@@ -116,34 +125,28 @@ stoker::JobSpec Spec(const std::string& root) {
   return spec;
 }
 
-// (c) of the torch comparison: libjpeg-turbo's full decode, nothing else,
-// one thread, best of two passes.
+// (c) of the torch comparison: libjpeg-turbo's full decode, nothing else.
 double BareFullDecode(const stoker::DatasetIndex& dataset) {
   tjhandle handle = tjInitDecompress();
-  std::vector<uint8_t> file, pixels;
-  double best = 0;
-  for (int pass = 0; pass < 2; ++pass) {
-    const auto start = Clock::now();
-    for (uint32_t i = 0; i < dataset.size(); ++i) {
-      if (!stoker::ReadFile(dataset.Path(i), &file).ok()) continue;
-      int w = 0, h = 0, sub = 0, space = 0;
-      if (tjDecompressHeader3(handle, file.data(), file.size(), &w, &h, &sub,
-                              &space) != 0) {
-        continue;
-      }
-      pixels.resize(size_t(w) * h * 3);
-      tjDecompress2(handle, file.data(), file.size(), pixels.data(), w, 0, h,
-                    TJPF_RGB, 0);
-    }
-    best = std::max(best, dataset.size() / Seconds(start));
-  }
+  std::vector<uint8_t> pixels;
+  const double best = BestOfTwoPasses(
+      dataset, [&](const std::vector<uint8_t>& file, uint64_t, uint32_t) {
+        int w = 0, h = 0, sub = 0, space = 0;
+        if (tjDecompressHeader3(handle, file.data(), file.size(), &w, &h, &sub,
+                                &space) != 0) {
+          return false;
+        }
+        pixels.resize(size_t(w) * h * 3);
+        return tjDecompress2(handle, file.data(), file.size(), pixels.data(), w,
+                             0, h, TJPF_RGB, 0) == 0;
+      });
   tjDestroy(handle);
   return best;
 }
 
 // What a stokerd worker does to a sample of the train pipeline
-// (RandomResizedCrop(size) + flip, uint8), with nothing else: one thread,
-// best of two passes, each sample drawn anew per pass.
+// (RandomResizedCrop(size) + flip, uint8), with nothing else; each sample
+// drawn anew per pass.
 double BareTrain(const stoker::DatasetIndex& dataset, int size) {
   stoker::SampleDecoder decoder({});
   stoker::Pipeline p;
@@ -151,20 +154,10 @@ double BareTrain(const stoker::DatasetIndex& dataset, int size) {
   p.output = {size, size};
   p.flip_p = 0.5;
   std::vector<uint8_t> out(p.BytesPerImage());
-  std::vector<uint8_t> file;
-  double best = 0;
-  for (uint64_t pass = 0; pass < 2; ++pass) {
-    const auto start = Clock::now();
-    for (uint32_t i = 0; i < dataset.size(); ++i) {
-      if (!stoker::ReadFile(dataset.Path(i), &file).ok() ||
-          !decoder.ProcessBytes(file, p, pass << 32 | i, out.data()).ok()) {
-        std::fprintf(stderr, "bare train: cannot decode %s\n",
-                     dataset.Path(i).c_str());
-      }
-    }
-    best = std::max(best, dataset.size() / Seconds(start));
-  }
-  return best;
+  return BestOfTwoPasses(dataset, [&](const std::vector<uint8_t>& file,
+                                      uint64_t pass, uint32_t i) {
+    return decoder.ProcessBytes(file, p, pass << 32 | i, out.data()).ok();
+  });
 }
 
 // Reads every byte of a batch's images (any dtype).

@@ -7,6 +7,9 @@
 namespace stoker {
 
 bool FlipIsTheOnlyImageOp(const Pipeline& p) {
+  // Each stage of SampleDecoder::ApplyStage but the flip, off: a new
+  // stage must be counted here too.
+  static_assert(kImageStages == 8);
   return p.choice == nullptr && p.vflip_p == 0 && !p.warp.enabled() &&
          !p.jitter() && p.gray_p == 0 && !p.blur.enabled && p.solarize.p == 0 &&
          !p.augment.enabled();

@@ -97,9 +97,9 @@ STOKER_AVX2 void HorizontalRowsAvx2(const uint8_t* in, size_t in_stride,
                                     int rows, int origin, int in_width,
                                     const AxisWeights& w, int count,
                                     uint8_t* out, size_t out_stride) {
-  // Worked out once for all rows: where the vector loop ends, whether its
-  // pixels all have 4 taps at most (one step each, the common case of a
-  // shrink by less than 1.5), and where each pixel's taps start.
+  // Worked out once for all rows: where the vector loop ends, and whether
+  // its pixels all have 1 to 4 taps (one step each, the common case of a
+  // shrink by less than 1.5).
   const int end = VectorEnd(w, origin, in_width, count);
   const int quads = w.ksize / 4;
   bool one_step = true;
